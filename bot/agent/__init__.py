@@ -1,0 +1,47 @@
+"""The agent runtime: a tool-calling loop whose sensitive calls wait for a human.
+
+Knows nothing of Slack: it imports `tools` and `memory` only. Every front end (Slack, the HTTP API,
+the playground) drives it through the names exported here.
+"""
+
+from ._agent import Agent
+from ._fingerprint import fingerprint
+from ._stream import AgentStream
+from .exceptions import (
+    AgentError,
+    AmbiguousSuspendedRunsError,
+    NoSuspendedRunError,
+    ResumeDataInvalidError,
+    SnapshotNotFoundError,
+    ToolArgsInvalidError,
+    ToolCallNotSuspendedError,
+)
+from .types import (
+    AgentOutput,
+    Chunk,
+    SuspendedRun,
+    SuspendedRunsPage,
+    SuspendedToolCall,
+    SuspendPayload,
+    ToolCallCheck,
+)
+
+__all__ = [
+    "Agent",
+    "AgentError",
+    "AgentOutput",
+    "AgentStream",
+    "AmbiguousSuspendedRunsError",
+    "Chunk",
+    "NoSuspendedRunError",
+    "ResumeDataInvalidError",
+    "SnapshotNotFoundError",
+    "SuspendPayload",
+    "SuspendedRun",
+    "SuspendedRunsPage",
+    "SuspendedToolCall",
+    "ToolArgsInvalidError",
+    "ToolCallCheck",
+    "ToolCallNotSuspendedError",
+    "fingerprint",
+]

@@ -1,0 +1,395 @@
+"""`Agent`: the public face of the runtime. It starts runs, takes decisions about waiting calls, and
+finds suspended runs; the loop itself lives in `_run`."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import socket
+import tempfile
+import uuid
+from typing import Any, Awaitable, Callable, Mapping, Sequence
+
+import openai
+
+from memory import Memory, RunStatus, Storage, ToolCallState
+from memory.states import WAITING_STATES
+from memory.tables import RunRow, ToolCallRow, utcnow
+from tools import Schema, SchemaValidationError, Tool, create_tool, to_jsonable
+
+from ._fingerprint import fingerprint
+from ._run import Decision, RequestOptions, RunDriver
+from ._stream import AgentStream
+from .exceptions import (
+    AmbiguousSuspendedRunsError,
+    NoSuspendedRunError,
+    ResumeDataInvalidError,
+    SnapshotNotFoundError,
+    ToolArgsInvalidError,
+    ToolCallNotSuspendedError,
+)
+from .types import AgentOutput, SuspendedRun, SuspendedRunsPage, SuspendedToolCall
+
+SUB_AGENT_PREFIX = "agent-"
+_PROMPT_SCHEMA = {
+    "type": "object",
+    "properties": {"prompt": {"type": "string", "description": "What to ask the agent"}},
+    "required": ["prompt"],
+    "additionalProperties": False,
+}
+
+
+class Agent:
+    """An LLM agent with tools, some of which wait for a human before they run."""
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        name: str | None = None,
+        instructions: str = "",
+        model: str = "openai/gpt-5-mini",
+        tools: Mapping[str, Tool] | Sequence[Tool] | None = None,
+        agents: Mapping[str, Agent] | Sequence[Agent] | None = None,
+        memory: Memory | None = None,
+        storage: Storage | None = None,
+        default_options: Mapping[str, Any] | None = None,
+        hooks: Mapping[str, Callable[..., Any | Awaitable[Any]]] | None = None,
+        description: str = "",
+        model_client: openai.AsyncOpenAI | None = None,
+    ):
+        self.id = id
+        self.name = name or id
+        self.instructions = instructions
+        self.model = model
+        self.description = description
+        self.tools: dict[str, Tool] = {t.id: t for t in (tools.values() if isinstance(tools, Mapping) else tools or [])}
+        self.agents: dict[str, Agent] = {
+            a.id: a for a in (agents.values() if isinstance(agents, Mapping) else agents or [])
+        }
+        self._sub_agent_tools: dict[str, Tool] = {
+            SUB_AGENT_PREFIX + a.id: create_tool(
+                id=SUB_AGENT_PREFIX + a.id,
+                description=a.description or f"Ask the agent {a.name!r} to do something; it answers in text.",
+                input_schema=_PROMPT_SCHEMA,
+                execute=_run_by_the_loop,
+            )
+            for a in self.agents.values()
+        }
+        self.hooks = dict(hooks or {})
+        self.default_options = {"auto_resume_suspended_tools": False, "max_steps": 10, **(default_options or {})}
+        self._model_client = model_client
+        self.memory: Memory | None = None
+        self._storage: Storage | None = None
+        self._storage_configured = False
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._request_rules: dict[str, Any] = {}
+        self.attach(storage=storage, memory=memory)
+
+    def __repr__(self) -> str:
+        return f"Agent(id={self.id!r})"
+
+    # --- dependencies -----------------------------------------------------------------------
+    def attach(self, *, storage: Storage | None = None, memory: Memory | None = None) -> Agent:
+        """Give the agent its storage (and optionally memory), e.g. when the bot builds it from settings."""
+        if memory is not None:
+            self.memory = memory
+            storage = storage or memory.storage
+        if storage is not None:
+            self._storage = storage
+            self._storage_configured = True
+            for sub_agent in self.agents.values():
+                if not sub_agent._storage_configured:
+                    sub_agent.attach(storage=storage)
+        return self
+
+    @property
+    def storage(self) -> Storage:
+        """The configured storage, or a private temporary database that lives as long as this process."""
+        if self._storage is None:
+            directory = tempfile.mkdtemp(prefix="agent-runs-")
+            atexit.register(shutil.rmtree, directory, ignore_errors=True)
+            self._storage = Storage(f"sqlite+aiosqlite:///{directory}/runs.db")
+            for sub_agent in self.agents.values():
+                if sub_agent._storage is None:
+                    sub_agent._storage = self._storage
+        return self._storage
+
+    @property
+    def model_client(self) -> openai.AsyncOpenAI:
+        if self._model_client is None:
+            self._model_client = openai.AsyncOpenAI()  # reads OPENAI_API_KEY and OPENAI_BASE_URL
+        return self._model_client
+
+    # --- tools as the loop sees them --------------------------------------------------------
+    def find_tool(self, name: str) -> Tool | None:
+        return self.tools.get(name) or self._sub_agent_tools.get(name)
+
+    def tool_names(self) -> list[str]:
+        return [*self.tools, *self._sub_agent_tools]
+
+    def tool_specs(self) -> list[dict[str, Any]]:
+        return [
+            {"type": "function", "function": {"name": t.id, "description": t.description, "parameters": t.parameters()}}
+            for t in [*self.tools.values(), *self._sub_agent_tools.values()]
+        ]
+
+    def is_sub_agent_tool(self, name: str) -> bool:
+        return name in self._sub_agent_tools
+
+    def sub_agent_for(self, tool_name: str) -> Agent | None:
+        if tool_name not in self._sub_agent_tools:
+            return None
+        return self.agents[tool_name.removeprefix(SUB_AGENT_PREFIX)]
+
+    def find_agent_of_run_child(self, call: ToolCallRow) -> Agent:
+        sub_agent = self.sub_agent_for(call.tool_name)
+        if sub_agent is None:
+            raise LookupError(f"{self.id}: call {call.tool_call_id} has a child run but {call.tool_name} is no sub-agent")
+        return sub_agent
+
+    # --- starting runs ----------------------------------------------------------------------
+    async def stream(self, message: str | list[dict[str, Any]], **options: Any) -> AgentStream:
+        """Start a run on `message` and return its stream."""
+        request = self._request_options(options)
+        thread_id, resource_id = options.get("thread_id"), options.get("resource_id")
+        uses_memory = self.memory is not None and thread_id is not None
+        if uses_memory:
+            await self.storage.runs.ensure_thread(thread_id, resource_id)
+        run = self._new_run(thread_id=thread_id, resource_id=resource_id, uses_memory=uses_memory, options=request)
+        await self.storage.runs.create_run(run, _user_messages(message))
+        return AgentStream(run.id, RunDriver(self, run, request).loop())
+
+    async def generate(self, message: str | list[dict[str, Any]], **options: Any) -> AgentOutput:
+        return await (await self.stream(message, **options)).result()
+
+    async def start_child_run(self, *, prompt: str, parent: RunRow, options: RequestOptions) -> AgentStream:
+        """Run this agent as a supervisor's sub-agent: its own run, linked to the parent, no thread history."""
+        request = RequestOptions(
+            require_tool_approval=options.require_tool_approval,
+            request_context=options.request_context,
+            max_steps=int(self.default_options["max_steps"]),
+        )
+        run = self._new_run(thread_id=None, resource_id=parent.resource_id, uses_memory=False, options=request)
+        run.parent_run_id = parent.id
+        await self.storage.runs.create_run(run, _user_messages(prompt))
+        return AgentStream(run.id, RunDriver(self, run, request).loop())
+
+    def _new_run(self, *, thread_id, resource_id, uses_memory: bool, options: RequestOptions) -> RunRow:
+        run_id = uuid.uuid4().hex
+        rule = options.require_tool_approval
+        if callable(rule):
+            self._request_rules[run_id] = rule  # a callable cannot be stored; it holds in this process
+        return RunRow(
+            id=run_id,
+            agent_id=self.id,
+            thread_id=thread_id,
+            resource_id=resource_id,
+            uses_memory=uses_memory,
+            status=str(RunStatus.RUNNING),
+            owner=self.owner,
+            heartbeat_at=utcnow(),
+            step=0,
+            max_steps=options.max_steps,
+            require_tool_approval=rule if isinstance(rule, bool) else None,
+            request_context=_jsonable_context(options.request_context),
+        )
+
+    def _request_options(self, options: Mapping[str, Any]) -> RequestOptions:
+        merged = {**self.default_options, **{k: v for k, v in options.items() if v is not None}}
+        return RequestOptions(
+            require_tool_approval=merged.get("require_tool_approval"),
+            request_context=dict(merged.get("request_context") or {}),
+            max_steps=int(merged["max_steps"]),
+            auto_resume_suspended_tools=bool(merged.get("auto_resume_suspended_tools")),
+        )
+
+    def _stored_options(self, run: RunRow) -> RequestOptions:
+        rule = self._request_rules.get(run.id, run.require_tool_approval)
+        if rule is None:
+            rule = self.default_options.get("require_tool_approval")
+        return RequestOptions(
+            require_tool_approval=rule, request_context=dict(run.request_context or {}), max_steps=run.max_steps
+        )
+
+    # --- decisions --------------------------------------------------------------------------
+    async def approve_tool_call(
+        self,
+        *,
+        run_id: str,
+        tool_call_id: str | None = None,
+        approver: str | None = None,
+        args: Any = None,
+    ) -> AgentStream:
+        """Approve a waiting call (optionally with edited `args`) and go on with the run."""
+        return await self.decide(run_id, tool_call_id, Decision(kind="approve", actor=approver), edited_args=args)
+
+    async def decline_tool_call(
+        self, *, run_id: str, tool_call_id: str | None = None, reason: str | None = None, approver: str | None = None
+    ) -> AgentStream:
+        """Decline a waiting call: it never runs; the model hears it was not approved, and why."""
+        return await self.decide(run_id, tool_call_id, Decision(kind="decline", actor=approver, reason=reason))
+
+    async def resume_stream(
+        self, resume_data: Any, *, run_id: str, tool_call_id: str | None = None, actor: str | None = None
+    ) -> AgentStream:
+        """Resume a call that suspended itself, with data that fits its `resume_schema`."""
+        return await self.decide(run_id, tool_call_id, Decision(kind="resume", actor=actor, resume_data=resume_data))
+
+    async def approve_tool_call_generate(self, *, run_id: str, tool_call_id: str | None = None, **kw: Any) -> AgentOutput:
+        return await (await self.approve_tool_call(run_id=run_id, tool_call_id=tool_call_id, **kw)).result()
+
+    async def decline_tool_call_generate(
+        self, *, run_id: str, tool_call_id: str | None = None, reason: str | None = None, **kw: Any
+    ) -> AgentOutput:
+        return await (await self.decline_tool_call(run_id=run_id, tool_call_id=tool_call_id, reason=reason, **kw)).result()
+
+    async def resume_generate(self, resume_data: Any, *, run_id: str, tool_call_id: str | None = None, **kw: Any) -> AgentOutput:
+        return await (await self.resume_stream(resume_data, run_id=run_id, tool_call_id=tool_call_id, **kw)).result()
+
+    async def decide(
+        self, run_id: str, tool_call_id: str | None, decision: Decision, *, edited_args: Any = None
+    ) -> AgentStream:
+        """Win the decision about one waiting call in storage (exactly one caller can), then carry it out."""
+        runs = self.storage.runs
+        run = await runs.get_run(run_id)
+        if run is None or run.agent_id != self.id:
+            raise SnapshotNotFoundError(run_id, storage_configured=self._storage_configured)
+        if tool_call_id is None:
+            call = await runs.latest_waiting_call(run_id)
+        else:
+            call = await runs.get_tool_call(run_id, tool_call_id)
+        wanted = ToolCallState.SUSPENDED if decision.kind == "resume" else ToolCallState.AWAITING_APPROVAL
+        if call is None or call.state != wanted:
+            raise ToolCallNotSuspendedError(run_id, tool_call_id, call.state if call else None)
+        fields: dict[str, Any] = {
+            "decision": {"approve": "approved", "decline": "declined", "resume": "resumed"}[decision.kind],
+            "decided_by": decision.actor,
+            "decided_at": utcnow(),
+            "reason": decision.reason,
+        }
+        if decision.kind == "resume":
+            decision.resume_data = self._checked_resume_data(call, decision.resume_data)
+            fields["resume_data"] = decision.resume_data
+        if edited_args is not None:
+            fields.update(self._checked_edit(call, edited_args))
+        if call.child_run_id is not None or decision.kind == "resume":
+            target = ToolCallState.RUNNING
+        else:
+            target = ToolCallState.APPROVED if decision.kind == "approve" else ToolCallState.DECLINED
+        if not await runs.transition(call, target, allowed_from={wanted}, **fields):
+            latest = await runs.get_tool_call(run_id, call.tool_call_id)
+            raise ToolCallNotSuspendedError(run_id, call.tool_call_id, latest.state if latest else None)
+        await runs.audit(call, fields["decision"], decision.actor, decision.reason)
+        driver = RunDriver(self, run, self._stored_options(run))
+        return AgentStream(run.id, driver.after_decision(call, decision))
+
+    def _checked_resume_data(self, call: ToolCallRow, resume_data: Any) -> Any:
+        schema = Schema(call.resume_schema) if call.resume_schema else None
+        if schema is None:
+            return to_jsonable(resume_data)
+        try:
+            return to_jsonable(schema.validate(to_jsonable(resume_data)))
+        except SchemaValidationError as exc:
+            raise ResumeDataInvalidError(call.shown_tool_name or call.tool_name, exc.errors) from None
+
+    def _checked_edit(self, call: ToolCallRow, args: Any) -> dict[str, Any]:
+        tool = self.tools.get(call.tool_name)
+        if tool is None or call.child_run_id is not None:
+            raise ToolArgsInvalidError(call.shown_tool_name or call.tool_name, ["only a direct tool call can be edited"])
+        args = to_jsonable(args)
+        try:
+            tool.parse_args(args)
+        except SchemaValidationError as exc:
+            raise ToolArgsInvalidError(call.tool_name, exc.errors) from None
+        return {"args": args, "fingerprint": fingerprint(call.tool_name, args)}
+
+    # --- discovery --------------------------------------------------------------------------
+    async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRow | None:
+        """The stored record of one call (state, arguments, decision), or None."""
+        return await self.storage.runs.get_tool_call(run_id, tool_call_id)
+
+    async def list_suspended_runs(
+        self, *, thread_id: str | None = None, resource_id: str | None = None, page: int = 0, per_page: int = 50
+    ) -> SuspendedRunsPage:
+        """This agent's runs that wait for a decision or for data, newest first."""
+        rows, total = await self.storage.runs.suspended_runs(
+            self.id, thread_id=thread_id, resource_id=resource_id, page=page, per_page=per_page
+        )
+        return SuspendedRunsPage(
+            runs=[
+                SuspendedRun(
+                    run_id=run.id,
+                    status="suspended",
+                    thread_id=run.thread_id,
+                    resource_id=run.resource_id,
+                    suspended_at=run.suspended_at,
+                    tool_calls=[_suspended_call(c) for c in calls],
+                )
+                for run, calls in rows
+            ],
+            total=total,
+        )
+
+    async def send_tool_approval(
+        self,
+        *,
+        thread_id: str,
+        resource_id: str,
+        approved: bool,
+        tool_call_id: str | None = None,
+        reason: str | None = None,
+        approver: str | None = None,
+    ) -> AgentStream:
+        """Decide the one approval waiting in a thread without knowing its run id."""
+        candidates: list[tuple[str, str]] = []
+        page = 0
+        while True:
+            found = await self.list_suspended_runs(thread_id=thread_id, resource_id=resource_id, page=page, per_page=100)
+            candidates += [
+                (run.run_id, call.tool_call_id)
+                for run in found.runs
+                for call in run.tool_calls
+                if call.requires_approval and tool_call_id in (None, call.tool_call_id)
+            ]
+            page += 1
+            if page * 100 >= found.total:
+                break
+        if not candidates:
+            raise NoSuspendedRunError(thread_id, resource_id)
+        if len(candidates) > 1:
+            raise AmbiguousSuspendedRunsError(candidates)
+        run_id, call_id = candidates[0]
+        if approved:
+            return await self.approve_tool_call(run_id=run_id, tool_call_id=call_id, approver=approver)
+        return await self.decline_tool_call(run_id=run_id, tool_call_id=call_id, reason=reason, approver=approver)
+
+
+def _suspended_call(call: ToolCallRow) -> SuspendedToolCall:
+    return SuspendedToolCall(
+        tool_call_id=call.tool_call_id,
+        tool_name=call.shown_tool_name or call.tool_name,
+        args=call.shown_args if call.shown_tool_name else call.args,
+        requires_approval=call.requires_approval,
+        suspend_payload=call.suspend_payload,
+    )
+
+
+def _user_messages(message: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if isinstance(message, str):
+        return [{"role": "user", "content": message}]
+    return [{"role": m.get("role", "user"), "content": m.get("content")} for m in message]
+
+
+def _jsonable_context(context: dict[str, Any]) -> dict[str, Any]:
+    import json  # noqa: PLC0415
+
+    return json.loads(json.dumps(context, default=str))
+
+
+async def _run_by_the_loop(_input: Any, _ctx: Any) -> Any:
+    raise RuntimeError("sub-agent tools are run by the loop itself")
+
+
+__all__ = ["Agent", "WAITING_STATES"]

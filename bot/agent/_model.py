@@ -1,0 +1,116 @@
+"""Talking to the model: one streamed chat completion per step, and one structured-output request."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator
+
+import openai
+
+
+def model_name(model: str) -> str:
+    """`openai/gpt-5-mini` -> `gpt-5-mini`; other providers' names go to the OpenAI-compatible server as they are."""
+    provider, _, name = model.partition("/")
+    return name if provider == "openai" and name else model
+
+
+@dataclass
+class StepReply:
+    """What the model answered in one step."""
+
+    text: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    """In OpenAI form: {"id", "type": "function", "function": {"name", "arguments"}}."""
+    finish_reason: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+
+    def message(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": self.text or None}
+        if self.tool_calls:
+            message["tool_calls"] = self.tool_calls
+        return message
+
+
+class ModelError(RuntimeError):
+    """The model failed or answered something unusable."""
+
+
+async def stream_step(
+    client: openai.AsyncOpenAI, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> AsyncIterator[str | StepReply]:
+    """Yield text as it arrives, then the whole `StepReply`."""
+    request: dict[str, Any] = {
+        "model": model_name(model),
+        "messages": messages,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if tools:
+        request["tools"] = tools
+    reply = StepReply()
+    calls: dict[int, dict[str, Any]] = {}
+    try:
+        stream = await client.chat.completions.create(**request)
+        async for event in stream:
+            if event.usage is not None:
+                reply.usage = {
+                    "prompt_tokens": event.usage.prompt_tokens or 0,
+                    "completion_tokens": event.usage.completion_tokens or 0,
+                    "total_tokens": event.usage.total_tokens or 0,
+                }
+            for choice in event.choices or []:
+                delta = choice.delta
+                if delta is not None and delta.content:
+                    reply.text += delta.content
+                    yield delta.content
+                for part in (delta.tool_calls if delta is not None else None) or []:
+                    call = calls.setdefault(part.index, {"id": None, "name": "", "arguments": ""})
+                    if part.id:
+                        call["id"] = part.id
+                    if part.function is not None:
+                        call["name"] += part.function.name or ""
+                        call["arguments"] += part.function.arguments or ""
+                if choice.finish_reason:
+                    reply.finish_reason = choice.finish_reason
+    except openai.OpenAIError as exc:
+        raise ModelError(f"the model request failed: {exc}") from exc
+    except (ValueError, json.JSONDecodeError) as exc:
+        raise ModelError(f"the model answered something that is not a chat completion: {exc}") from exc
+    for index in sorted(calls):
+        call = calls[index]
+        if not call["name"]:
+            raise ModelError("the model sent a tool call without a name")
+        reply.tool_calls.append(
+            {
+                "id": call["id"] or f"call_{index}",
+                "type": "function",
+                "function": {"name": call["name"], "arguments": call["arguments"] or "{}"},
+            }
+        )
+    yield reply
+
+
+async def structured(
+    client: openai.AsyncOpenAI,
+    model: str,
+    messages: list[dict[str, Any]],
+    schema: dict[str, Any],
+    *,
+    name: str,
+    strict: bool,
+    timeout: float,
+) -> Any:
+    """One deterministic (temperature 0) request for JSON fitting `schema`; the parsed JSON, or ModelError."""
+    try:
+        completion = await client.chat.completions.create(
+            model=model_name(model),
+            messages=messages,
+            temperature=0,
+            response_format={"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": strict}},
+            timeout=timeout,
+        )
+        content = completion.choices[0].message.content
+        return json.loads(content or "")
+    except (openai.OpenAIError, ValueError, IndexError, AttributeError, TypeError) as exc:
+        raise ModelError(f"the structured answer could not be read: {exc}") from exc

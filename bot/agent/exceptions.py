@@ -1,0 +1,79 @@
+"""Every error the agent runtime raises on purpose, each saying what to do about it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class AgentError(Exception):
+    """Base class of the runtime's own errors."""
+
+
+class SnapshotNotFoundError(AgentError, LookupError):
+    """No stored run has that id."""
+
+    def __init__(self, run_id: str, *, storage_configured: bool):
+        self.run_id = run_id
+        if storage_configured:
+            hint = "it may belong to another agent or database, or the id is wrong"
+        else:
+            hint = (
+                "this agent has no storage configured, so runs live only in the process that started them; "
+                "pass storage=Storage(url) or memory=Memory(storage) to resume runs after a restart"
+            )
+        super().__init__(f"no run {run_id!r} is stored: {hint}")
+
+
+class ToolCallNotSuspendedError(AgentError):
+    """The tool call is not waiting: it is unknown, or it was already decided."""
+
+    def __init__(self, run_id: str, tool_call_id: str | None, state: str | None = None):
+        self.run_id = run_id
+        self.tool_call_id = tool_call_id
+        self.state = state
+        if tool_call_id is None:
+            detail = "has no tool call waiting"
+        elif state is None:
+            detail = f"has no tool call {tool_call_id!r}"
+        else:
+            detail = f"tool call {tool_call_id!r} is not waiting (it is {state})"
+        super().__init__(f"run {run_id!r} {detail}")
+
+
+class NoSuspendedRunError(AgentError):
+    """`send_tool_approval` found no run waiting for a decision in that thread."""
+
+    def __init__(self, thread_id: str | None, resource_id: str | None):
+        super().__init__(f"no run waits for a decision in thread {thread_id!r} of resource {resource_id!r}")
+
+
+class AmbiguousSuspendedRunsError(AgentError):
+    """`send_tool_approval` found several waiting calls and was not told which one."""
+
+    def __init__(self, candidates: list[tuple[str, str]]):
+        self.candidates = candidates
+        listed = ", ".join(f"{run}/{call}" for run, call in candidates)
+        super().__init__(
+            f"{len(candidates)} tool calls wait in this thread ({listed}); pass tool_call_id to choose one"
+        )
+
+
+class ResumeDataInvalidError(AgentError, ValueError):
+    """Resume data failed the tool's `resume_schema`; the call stays suspended and can be resumed again."""
+
+    def __init__(self, tool_name: str, errors: list[Any]):
+        self.tool_name = tool_name
+        self.errors = errors
+        self.paths = [e.path for e in errors]
+        listed = "; ".join(str(e) for e in errors)
+        super().__init__(f"resume data for {tool_name!r} does not fit its resume_schema: {listed}")
+
+
+class ToolArgsInvalidError(AgentError, ValueError):
+    """Edited arguments failed the tool's `input_schema`; nothing was decided."""
+
+    def __init__(self, tool_name: str, errors: list[Any]):
+        self.tool_name = tool_name
+        self.errors = errors
+        listed = "; ".join(str(e) for e in errors)
+        super().__init__(f"arguments for {tool_name!r} do not fit its input_schema: {listed}")

@@ -1,0 +1,89 @@
+"""Thread-scoped conversation history, replayed to the model in a form every OpenAI-compatible server accepts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import select
+
+from ._runs import message_of
+from ._storage import Storage
+from .tables import MessageRow
+
+WAITING_RESULT = json.dumps(
+    {"status": "waiting", "note": "This call has not finished: it waits for a human decision or an answer."}
+)
+
+
+class Memory:
+    """Conversation history per thread, owned by a resource.
+
+    The window sent to the model holds at most `last_messages` messages and about `max_tokens`
+    tokens (estimated at four characters a token), and never separates a tool call from its result.
+    """
+
+    def __init__(self, storage: Storage, *, last_messages: int = 40, max_tokens: int = 8000):
+        self.storage = storage
+        self.last_messages = last_messages
+        self.max_tokens = max_tokens
+
+    async def window(self, thread_id: str) -> list[dict[str, Any]]:
+        """The latest messages of the thread, each tool call followed right away by its result."""
+        async with self.storage.session() as session:
+            rows = list(
+                await session.scalars(
+                    select(MessageRow)
+                    .where(MessageRow.thread_id == thread_id)
+                    .order_by(MessageRow.id.desc())
+                    .limit(self.last_messages)
+                )
+            )
+        return bounded(pair_tool_results([message_of(r) for r in reversed(rows)]), self.max_tokens)
+
+    async def messages(self, thread_id: str) -> list[dict[str, Any]]:
+        """Every stored message of the thread, in order, as stored."""
+        async with self.storage.session() as session:
+            rows = await session.scalars(
+                select(MessageRow).where(MessageRow.thread_id == thread_id).order_by(MessageRow.id)
+            )
+            return [message_of(r) for r in rows]
+
+
+def pair_tool_results(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Group messages so each assistant tool-call message is followed by one result per call.
+
+    A result stored later (a call that waited while the thread went on) moves up next to its call;
+    a call with no result yet gets a placeholder; a result whose call is outside the window is dropped.
+    """
+    results = {m["tool_call_id"]: m for m in messages if m["role"] == "tool"}
+    groups: list[list[dict[str, Any]]] = []
+    for message in messages:
+        if message["role"] == "tool":
+            continue
+        group = [message]
+        for tool_call in message.get("tool_calls") or []:
+            call_id = tool_call["id"]
+            group.append(results.get(call_id) or {"role": "tool", "tool_call_id": call_id, "content": WAITING_RESULT})
+        groups.append(group)
+    return groups
+
+
+def bounded(groups: list[list[dict[str, Any]]], max_tokens: int) -> list[dict[str, Any]]:
+    """The newest groups that fit the token budget (the newest one always), flattened."""
+    kept: list[list[dict[str, Any]]] = []
+    used = 0
+    for group in reversed(groups):
+        cost = estimate_tokens(group)
+        if kept and used + cost > max_tokens:
+            break
+        kept.append(group)
+        used += cost
+    kept.reverse()
+    while kept and kept[0][0]["role"] != "user" and len(kept) > 1:
+        kept.pop(0)  # a window opens with the user's words, not half of an earlier exchange
+    return [message for group in kept for message in group]
+
+
+def estimate_tokens(messages: list[dict[str, Any]]) -> int:
+    return sum(len(json.dumps(m)) for m in messages) // 4 + 1

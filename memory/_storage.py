@@ -1,0 +1,101 @@
+"""The database handle: one async engine, one session factory, migrations applied on first use."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import AsyncIterator
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+_MIGRATION_LOCK = 7_300_451  # any constant: the advisory lock replicas take while one of them migrates
+
+
+class Storage:
+    """Where runs, tool calls, conversation history and decisions live.
+
+    `sqlite+aiosqlite` by default, `postgresql+asyncpg` in production. Several processes may share one
+    database: every decision another actor could race is a conditional UPDATE (see `memory.states`).
+    """
+
+    def __init__(self, url: str = "sqlite+aiosqlite:///data/bot.db", *, echo: bool = False):
+        self.url = url
+        parsed = make_url(url)
+        self.is_sqlite = parsed.get_backend_name() == "sqlite"
+        if self.is_sqlite and parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        self.engine: AsyncEngine = create_async_engine(url, echo=echo)
+        if self.is_sqlite:
+            _serialize_sqlite_writers(self.engine)
+        self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._migrated = False
+        self._migrate_lock = asyncio.Lock()
+        from ._runs import RunStore  # noqa: PLC0415  (RunStore needs Storage's session helpers)
+
+        self.runs = RunStore(self)
+
+    def __repr__(self) -> str:
+        return f"Storage({self.engine.url.render_as_string(hide_password=True)!r})"
+
+    async def migrate(self) -> None:
+        """Bring the schema up to date (Alembic `upgrade head`); safe to call from several replicas at once."""
+        async with self._migrate_lock:
+            if self._migrated:
+                return
+            async with self.engine.begin() as connection:
+                if not self.is_sqlite:
+                    await connection.execute(text(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})"))
+                await connection.run_sync(_upgrade_head)
+            self._migrated = True
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[AsyncSession]:
+        """A session inside one transaction, committed on success."""
+        if not self._migrated:
+            await self.migrate()
+        async with self.sessionmaker() as session, session.begin():
+            yield session
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+    # Convenience pass-throughs used by tests and the command line.
+    async def get_run(self, run_id: str):
+        return await self.runs.get_run(run_id)
+
+    async def stored_bytes(self, run_id: str) -> int:
+        return await self.runs.stored_bytes(run_id)
+
+
+def _upgrade_head(connection) -> None:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    command.upgrade(config, "head")
+
+
+def _serialize_sqlite_writers(engine: AsyncEngine) -> None:
+    """Make every SQLite transaction take the write lock up front (BEGIN IMMEDIATE).
+
+    Two processes that both read and then write would otherwise deadlock on the lock upgrade, which
+    SQLite answers with an immediate "database is locked" that no busy timeout can wait out.
+    """
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")

@@ -1,0 +1,131 @@
+"""The database tables, as typed SQLAlchemy models. Schema changes go through Alembic (memory/migrations)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, Any: JSON, datetime: DateTime(timezone=True)}
+
+
+class ThreadRow(Base):
+    """A conversation, owned by one resource (a Slack user)."""
+
+    __tablename__ = "threads"
+    id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    resource_id: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class RunRow(Base):
+    """One agent invocation: what it needs to go on after a restart, never a copy of the conversation."""
+
+    __tablename__ = "runs"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    agent_id: Mapped[str] = mapped_column(String(255))
+    thread_id: Mapped[str | None] = mapped_column(String(255))
+    resource_id: Mapped[str | None] = mapped_column(String(255))
+    uses_memory: Mapped[bool] = mapped_column(Boolean, default=False)
+    parent_run_id: Mapped[str | None] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(32))
+    owner: Mapped[str | None] = mapped_column(String(255))
+    heartbeat_at: Mapped[datetime | None]
+    step: Mapped[int] = mapped_column(Integer, default=0)
+    max_steps: Mapped[int] = mapped_column(Integer)
+    require_tool_approval: Mapped[bool | None] = mapped_column(Boolean)
+    request_context: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    finish_reason: Mapped[str | None] = mapped_column(String(32))
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    suspended_at: Mapped[datetime | None]
+
+    __table_args__ = (
+        Index("ix_runs_agent_status", "agent_id", "status"),
+        Index("ix_runs_thread_status", "thread_id", "status"),
+        Index("ix_runs_parent", "parent_run_id"),
+    )
+
+
+class MessageRow(Base):
+    """One message in OpenAI chat form. With memory it belongs to a thread; it always belongs to a run."""
+
+    __tablename__ = "messages"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(String(64), ForeignKey("runs.id", ondelete="CASCADE"))
+    thread_id: Mapped[str | None] = mapped_column(String(255))
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str | None] = mapped_column(Text)
+    tool_calls: Mapped[Any | None] = mapped_column(JSON)
+    tool_call_id: Mapped[str | None] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    __table_args__ = (
+        Index("ix_messages_thread", "thread_id", "id"),
+        Index("ix_messages_run", "run_id", "id"),
+    )
+
+
+class ToolCallRow(Base):
+    """One tool call the model made, with its state, the decision about it, and its result."""
+
+    __tablename__ = "tool_calls"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(String(64), ForeignKey("runs.id", ondelete="CASCADE"))
+    tool_call_id: Mapped[str] = mapped_column(String(255))
+    agent_id: Mapped[str] = mapped_column(String(255))
+    thread_id: Mapped[str | None] = mapped_column(String(255))
+    resource_id: Mapped[str | None] = mapped_column(String(255))
+    step: Mapped[int] = mapped_column(Integer)
+    position: Mapped[int] = mapped_column(Integer)
+    tool_name: Mapped[str] = mapped_column(String(255))
+    args: Mapped[Any] = mapped_column(JSON)
+    fingerprint: Mapped[str | None] = mapped_column(String(64))
+    state: Mapped[str] = mapped_column(String(32))
+    requires_approval: Mapped[bool] = mapped_column(Boolean, default=False)
+    suspend_payload: Mapped[Any | None] = mapped_column(JSON)
+    resume_data: Mapped[Any | None] = mapped_column(JSON)
+    result: Mapped[Any | None] = mapped_column(JSON)
+    is_error: Mapped[bool] = mapped_column(Boolean, default=False)
+    decision: Mapped[str | None] = mapped_column(String(16))
+    decided_by: Mapped[str | None] = mapped_column(String(255))
+    decided_at: Mapped[datetime | None]
+    reason: Mapped[str | None] = mapped_column(Text)
+    # A supervisor's call to a sub-agent shows, and passes decisions down to, the inner call that waits.
+    child_run_id: Mapped[str | None] = mapped_column(String(64))
+    child_tool_call_id: Mapped[str | None] = mapped_column(String(255))
+    shown_tool_name: Mapped[str | None] = mapped_column(String(255))
+    shown_args: Mapped[Any | None] = mapped_column(JSON)
+    resume_schema: Mapped[Any | None] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    suspended_at: Mapped[datetime | None]
+
+    __table_args__ = (
+        UniqueConstraint("run_id", "tool_call_id", name="uq_tool_calls_run_call"),
+        Index("ix_tool_calls_thread_state", "thread_id", "state"),
+        Index("ix_tool_calls_run_state", "run_id", "state"),
+    )
+
+
+class AuditRow(Base):
+    """Who decided what, when: one row per decision, kept after the run is finished."""
+
+    __tablename__ = "audit"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(String(64))
+    tool_call_id: Mapped[str] = mapped_column(String(255))
+    tool_name: Mapped[str] = mapped_column(String(255))
+    action: Mapped[str] = mapped_column(String(32))
+    actor: Mapped[str | None] = mapped_column(String(255))
+    detail: Mapped[str | None] = mapped_column(Text)
+    at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -1,0 +1,20 @@
+"""The tool contract shared by the agent runtime and every tool: `create_tool`, `Tool`, `ToolContext`.
+
+This package imports nothing from `bot` or `memory`.
+"""
+
+from ._schema import Schema, SchemaError, SchemaValidationError, to_jsonable
+from ._tool import AgentToolContext, ApprovalCheck, ApprovalRule, Tool, ToolContext, create_tool
+
+__all__ = [
+    "AgentToolContext",
+    "ApprovalCheck",
+    "ApprovalRule",
+    "Schema",
+    "SchemaError",
+    "SchemaValidationError",
+    "Tool",
+    "ToolContext",
+    "create_tool",
+    "to_jsonable",
+]

@@ -1,0 +1,133 @@
+"""The tool contract: what a tool declares (`Tool`, built by `create_tool`) and what it gets when it runs (`ToolContext`)."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Union
+
+from ._schema import Schema, SchemaValidationError, to_jsonable
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalCheck:
+    """What an approval rule sees when it decides whether a call must wait for a human."""
+
+    tool_name: str
+    """The tool's id."""
+    args: dict[str, Any]
+    """The arguments the model proposed (already validated)."""
+    request_context: dict[str, Any] = field(default_factory=dict)
+    """The `request_context` given to `generate`/`stream`."""
+    workspace: str | None = None
+    """The workspace the request came from (the Slack team id), when known."""
+
+
+ApprovalRule = Union[bool, Callable[[ApprovalCheck], Union[bool, Awaitable[bool]]]]
+
+
+class AgentToolContext:
+    """The agent-facing part of a tool's context: suspending, and what a resumed call gets back."""
+
+    def __init__(self, suspend_schema: Schema | None, resume_data: Any = None, suspend_payload: Any = None):
+        self.resume_data = resume_data
+        """The data the call was resumed with (validated against `resume_schema`), or None on the first run."""
+        self.suspend_payload = suspend_payload
+        """What the call suspended with before it was resumed, or None on the first run."""
+        self._suspend_schema = suspend_schema
+        self.suspended_with: Any = None
+        self.suspend_error: SchemaValidationError | None = None
+        self.suspended = False
+
+    async def suspend(self, payload: Any = None) -> None:
+        """Park this call until someone resumes it; `payload` says what the tool waits for.
+
+        Does not raise: a payload that fails `suspend_schema` turns the call's result into an error instead.
+        """
+        if self._suspend_schema is not None:
+            try:
+                payload = to_jsonable(self._suspend_schema.validate(payload))
+            except SchemaValidationError as exc:
+                self.suspend_error = exc
+                return None
+        self.suspended = True
+        self.suspended_with = to_jsonable(payload)
+        return None
+
+
+@dataclass(kw_only=True)
+class ToolContext:
+    """Everything a tool's `execute` gets besides its input."""
+
+    run_id: str
+    tool_call_id: str
+    thread_id: str | None
+    resource_id: str | None
+    request_context: dict[str, Any]
+    agent: AgentToolContext
+
+
+@dataclass(kw_only=True)
+class Tool:
+    """A tool the model may call. Build one with `create_tool`."""
+
+    id: str
+    """The name the model sees, and `tool_name` everywhere else."""
+    description: str
+    input_schema: Schema | None
+    output_schema: Schema | None
+    suspend_schema: Schema | None
+    resume_schema: Schema | None
+    require_approval: ApprovalRule
+    execute: Callable[[Any, ToolContext], Awaitable[Any]]
+
+    def parameters(self) -> dict[str, Any]:
+        """The JSON Schema offered to the model for the arguments."""
+        if self.input_schema is None:
+            return {"type": "object", "properties": {}}
+        return self.input_schema.json_schema
+
+    def parse_args(self, args: Any) -> Any:
+        """Validated input for `execute`; raises SchemaValidationError."""
+        if self.input_schema is None:
+            return args
+        return self.input_schema.validate(args)
+
+    async def approval_required(self, check: ApprovalCheck) -> bool | None:
+        """The tool's own answer (None when the tool leaves it to the request); a rule that raises means yes."""
+        rule = self.require_approval
+        if not callable(rule):
+            return True if rule else None
+        try:
+            answer = rule(check)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            return bool(answer)
+        except Exception:
+            return True
+
+
+def create_tool(
+    *,
+    id: str,
+    description: str,
+    execute: Callable[[Any, ToolContext], Awaitable[Any]],
+    input_schema: Any = None,
+    output_schema: Any = None,
+    suspend_schema: Any = None,
+    resume_schema: Any = None,
+    require_approval: ApprovalRule = False,
+) -> Tool:
+    """Declare a tool. Each schema is a pydantic model class or a JSON Schema dict (Draft 2020-12)."""
+    if not inspect.iscoroutinefunction(execute):
+        raise TypeError(f"tool {id!r}: execute must be an async function (async def execute(input, ctx))")
+    return Tool(
+        id=id,
+        description=description,
+        input_schema=Schema.of(input_schema),
+        output_schema=Schema.of(output_schema),
+        suspend_schema=Schema.of(suspend_schema),
+        resume_schema=Schema.of(resume_schema),
+        require_approval=require_approval,
+        execute=execute,
+    )
