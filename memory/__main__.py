@@ -1,8 +1,10 @@
-"""`python -m memory upgrade [URL]`: apply the schema migrations to DATABASE_URL (or URL) and exit."""
+"""`python -m memory upgrade URL`: apply the schema migrations to the database at URL and exit.
+
+The bot applies them itself on start; this is for upgrading a database ahead of a deploy.
+"""
 
 import argparse
 import asyncio
-import os
 
 from ._storage import Storage
 
@@ -10,7 +12,7 @@ from ._storage import Storage
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m memory")
     parser.add_argument("command", choices=["upgrade"])
-    parser.add_argument("url", nargs="?", default=os.environ.get("DATABASE_URL", "sqlite+aiosqlite:///data/bot.db"))
+    parser.add_argument("url", help="SQLAlchemy async URL, e.g. sqlite+aiosqlite:///data/bot.db")
     args = parser.parse_args()
 
     async def upgrade() -> None:

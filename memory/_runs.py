@@ -193,27 +193,13 @@ class RunStore:
                     calls[row.run_id].append(row)
             return [(run, calls[run.id]) for run in runs], total or 0
 
-    async def parked_calls(self, agent_id: str, thread_id: str, resource_id: str | None) -> list[ToolCallRow]:
-        """Calls waiting for resume data in one thread (not approvals), oldest first: one indexed query."""
-        conditions = [
-            ToolCallRow.thread_id == thread_id,
-            ToolCallRow.state == str(ToolCallState.SUSPENDED),
-            ToolCallRow.agent_id == agent_id,
-        ]
-        if resource_id is not None:
-            conditions.append(ToolCallRow.resource_id == resource_id)
-        async with self._storage.session() as session:
-            rows = await session.scalars(select(ToolCallRow).where(*conditions).order_by(ToolCallRow.suspended_at))
-            return [row for row in rows if not row.requires_approval]
-
-    async def pending_calls_in_thread(self, thread_id: str) -> list[ToolCallRow]:
-        """Every call in the thread still waiting, approvals included (to explain them to the model)."""
+    async def waiting_calls_in_thread(self, thread_id: str) -> list[ToolCallRow]:
+        """Every call of the thread still waiting, approvals included, oldest first: one indexed query."""
         async with self._storage.session() as session:
             rows = await session.scalars(
-                select(ToolCallRow).where(
-                    ToolCallRow.thread_id == thread_id,
-                    ToolCallRow.state.in_([str(s) for s in WAITING_STATES]),
-                )
+                select(ToolCallRow)
+                .where(ToolCallRow.thread_id == thread_id, ToolCallRow.state.in_([str(s) for s in WAITING_STATES]))
+                .order_by(ToolCallRow.suspended_at, ToolCallRow.id)
             )
             return list(rows)
 

@@ -18,6 +18,7 @@ from memory.states import WAITING_STATES
 from memory.tables import RunRow, ToolCallRow, utcnow
 from tools import Schema, SchemaValidationError, Tool, create_tool, to_jsonable
 
+from ._autoresume import find_answer, waiting_note
 from ._fingerprint import fingerprint
 from ._run import Decision, RequestOptions, RunDriver
 from ._stream import AgentStream
@@ -78,7 +79,11 @@ class Agent:
             for a in self.agents.values()
         }
         self.hooks = dict(hooks or {})
-        self.default_options = {"auto_resume_suspended_tools": False, "max_steps": 10, **(default_options or {})}
+        self.default_options = {
+            "auto_resume_suspended_tools": False,
+            "max_steps": 10,
+            "auto_resume_timeout": 30.0,
+            **(default_options or {})}
         self._model_client = model_client
         self.memory: Memory | None = None
         self._storage: Storage | None = None
@@ -155,11 +160,44 @@ class Agent:
         request = self._request_options(options)
         thread_id, resource_id = options.get("thread_id"), options.get("resource_id")
         uses_memory = self.memory is not None and thread_id is not None
+        notes: list[str] = []
         if uses_memory:
             await self.storage.runs.ensure_thread(thread_id, resource_id)
+            waiting = await self.storage.runs.waiting_calls_in_thread(thread_id)
+            parked = [
+                c
+                for c in waiting
+                if not c.requires_approval and c.agent_id == self.id and c.resource_id in (None, resource_id)
+            ]
+            if parked and request.auto_resume_suspended_tools:
+                resumed = await self._auto_resume(parked, message, resource_id)
+                if resumed is not None:
+                    return resumed
+            if waiting:
+                notes.append(waiting_note(waiting))
         run = self._new_run(thread_id=thread_id, resource_id=resource_id, uses_memory=uses_memory, options=request)
         await self.storage.runs.create_run(run, _user_messages(message))
-        return AgentStream(run.id, RunDriver(self, run, request).loop())
+        return AgentStream(run.id, RunDriver(self, run, request).loop(notes))
+
+    async def _auto_resume(
+        self, parked: list[ToolCallRow], message: str | list[dict[str, Any]], resource_id: str | None
+    ) -> AgentStream | None:
+        """Resume the parked call the message answers, with the message kept in the thread; else None."""
+        text = message if isinstance(message, str) else "\n".join(str(m.get("content") or "") for m in message)
+        answer = await find_answer(self, parked, text, timeout=float(self.default_options["auto_resume_timeout"]))
+        if answer is None:
+            return None
+        try:
+            stream = await self.decide(
+                answer.call.run_id,
+                answer.call.tool_call_id,
+                Decision(kind="resume", actor=resource_id, resume_data=answer.resume_data),
+            )
+        except (ToolCallNotSuspendedError, ResumeDataInvalidError):
+            return None  # someone settled it first, or the data did not fit: a normal turn
+        run = await self.storage.runs.get_run(answer.call.run_id)
+        await self.storage.runs.add_messages(run, _user_messages(message))
+        return stream
 
     async def generate(self, message: str | list[dict[str, Any]], **options: Any) -> AgentOutput:
         return await (await self.stream(message, **options)).result()

@@ -1,0 +1,69 @@
+"""Shared fixtures: a scripted model on loopback, and a fresh database on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+from tests.support.scripted_model import ScriptedModel
+
+POSTGRES_ADMIN = {"host": "127.0.0.1", "port": 5432, "user": "postgres", "database": "postgres"}
+
+
+@pytest.fixture
+def model(monkeypatch):
+    """A started ScriptedModel; OPENAI_BASE_URL/OPENAI_API_KEY point at it (subprocesses inherit)."""
+    with ScriptedModel() as scripted:
+        monkeypatch.setenv("OPENAI_BASE_URL", scripted.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        yield scripted
+
+
+async def _create_postgres_database() -> str:
+    import asyncpg
+
+    name = f"bot_test_{uuid.uuid4().hex}"
+    connection = await asyncpg.connect(**POSTGRES_ADMIN)
+    try:
+        await connection.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await connection.close()
+    return name
+
+
+async def _drop_postgres_database(name: str) -> None:
+    import asyncpg
+
+    connection = await asyncpg.connect(**POSTGRES_ADMIN)
+    try:
+        await connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await connection.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def database_url(request, tmp_path):
+    """A SQLAlchemy async URL of an empty database: SQLite in tmp_path, or a fresh PostgreSQL
+    database dropped afterwards."""
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path}/bot.db"
+        return
+    name = await _create_postgres_database()
+    try:
+        yield f"postgresql+asyncpg://postgres@127.0.0.1:5432/{name}"
+    finally:
+        await _drop_postgres_database(name)
+
+
+@pytest.fixture
+async def storage(database_url):
+    """`memory.Storage` on `database_url`, closed afterwards."""
+    from memory import Storage
+
+    store = Storage(database_url)
+    try:
+        yield store
+    finally:
+        await store.close()
