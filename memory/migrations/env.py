@@ -27,4 +27,5 @@ connection = context.config.attributes.get("connection")
 if connection is not None:
     run_on(connection)
 else:
-    asyncio.run(run_from_url(context.config.get_main_option("sqlalchemy.url")))
+    url = context.get_x_argument(as_dictionary=True).get("url") or context.config.get_main_option("sqlalchemy.url")
+    asyncio.run(run_from_url(url))
