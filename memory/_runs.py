@@ -71,6 +71,8 @@ class RunStore:
             thread = await session.get(ThreadRow, thread_id)
             if thread is None:
                 session.add(ThreadRow(id=thread_id, resource_id=resource_id or ""))
+            elif resource_id is not None and not thread.resource_id:
+                thread.resource_id = resource_id  # a thread started without an owner takes its first one
             elif resource_id is not None and thread.resource_id != resource_id:
                 raise ThreadOwnerError(
                     f"thread {thread_id!r} belongs to resource {thread.resource_id!r}, not {resource_id!r}; "
