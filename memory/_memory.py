@@ -72,18 +72,28 @@ class Memory:
 def pair_tool_results(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """Group messages so each assistant tool-call message is followed by one result per call.
 
-    A result stored later (a call that waited while the thread went on) moves up next to its call;
-    a call with no result yet gets a placeholder; a result whose call is outside the window is dropped.
+    A call whose result came after the thread went on (it waited for a decision while other messages
+    were said) moves down, with its result, to where the result was stored, so the conversation reads
+    in the order things happened and a resumed run's request ends with the result. A call with no
+    result yet gets a placeholder; a result whose call is outside the window is dropped.
     """
-    results = {m["tool_call_id"]: m for m in messages if m["role"] == "tool"}
+    result_at = {m["tool_call_id"]: i for i, m in enumerate(messages) if m["role"] == "tool"}
+    deferred: dict[int, list[list[dict[str, Any]]]] = {}
     groups: list[list[dict[str, Any]]] = []
-    for message in messages:
+    for index, message in enumerate(messages):
         if message["role"] == "tool":
+            groups.extend(deferred.pop(index, []))
             continue
-        group = [message]
-        for tool_call in message.get("tool_calls") or []:
-            call_id = tool_call["id"]
-            group.append(results.get(call_id) or {"role": "tool", "tool_call_id": call_id, "content": WAITING_RESULT})
+        call_ids = [tool_call["id"] for tool_call in message.get("tool_calls") or []]
+        group = [message] + [
+            messages[result_at[c]] if c in result_at else {"role": "tool", "tool_call_id": c, "content": WAITING_RESULT}
+            for c in call_ids
+        ]
+        if call_ids and all(c in result_at for c in call_ids):
+            last = max(result_at[c] for c in call_ids)
+            if any(messages[k]["role"] != "tool" for k in range(index + 1, last)):
+                deferred.setdefault(last, []).append(group)
+                continue
         groups.append(group)
     return groups
 

@@ -99,6 +99,10 @@ class RunStore:
                 .limit(1)
             )
 
+    async def call_ids(self, run_id: str) -> set[str]:
+        async with self._storage.session() as session:
+            return set(await session.scalars(select(ToolCallRow.tool_call_id).where(ToolCallRow.run_id == run_id)))
+
     async def step_calls(self, run_id: str, step: int) -> list[ToolCallRow]:
         async with self._storage.session() as session:
             rows = await session.scalars(
@@ -127,9 +131,7 @@ class RunStore:
             values["suspended_at"] = now
         async with self._storage.session() as session:
             result = await session.execute(
-                update(ToolCallRow)
-                .where(ToolCallRow.id == call.id, ToolCallRow.state.in_(sources))
-                .values(**values)
+                update(ToolCallRow).where(ToolCallRow.id == call.id, ToolCallRow.state.in_(sources)).values(**values)
             )
             won = result.rowcount == 1
         if won:

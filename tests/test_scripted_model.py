@@ -298,3 +298,20 @@ def test_stop_is_idempotent_and_start_stop_api():
     assert url.startswith("http://127.0.0.1:")
     with pytest.raises(RuntimeError):
         model.base_url
+
+
+async def test_concurrent_requests_each_get_one_answer(server):
+    import asyncio
+
+    server.chat.push(*[reply(f"answer {n}") for n in range(20)])
+    async with client(server) as c:
+
+        async def ask(stream: bool) -> str:
+            if stream:
+                chunks = await c.chat.completions.create(model="m", messages=MESSAGES, stream=True)
+                return "".join([ch.choices[0].delta.content or "" async for ch in chunks if ch.choices])
+            return (await c.chat.completions.create(model="m", messages=MESSAGES)).choices[0].message.content
+
+        answers = await asyncio.gather(*[ask(n % 2 == 0) for n in range(20)])
+    assert sorted(answers) == sorted(f"answer {n}" for n in range(20))
+    assert server.unexpected == [] and len(server.requests) == 20

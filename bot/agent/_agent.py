@@ -83,8 +83,10 @@ class Agent:
             "auto_resume_suspended_tools": False,
             "max_steps": 10,
             "auto_resume_timeout": 30.0,
-            **(default_options or {})}
+            **(default_options or {}),
+        }
         self._model_client = model_client
+        self._owns_client = model_client is None
         self.memory: Memory | None = None
         self._storage: Storage | None = None
         self._storage_configured = False
@@ -127,6 +129,12 @@ class Agent:
             self._model_client = openai.AsyncOpenAI()  # reads OPENAI_API_KEY and OPENAI_BASE_URL
         return self._model_client
 
+    async def aclose(self) -> None:
+        """Close the model client this agent opened (storage is the caller's to close)."""
+        if self._model_client is not None and self._owns_client:
+            await self._model_client.close()
+            self._model_client = None
+
     # --- tools as the loop sees them --------------------------------------------------------
     def find_tool(self, name: str) -> Tool | None:
         return self.tools.get(name) or self._sub_agent_tools.get(name)
@@ -151,7 +159,9 @@ class Agent:
     def find_agent_of_run_child(self, call: ToolCallRow) -> Agent:
         sub_agent = self.sub_agent_for(call.tool_name)
         if sub_agent is None:
-            raise LookupError(f"{self.id}: call {call.tool_call_id} has a child run but {call.tool_name} is no sub-agent")
+            raise LookupError(
+                f"{self.id}: call {call.tool_call_id} has a child run but {call.tool_name} is no sub-agent"
+            )
         return sub_agent
 
     # --- starting runs ----------------------------------------------------------------------
@@ -275,15 +285,21 @@ class Agent:
         """Resume a call that suspended itself, with data that fits its `resume_schema`."""
         return await self.decide(run_id, tool_call_id, Decision(kind="resume", actor=actor, resume_data=resume_data))
 
-    async def approve_tool_call_generate(self, *, run_id: str, tool_call_id: str | None = None, **kw: Any) -> AgentOutput:
+    async def approve_tool_call_generate(
+        self, *, run_id: str, tool_call_id: str | None = None, **kw: Any
+    ) -> AgentOutput:
         return await (await self.approve_tool_call(run_id=run_id, tool_call_id=tool_call_id, **kw)).result()
 
     async def decline_tool_call_generate(
         self, *, run_id: str, tool_call_id: str | None = None, reason: str | None = None, **kw: Any
     ) -> AgentOutput:
-        return await (await self.decline_tool_call(run_id=run_id, tool_call_id=tool_call_id, reason=reason, **kw)).result()
+        return await (
+            await self.decline_tool_call(run_id=run_id, tool_call_id=tool_call_id, reason=reason, **kw)
+        ).result()
 
-    async def resume_generate(self, resume_data: Any, *, run_id: str, tool_call_id: str | None = None, **kw: Any) -> AgentOutput:
+    async def resume_generate(
+        self, resume_data: Any, *, run_id: str, tool_call_id: str | None = None, **kw: Any
+    ) -> AgentOutput:
         return await (await self.resume_stream(resume_data, run_id=run_id, tool_call_id=tool_call_id, **kw)).result()
 
     async def decide(
@@ -300,7 +316,12 @@ class Agent:
             call = await runs.get_tool_call(run_id, tool_call_id)
         wanted = ToolCallState.SUSPENDED if decision.kind == "resume" else ToolCallState.AWAITING_APPROVAL
         if call is None or call.state != wanted:
-            raise ToolCallNotSuspendedError(run_id, tool_call_id, call.state if call else None)
+            hint = ""
+            if call is not None and call.state == ToolCallState.SUSPENDED:
+                hint = "waits for resume data, not for a decision: use resume_stream or resume_generate"
+            elif call is not None and call.state == ToolCallState.AWAITING_APPROVAL:
+                hint = "waits for approval, not for resume data: use approve_tool_call or decline_tool_call"
+            raise ToolCallNotSuspendedError(run_id, tool_call_id, call.state if call else None, hint=hint)
         fields: dict[str, Any] = {
             "decision": {"approve": "approved", "decline": "declined", "resume": "resumed"}[decision.kind],
             "decided_by": decision.actor,
@@ -335,7 +356,9 @@ class Agent:
     def _checked_edit(self, call: ToolCallRow, args: Any) -> dict[str, Any]:
         tool = self.tools.get(call.tool_name)
         if tool is None or call.child_run_id is not None:
-            raise ToolArgsInvalidError(call.shown_tool_name or call.tool_name, ["only a direct tool call can be edited"])
+            raise ToolArgsInvalidError(
+                call.shown_tool_name or call.tool_name, ["only a direct tool call can be edited"]
+            )
         args = to_jsonable(args)
         try:
             tool.parse_args(args)
@@ -384,7 +407,9 @@ class Agent:
         candidates: list[tuple[str, str]] = []
         page = 0
         while True:
-            found = await self.list_suspended_runs(thread_id=thread_id, resource_id=resource_id, page=page, per_page=100)
+            found = await self.list_suspended_runs(
+                thread_id=thread_id, resource_id=resource_id, page=page, per_page=100
+            )
             candidates += [
                 (run.run_id, call.tool_call_id)
                 for run in found.runs

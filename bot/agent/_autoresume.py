@@ -26,9 +26,9 @@ log = logging.getLogger(__name__)
 NONE = "none"
 INSTRUCTIONS = (
     "Tools in this conversation paused to ask the user something. Decide whether the user's new message "
-    "answers one of those questions. If it does, set \"call\" to that call's id and \"resume_data\" to the "
+    'answers one of those questions. If it does, set "call" to that call\'s id and "resume_data" to the '
     "answer, in the shape of that call's resume_schema, taking values only from what the user said. If it "
-    f"does not answer any of them, set \"call\" to \"{NONE}\" and \"resume_data\" to null. Answer with JSON only."
+    f'does not answer any of them, set "call" to "{NONE}" and "resume_data" to null. Answer with JSON only.'
 )
 
 

@@ -103,7 +103,8 @@ async def structured(
 ) -> Any:
     """One deterministic (temperature 0) request for JSON fitting `schema`; the parsed JSON, or ModelError."""
     try:
-        completion = await client.chat.completions.create(
+        # one request, bounded by `timeout`: the client's own retries would multiply the wait
+        completion = await client.with_options(max_retries=0).chat.completions.create(
             model=model_name(model),
             messages=messages,
             temperature=0,

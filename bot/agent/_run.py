@@ -82,6 +82,7 @@ class RunDriver:
                 for key, value in reply.usage.items():
                     self.usage[key] = self.usage.get(key, 0) + value
                 self.run.step += 1
+                await self._make_call_ids_unique(reply.tool_calls)
                 await self.runs.add_messages(self.run, [reply.message()])
                 await self.runs.set_run(self.run.id, step=self.run.step, heartbeat_at=utcnow())
                 if not reply.tool_calls:
@@ -127,6 +128,16 @@ class RunDriver:
             return
         async for chunk in self.loop():
             yield chunk
+
+    async def _make_call_ids_unique(self, tool_calls: list[dict[str, Any]]) -> None:
+        """Give a call a fresh id when the model reuses one (some servers send "call_0" every step)."""
+        if not tool_calls:
+            return
+        taken = await self.runs.call_ids(self.run.id)
+        for position, tool_call in enumerate(tool_calls):
+            if tool_call["id"] in taken:
+                tool_call["id"] = f"{tool_call['id']}-s{self.run.step}p{position}"
+            taken.add(tool_call["id"])
 
     # --- one step ---------------------------------------------------------------------------
     async def _run_step(self, tool_calls: list[dict[str, Any]], waiting: list[ToolCallRow]) -> AsyncIterator[Chunk]:
@@ -325,7 +336,9 @@ class RunDriver:
                 )
                 return []
         if output.finish_reason == "error":
-            return await self._settle(row, ToolCallState.FAILED, {"error": output.error or "the sub-agent failed"}, True)
+            return await self._settle(
+                row, ToolCallState.FAILED, {"error": output.error or "the sub-agent failed"}, True
+            )
         return await self._settle(row, ToolCallState.DONE, {"text": output.text})
 
     # --- endings and chunks -----------------------------------------------------------------
@@ -335,22 +348,22 @@ class RunDriver:
 
     async def _fail(self, message: str) -> AsyncIterator[Chunk]:
         try:
-            await self.runs.set_run(self.run.id, status=RunStatus.FAILED, finish_reason="error", error=message, owner=None)
+            await self.runs.set_run(
+                self.run.id, status=RunStatus.FAILED, finish_reason="error", error=message, owner=None
+            )
         except Exception:  # noqa: BLE001 - the stream still tells the reader what happened
             log.exception("run %s: could not store the failure", self.run.id)
         yield self._chunk("error", message=message)
         yield self._chunk("finish", finish_reason="error", usage=self.usage)
 
     async def _context(self, notes: list[str] | None) -> list[dict[str, Any]]:
-        messages: list[dict[str, Any]] = []
-        if self.agent.instructions:
-            messages.append({"role": "system", "content": self.agent.instructions})
+        # one system message, first: some OpenAI-compatible servers accept no other place for it
+        system = "\n\n".join(part for part in [self.agent.instructions, *(notes or [])] if part)
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         if self.run.uses_memory:
             history = await self.agent.memory.window(self.run.thread_id)
         else:
             history = [m for group in pair_tool_results(await self.runs.run_messages(self.run.id)) for m in group]
-        if notes:
-            history = history[:-1] + [{"role": "system", "content": "\n".join(notes)}] + history[-1:]
         return messages + history
 
     def _chunk(self, type_: str, **payload: Any) -> Chunk:

@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import AsyncIterator
 
 from .types import AgentOutput, Chunk, SuspendPayload
 
+log = logging.getLogger(__name__)
+
 
 class AgentStream:
-    """The chunks of one run, produced on demand and kept, so `full_stream`, `text_stream` and
-    `result()` can each read all of them. Nothing is held open while a reader handles a chunk, so a
-    reader may approve a call from inside its `async for`."""
+    """The chunks of one run, and its output at the end.
+
+    The run goes on in a task of its own from the moment the stream exists, whether or not anyone
+    reads it: a decision taken in storage is always carried out. Chunks are kept, so `full_stream`,
+    `text_stream` and `result()` can each read all of them, and a reader may approve a call from
+    inside its `async for`.
+    """
 
     def __init__(self, run_id: str, source: AsyncIterator[Chunk]):
         self.run_id = run_id
-        self._source = source
         self._chunks: list[Chunk] = []
         self._done = False
-        self._lock = asyncio.Lock()
+        self._arrived = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._pump(source), name=f"run {run_id}")
+        _LIVE_RUNS.add(self._task)
+        self._task.add_done_callback(_LIVE_RUNS.discard)
 
     @property
     def full_stream(self) -> AsyncIterator[Chunk]:
@@ -29,32 +38,47 @@ class AgentStream:
         return self._text()
 
     async def result(self) -> AgentOutput:
-        """Read the stream to its end (if nobody has) and sum it up."""
+        """Wait for the run to finish or park, and sum its chunks up."""
         async for _ in self._read():
             pass
         return output_of(self.run_id, self._chunks)
 
+    async def _pump(self, source: AsyncIterator[Chunk]) -> None:
+        try:
+            async for chunk in source:
+                self._chunks.append(chunk)
+                self._wake()
+        except Exception:  # the driver stores and reports its own failures; this is a last resort
+            log.exception("run %s: the stream broke", self.run_id)
+            self._chunks.append(Chunk(type="error", run_id=self.run_id, payload={"message": "the run broke"}))
+            self._chunks.append(Chunk(type="finish", run_id=self.run_id, payload={"finish_reason": "error"}))
+        finally:
+            self._done = True
+            self._wake()
+
+    def _wake(self) -> None:
+        arrived, self._arrived = self._arrived, asyncio.Event()
+        arrived.set()
+
     async def _read(self) -> AsyncIterator[Chunk]:
         index = 0
         while True:
+            arrived = self._arrived
             if index < len(self._chunks):
                 yield self._chunks[index]
                 index += 1
-                continue
-            if self._done:
+            elif self._done:
                 return
-            async with self._lock:
-                if index < len(self._chunks) or self._done:
-                    continue
-                try:
-                    self._chunks.append(await anext(self._source))
-                except StopAsyncIteration:
-                    self._done = True
+            else:
+                await arrived.wait()
 
     async def _text(self) -> AsyncIterator[str]:
         async for chunk in self._read():
             if chunk.type == "text-delta":
                 yield chunk.payload["text"]
+
+
+_LIVE_RUNS: set[asyncio.Task] = set()  # strong references, so a run nobody reads is not collected midway
 
 
 def output_of(run_id: str, chunks: list[Chunk]) -> AgentOutput:

@@ -27,7 +27,7 @@ class SnapshotNotFoundError(AgentError, LookupError):
 class ToolCallNotSuspendedError(AgentError):
     """The tool call is not waiting: it is unknown, or it was already decided."""
 
-    def __init__(self, run_id: str, tool_call_id: str | None, state: str | None = None):
+    def __init__(self, run_id: str, tool_call_id: str | None, state: str | None = None, *, hint: str = ""):
         self.run_id = run_id
         self.tool_call_id = tool_call_id
         self.state = state
@@ -35,6 +35,8 @@ class ToolCallNotSuspendedError(AgentError):
             detail = "has no tool call waiting"
         elif state is None:
             detail = f"has no tool call {tool_call_id!r}"
+        elif hint:
+            detail = f"tool call {tool_call_id!r} {hint}"
         else:
             detail = f"tool call {tool_call_id!r} is not waiting (it is {state})"
         super().__init__(f"run {run_id!r} {detail}")

@@ -201,3 +201,18 @@ def says_not_approved(text: str) -> bool:
     """The tool result of a declined call tells the model it was not approved (wording is free)."""
     lowered = text.lower()
     return any(phrase in lowered for phrase in ("not approved", "did not approve", "declined", "denied", "rejected"))
+
+
+async def database_bytes(storage) -> int:
+    """Roughly how much every table of the database holds: the length of each row's text. An
+    independent check on `storage.stored_bytes`, which only counts rows it knows belong to a run."""
+
+    def table_names(connection) -> list[str]:
+        return [name for name in sa.inspect(connection).get_table_names() if name != "alembic_version"]
+
+    total = 0
+    async with storage.engine.connect() as connection:
+        for name in await connection.run_sync(table_names):
+            rows = await connection.execute(sa.text(f'SELECT * FROM "{name}"'))
+            total += sum(len(repr(tuple(row))) for row in rows)
+    return total

@@ -1,6 +1,7 @@
 """An agent process for the multi-process tests: `python -m tests.runtime.process_agent COMMAND`.
 
-Reads DATABASE_URL, OPENAI_BASE_URL/OPENAI_API_KEY and SIDE_EFFECT_FILE from the environment and
+Reads DATABASE_URL, OPENAI_BASE_URL/OPENAI_API_KEY, SIDE_EFFECT_FILE and TOOL_SECONDS (how long
+delete-record takes, default 0) from the environment and
 prints one JSON line with what happened. Commands:
 
     suspend-approval             start a run that waits for approval of delete-record {"id": "42"}
@@ -24,6 +25,8 @@ DELETE_INPUT = {"type": "object", "properties": {"id": {"type": "string"}}, "req
 
 def build_tools(side_effect_file: str) -> list:
     async def delete_record(input, ctx):
+        # A slow tool keeps the winner of a race busy while the loser tries to claim the call.
+        await asyncio.sleep(float(os.environ.get("TOOL_SECONDS", "0")))
         # O_APPEND: lines from several processes never overwrite each other.
         fd = os.open(side_effect_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:

@@ -113,7 +113,7 @@ async def test_approve_with_tool_call_id_omitted_takes_latest(model, storage):
 
 
 @pytest.mark.parametrize("with_storage", [True, False], ids=["storage", "no-storage"])
-async def test_approve_from_inside_the_stream_loop(model, tmp_path, with_storage, request):
+async def test_approve_from_inside_the_stream_loop(model, tmp_path, with_storage):
     """Mastra's canonical example: approve as soon as the approval chunk arrives, inside the loop."""
     storage = None
     if with_storage:

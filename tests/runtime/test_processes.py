@@ -95,6 +95,8 @@ async def test_two_processes_racing_to_approve_run_the_tool_once(model, database
         barrier = tmp_path / f"barrier-{round_number}"
         barrier.mkdir()
         env = process_env(database_url, effects)
+        # Round 0: the tool is instant; later rounds: it is slow, so the loser arrives mid-run.
+        env["TOOL_SECONDS"] = "0" if round_number == 0 else "0.5"
         model.chat.push(tool_calls(call("delete-record", {"id": "42"}, id=f"call_race_{round_number}")))
         started = await run_process("suspend-approval", env=env)
         assert started["finish_reason"] == "suspended"
@@ -130,3 +132,23 @@ async def test_second_process_cannot_approve_a_decided_call(model, database_url,
         pass
     else:
         raise AssertionError("a decided call was approved again")
+
+
+async def test_another_process_approves_while_the_stream_is_still_open(model, database_url, storage, tmp_path):
+    """Guarantee 1 across processes: when the approval chunk is yielded, the suspension is already
+    committed, and nothing the open stream holds (a transaction, a lock) blocks another process."""
+    effects = tmp_path / "effects.log"
+    env = process_env(database_url, effects)
+    agent = build_agent(storage, str(effects))
+    model.chat.push(tool_calls(call("delete-record", {"id": "42"}, id="call_open")), reply("Deleted elsewhere."))
+
+    stream = await agent.stream("Delete record 42")
+    outcome = None
+    async for chunk in stream.full_stream:
+        if chunk.type == "tool-call-approval":
+            outcome = await run_process("approve", stream.run_id, "call_open", env=env, timeout=60)
+
+    assert outcome == {"outcome": "approved", "finish_reason": "stop"}
+    assert effects.read_text().count("deleted 42") == 1
+    assert (await stream.result()).finish_reason == "suspended"
+    assert await run_status(storage, stream.run_id) == "completed"

@@ -1,0 +1,137 @@
+"""Tools and agents shared by the memory, auto-resume and supervisor tests."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memory import Memory
+from tests.runtime.helpers import MODEL, Calls, content_text, record_tool
+from tools import create_tool
+
+CITY_RESUME = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+    "additionalProperties": False,
+}
+DATE_RESUME = {
+    "type": "object",
+    "properties": {"date": {"type": "string"}},
+    "required": ["date"],
+    "additionalProperties": False,
+}
+QUESTION = {"type": "object", "properties": {"question": {"type": "string"}}, "required": ["question"]}
+WHEN = {"type": "object", "properties": {"when": {"type": "string"}}}
+NOTE = "Still waiting in this conversation"
+
+
+def weather_tool(calls: Calls | None = None, *, id: str = "get-weather"):
+    """Asks "Which city?" with suspend(); once resumed, answers with a forecast for that city."""
+    calls = calls if calls is not None else Calls()
+
+    async def execute(input, ctx):
+        calls.inputs.append({"input": input, "resume_data": ctx.agent.resume_data})
+        calls.contexts.append(ctx)
+        if ctx.agent.resume_data is None:
+            return await ctx.agent.suspend({"question": "Which city?"})
+        return {"city": ctx.agent.resume_data["city"], "forecast": "sunny", "when": input.get("when")}
+
+    tool = create_tool(
+        id=id,
+        description="Weather forecast for a city",
+        input_schema=WHEN,
+        suspend_schema=QUESTION,
+        resume_schema=CITY_RESUME,
+        execute=execute,
+    )
+    tool.calls = calls  # type: ignore[attr-defined]
+    return tool
+
+
+def date_tool(calls: Calls | None = None):
+    """Asks "Which date?" with suspend(); once resumed, books for that date."""
+    calls = calls if calls is not None else Calls()
+
+    async def execute(input, ctx):
+        calls.inputs.append({"input": input, "resume_data": ctx.agent.resume_data})
+        calls.contexts.append(ctx)
+        if ctx.agent.resume_data is None:
+            return await ctx.agent.suspend({"question": "Which date?"})
+        return {"booked": ctx.agent.resume_data["date"]}
+
+    tool = create_tool(
+        id="book-table",
+        description="Book a table",
+        input_schema={"type": "object", "properties": {}},
+        suspend_schema=QUESTION,
+        resume_schema=DATE_RESUME,
+        execute=execute,
+    )
+    tool.calls = calls  # type: ignore[attr-defined]
+    return tool
+
+
+def memory_agent(storage, tools, **kwargs):
+    """An agent with thread memory on `storage`."""
+    from bot.agent import Agent
+
+    memory = kwargs.pop("memory", None) or Memory(storage)
+    return Agent(
+        id=kwargs.pop("id", "memory-agent"),
+        name=kwargs.pop("name", "Memory Agent"),
+        instructions=kwargs.pop("instructions", "You are a test agent."),
+        model=kwargs.pop("model", MODEL),
+        tools=tools,
+        memory=memory,
+        **kwargs,
+    )
+
+
+def auto_agent(storage, tools, **kwargs):
+    """A memory agent with auto-resume on by default."""
+    options = {"auto_resume_suspended_tools": True, **kwargs.pop("default_options", {})}
+    return memory_agent(storage, tools, default_options=options, **kwargs)
+
+
+def system_texts(body: dict) -> list[str]:
+    return [content_text(m.get("content")) for m in body["messages"] if m.get("role") == "system"]
+
+
+def has_waiting_note(body: dict, *words: str) -> bool:
+    """Whether the request carries the "still waiting" system note naming all `words`."""
+    return any(NOTE in text and all(w in text for w in words) for text in system_texts(body))
+
+
+def extraction_context(body: dict) -> dict[str, Any]:
+    """The JSON the extraction request's user message carries."""
+    [user] = [m for m in body["messages"] if m["role"] == "user"]
+    return json.loads(content_text(user["content"]))
+
+
+def requests_of(model, instructions: str) -> list[dict]:
+    """The chat requests an agent with these instructions made (its system message comes first)."""
+    return [
+        r
+        for r in model.chat.requests
+        if r["messages"]
+        and r["messages"][0]["role"] == "system"
+        and r["messages"][0]["content"].split("\n\n")[0] == instructions
+    ]
+
+
+__all__ = [
+    "CITY_RESUME",
+    "DATE_RESUME",
+    "NOTE",
+    "Calls",
+    "auto_agent",
+    "date_tool",
+    "extraction_context",
+    "has_waiting_note",
+    "memory_agent",
+    "record_tool",
+    "requests_of",
+    "system_texts",
+    "weather_tool",
+]
