@@ -23,7 +23,9 @@ def test_quick_start_runs_as_written(model, tmp_path):
     script = tmp_path / "quickstart.py"
     script.write_text(quick_start())
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert "waiting for approval: delete-record {'id': '42'}" in done.stdout
     assert "Record 42 is deleted." in done.stdout
