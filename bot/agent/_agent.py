@@ -98,8 +98,20 @@ class Agent:
         return f"Agent(id={self.id!r})"
 
     # --- dependencies -----------------------------------------------------------------------
-    def attach(self, *, storage: Storage | None = None, memory: Memory | None = None) -> Agent:
-        """Give the agent its storage (and optionally memory), e.g. when the bot builds it from settings."""
+    def attach(
+        self,
+        *,
+        storage: Storage | None = None,
+        memory: Memory | None = None,
+        model_client: openai.AsyncOpenAI | None = None,
+    ) -> Agent:
+        """Give the agent what the bot builds from settings: storage (and optionally memory), and a
+        model client; sub-agents without their own get the same."""
+        if model_client is not None:
+            self._model_client, self._owns_client = model_client, False
+            for sub_agent in self.agents.values():
+                if sub_agent._owns_client:
+                    sub_agent.attach(model_client=model_client)
         if memory is not None:
             self.memory = memory
             storage = storage or memory.storage

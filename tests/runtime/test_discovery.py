@@ -8,7 +8,7 @@ import pytest
 
 from bot.agent import AmbiguousSuspendedRunsError, NoSuspendedRunError, ToolCallNotSuspendedError
 from memory import Memory
-from tests.runtime.helpers import collect, decide, finish_reason, make_agent, one, record_tool, says_not_approved, tool_messages
+from tests.runtime.helpers import decide, finish_reason, make_agent, one, record_tool, says_not_approved, tool_messages
 from tests.support.scripted_model import call, reply, tool_calls
 from tools import create_tool
 

@@ -9,7 +9,7 @@ import asyncio
 import pytest
 from pydantic import BaseModel
 
-from bot.agent import AgentError, SnapshotNotFoundError, ToolCallNotSuspendedError
+from bot.agent import AgentError, ToolCallNotSuspendedError
 from memory import Memory
 from tests.runtime.helpers import (
     FINISHED,

@@ -1,0 +1,108 @@
+"""The demo agent's tools. They act on the bot's own database, so an approved call leaves a visible
+trace: a record gone from `list-records`, a row in the refund ledger."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from pydantic import BaseModel, Field
+from sqlalchemy import delete, func, select
+
+from memory import Storage
+from tools import Tool, ToolContext, create_tool
+
+from .tables import DemoRecordRow, DemoRefundRow
+
+SEED_TITLES = ("Quarterly report", "Customer list", "Old invoices", "Meeting notes", "Test data")
+
+
+class DeleteRecordInput(BaseModel):
+    id: int = Field(description="ID of the record to delete")
+
+
+class IssueRefundInput(BaseModel):
+    order_id: str = Field(description="The order to refund")
+    amount: float = Field(gt=0, description="Amount to refund, in dollars")
+    reason: str | None = Field(default=None, description="Why the refund is issued")
+
+
+class WeatherInput(BaseModel):
+    city: str | None = Field(default=None, description="City name; leave empty to ask the user")
+
+
+class WeatherAnswer(BaseModel):
+    city: str = Field(description="The city to get the weather for")
+
+
+async def seed_demo_records(storage: Storage) -> None:
+    """Put a few records in an empty table, so there is something to list and delete."""
+    async with storage.session() as session:
+        if await session.scalar(select(func.count()).select_from(DemoRecordRow)):
+            return
+        session.add_all(DemoRecordRow(id=i, title=title) for i, title in enumerate(SEED_TITLES, start=1))
+
+
+def build_demo_tools(storage: Storage) -> list[Tool]:
+    async def list_records(_input: Any, _ctx: ToolContext) -> dict[str, Any]:
+        async with storage.session() as session:
+            rows = await session.scalars(select(DemoRecordRow).order_by(DemoRecordRow.id))
+            return {"records": [{"id": row.id, "title": row.title} for row in rows]}
+
+    async def delete_record(input: DeleteRecordInput, _ctx: ToolContext) -> dict[str, Any]:
+        async with storage.session() as session:
+            result = await session.execute(delete(DemoRecordRow).where(DemoRecordRow.id == input.id))
+        return {"deleted": result.rowcount == 1, "id": input.id}
+
+    async def issue_refund(input: IssueRefundInput, _ctx: ToolContext) -> dict[str, Any]:
+        async with storage.session() as session:
+            refund = DemoRefundRow(order_id=input.order_id, amount=input.amount, reason=input.reason)
+            session.add(refund)
+            await session.flush()
+            refund_id = refund.id
+        return {"refund_id": refund_id, "order_id": input.order_id, "amount": input.amount}
+
+    async def get_weather(input: WeatherInput, ctx: ToolContext) -> Any:
+        answer = ctx.agent.resume_data
+        city = input.city or getattr(answer, "city", None) or (answer.get("city") if isinstance(answer, dict) else None)
+        if not city:
+            return await ctx.agent.suspend({"question": "Which city?"})
+        # Deterministic made-up weather: the demo needs no network.
+        seed = int(hashlib.sha256(city.lower().encode()).hexdigest(), 16)
+        return {
+            "city": city,
+            "temperature_c": seed % 35 - 5,
+            "conditions": ["sunny", "cloudy", "rainy", "windy"][seed % 4],
+        }
+
+    return [
+        create_tool(
+            id="list-records",
+            description="List the records in the database (id and title)",
+            input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+            execute=list_records,
+        ),
+        create_tool(
+            id="delete-record",
+            description="Delete a record by ID",
+            input_schema=DeleteRecordInput,
+            output_schema={"type": "object", "properties": {"deleted": {"type": "boolean"}}},
+            require_approval=True,
+            execute=delete_record,
+        ),
+        create_tool(
+            id="issue-refund",
+            description="Issue a refund for an order; the money leaves the company",
+            input_schema=IssueRefundInput,
+            require_approval=True,
+            execute=issue_refund,
+        ),
+        create_tool(
+            id="get-weather",
+            description="Get the current weather in a city; asks the user for the city when none is given",
+            input_schema=WeatherInput,
+            suspend_schema={"type": "object", "properties": {"question": {"type": "string"}}, "required": ["question"]},
+            resume_schema=WeatherAnswer,
+            execute=get_weather,
+        ),
+    ]

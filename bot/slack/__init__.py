@@ -1,0 +1,32 @@
+"""The Slack front end of the agent: a Bolt `AsyncApp` (`create_slack_app`) and how to serve it.
+
+Layers: `app.py` builds the app from its dependencies; `listeners/` wires small handlers per Slack
+surface (events, actions, views); they run the flows in `conversation.py` (a turn in a thread),
+`decisions.py` (a click on a waiting call) and `waiting_messages.py` (the messages that show waiting
+calls); `*_builder.py` build Block Kit; `store.py`/`tables.py` keep the adapter's own state;
+`permissions.py` holds the one rule of who may decide. The agent runtime knows nothing of Slack.
+"""
+
+from .app import create_slack_app, create_web_client
+from .permissions import DecisionCheck, DecisionRule, Verdict, anyone_in_conversation
+from .server import build_web_app, serve_http, serve_socket
+from .services import SlackServices
+from .store import SlackStore
+from .threads import SlackThread
+from .waiting_messages import refresh_tool_call_messages
+
+__all__ = [
+    "DecisionCheck",
+    "DecisionRule",
+    "SlackServices",
+    "SlackStore",
+    "SlackThread",
+    "Verdict",
+    "anyone_in_conversation",
+    "build_web_app",
+    "create_slack_app",
+    "create_web_client",
+    "refresh_tool_call_messages",
+    "serve_http",
+    "serve_socket",
+]

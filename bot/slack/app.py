@@ -1,0 +1,84 @@
+"""Build the Bolt app: a web client with retries, the services the listeners use, the middleware
+that drops already-handled events, and the listeners. Everything it needs is passed in."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.response import BoltResponse
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from memory import Storage
+
+from .listeners import register_listeners
+from .permissions import DecisionRule, anyone_in_conversation
+from .services import SlackServices, attach_services
+from .store import SlackStore
+
+if TYPE_CHECKING:
+    from bot.agent import Agent
+
+
+def create_web_client(token: str, *, api_url: str = "https://slack.com/api/", retries: int = 3) -> AsyncWebClient:
+    """A Web API client that retries 429 (after Retry-After), 500/503, and dropped connections."""
+    return AsyncWebClient(
+        token=token,
+        base_url=api_url,
+        retry_handlers=[
+            AsyncConnectionErrorRetryHandler(max_retry_count=retries),
+            AsyncRateLimitErrorRetryHandler(max_retry_count=retries),
+            AsyncServerErrorRetryHandler(max_retry_count=retries),
+        ],
+    )
+
+
+def create_slack_app(
+    *,
+    agent: Agent,
+    storage: Storage,
+    token: str,
+    signing_secret: str | None = None,
+    api_url: str = "https://slack.com/api/",
+    decision_rule: DecisionRule = anyone_in_conversation,
+    streaming: bool = True,
+    logger: logging.Logger | None = None,
+) -> AsyncApp:
+    """The bot's Bolt app. `signing_secret` is needed over HTTP (requests are verified with it) and
+    not over Socket Mode. `agent` must already have storage and memory attached."""
+    logger = logger or logging.getLogger("bot.slack")
+    app = AsyncApp(
+        client=create_web_client(token, api_url=api_url),
+        signing_secret=signing_secret or "",
+        request_verification_enabled=bool(signing_secret),
+        process_before_response=False,  # ack at once; the listener's work goes on after the response
+        logger=logger,
+        name="approval-bot",
+    )
+    services = SlackServices(
+        agent=agent, store=SlackStore(storage), decision_rule=decision_rule, streaming=streaming, logger=logger
+    )
+    app.use(attach_services(services))
+    app.use(skip_handled_events(services.store))
+    register_listeners(app)
+    return app
+
+
+def skip_handled_events(store: SlackStore):
+    """A global middleware: an event whose `event_id` was already claimed (a retry, or a delivery another
+    replica took) is answered 200 and goes no further."""
+
+    async def skip_handled_slack_events(body, next, logger):
+        event_id = body.get("event_id") if body.get("type") == "event_callback" else None
+        if event_id and not await store.claim_event(event_id, body.get("team_id")):
+            logger.info("event %s already handled; skipped", event_id)
+            return BoltResponse(status=200, body="")
+        await next()
+
+    return skip_handled_slack_events

@@ -1,0 +1,161 @@
+"""Block Kit for an approval: the waiting message with its four buttons, and the same message once decided.
+
+Pure functions over small dataclasses; tested without Slack.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    Block,
+    ButtonElement,
+    ContextBlock,
+    MarkdownTextObject,
+    SectionBlock,
+)
+
+from .mrkdwn import escape
+
+APPROVE = "tool_approve"
+DECLINE = "tool_decline"
+DECLINE_WITH_REASON = "tool_decline_with_reason"
+EDIT_ARGS = "tool_edit_args"
+ACTIONS_BLOCK_ID = "tool_call_decision"
+
+ARGS_LIMIT = 2500
+"""Characters of arguments shown (a section's text holds at most 3,000)."""
+VALUE_LIMIT = 300
+"""Characters shown of one string argument before it is cut."""
+REQUEST_LIMIT = 300
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalView:
+    """What an approval message shows."""
+
+    ref: str
+    """The opaque reference the buttons carry."""
+    tool_name: str
+    description: str = ""
+    """The tool's description, when the agent knows the tool."""
+    args: Any
+    requester: str
+    """The Slack user whose request led to the call."""
+    request_text: str | None = None
+    """What they asked: the "why"."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecisionView:
+    """The outcome shown once an approval is settled."""
+
+    approved: bool
+    decided_by: str | None
+    """Slack user id of who decided (None: decided outside Slack, e.g. expiry)."""
+    decided_at: datetime | None
+    reason: str | None = None
+    edited: bool = False
+    """The approver changed the arguments; `ApprovalView.args` are then the edited ones."""
+
+
+def format_args(args: Any, *, limit: int = ARGS_LIMIT, value_limit: int = VALUE_LIMIT) -> str:
+    """The arguments as an indented JSON code block in mrkdwn: long strings cut, the whole cut at `limit`,
+    Slack markup escaped, and no way for a value to close the code block early."""
+    text = json.dumps(_shorten(args, value_limit), indent=2, ensure_ascii=False, default=str)
+    if len(text) > limit:
+        text = text[:limit].rstrip() + f"\n… ({len(text) - limit} more characters)"
+    text = escape(text).replace("```", "`\u200b``")
+    return f"```\n{text}\n```"
+
+
+def _shorten(value: Any, value_limit: int) -> Any:
+    if isinstance(value, str) and len(value) > value_limit:
+        return value[:value_limit] + f"… ({len(value) - value_limit} more characters)"
+    if isinstance(value, dict):
+        return {key: _shorten(item, value_limit) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shorten(item, value_limit) for item in value]
+    return value
+
+
+def slack_date(moment: datetime | None) -> str:
+    """A date Slack shows in each reader's own time zone."""
+    if moment is None:
+        return "just now"
+    fallback = moment.strftime("%Y-%m-%d %H:%M UTC")
+    return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
+
+
+def approval_text(view: ApprovalView) -> str:
+    """The notification text of an approval message."""
+    return f"Approval needed: {view.tool_name}"
+
+
+def build_approval_blocks(view: ApprovalView) -> list[Block]:
+    """The waiting approval: tool, description, arguments, who asked and why, and the four buttons."""
+    blocks = _describe(view, headline=f":raised_hand: *Approval needed* to run `{escape(view.tool_name)}`")
+    blocks.append(
+        ActionsBlock(
+            block_id=ACTIONS_BLOCK_ID,
+            elements=[
+                ButtonElement(text="Approve", action_id=APPROVE, value=view.ref, style="primary"),
+                ButtonElement(text="Decline", action_id=DECLINE, value=view.ref, style="danger"),
+                ButtonElement(text="Decline with reason", action_id=DECLINE_WITH_REASON, value=view.ref),
+                ButtonElement(text="Edit arguments", action_id=EDIT_ARGS, value=view.ref),
+            ],
+        )
+    )
+    return blocks
+
+
+def build_decided_approval_blocks(view: ApprovalView, decision: DecisionView) -> list[Block]:
+    """The approval once settled: no buttons; the decision, who made it, when (and why, if declined)."""
+    if decision.approved:
+        verb = "Approved with edited arguments" if decision.edited else "Approved"
+        headline = f":white_check_mark: *{verb}*: `{escape(view.tool_name)}`"
+    else:
+        headline = f":no_entry_sign: *Declined*: `{escape(view.tool_name)}`"
+    blocks = _describe(view, headline=headline)
+    who = f"<@{decision.decided_by}>" if decision.decided_by else "the bot"
+    outcome = "Approved" if decision.approved else "Declined"
+    line = f"{outcome} by {who} on {slack_date(decision.decided_at)}"
+    if decision.reason:
+        line += f"\nReason: {escape(decision.reason)}"
+    blocks.append(SectionBlock(text=MarkdownTextObject(text=line)))
+    return blocks
+
+
+def decided_text(view: ApprovalView, decision: DecisionView) -> str:
+    outcome = "Approved" if decision.approved else "Declined"
+    return f"{outcome}: {view.tool_name}"
+
+
+def _describe(view: ApprovalView, *, headline: str) -> list[Block]:
+    blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text=headline))]
+    if view.description:
+        blocks.append(SectionBlock(text=MarkdownTextObject(text=_quote(escape(view.description[:1000])))))
+    blocks.append(SectionBlock(text=MarkdownTextObject(text=format_args(view.args))))
+    asked = f"Requested by <@{view.requester}>"
+    if view.request_text:
+        request = view.request_text.strip()
+        if len(request) > REQUEST_LIMIT:
+            request = request[:REQUEST_LIMIT] + "…"
+        asked += f": “{escape(request)}”"
+    blocks.append(ContextBlock(elements=[MarkdownTextObject(text=asked)]))
+    return blocks
+
+
+def _quote(text: str) -> str:
+    return "\n".join(f">{line}" for line in text.split("\n"))
+
+
+def build_closed_approval_blocks(view: ApprovalView, note: str) -> list[Block]:
+    """An approval whose call no longer waits and whose outcome is unknown (its run is gone): no buttons."""
+    blocks = _describe(view, headline=f":grey_question: `{escape(view.tool_name)}`")
+    blocks.append(SectionBlock(text=MarkdownTextObject(text=escape(note))))
+    return blocks

@@ -1,0 +1,156 @@
+"""One turn of a conversation in a Slack thread: run the agent, and relay what it produces.
+
+Text is streamed into the thread (`replies`); an approval or a question becomes its own message
+with buttons (`waiting_messages`), recorded so a later click, on any replica, can be checked against it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from .replies import ThreadReply, set_thinking
+from .services import SlackServices
+from .threads import SlackThread
+from .waiting_messages import post_approval, post_question, refresh_open_messages
+
+_MENTION = re.compile(r"<@[A-Z0-9]+>")
+
+
+def strip_mention(text: str, bot_user_id: str | None) -> str:
+    """The message without the bot's mention (`<@U0BOT> delete record 3` -> `delete record 3`)."""
+    if bot_user_id:
+        text = text.replace(f"<@{bot_user_id}>", " ")
+    return re.sub(r"\s+", " ", text).strip()
+
+
+async def answer_message(
+    services: SlackServices,
+    client: AsyncWebClient,
+    *,
+    thread: SlackThread,
+    user: str,
+    text: str,
+    owner: str | None = None,
+) -> None:
+    """Run the agent on `user`'s message in `thread` and write its answer there.
+
+    The memory thread belongs to the conversation's `owner` (who started it; the runtime refuses a
+    thread to any other resource), so that is the `resource_id`; others in the thread speak in it too,
+    and the model is told who is speaking.
+
+    With memory attached, the runtime first checks whether the message answers a question a tool
+    asked in this thread (auto-resume); question messages that got answered are then closed.
+    """
+    owner = owner or user
+
+    async def start() -> Any:
+        return await services.agent.stream(
+            text if user == owner else f"<@{user}> says: {text}",
+            thread_id=thread.thread_id,
+            resource_id=owner,
+            auto_resume_suspended_tools=True,
+            request_context=request_context_of(thread, user),
+        )
+
+    await run_turn(services, client, start, thread=thread, requester=user, request_text=text)
+
+
+async def continue_run(
+    services: SlackServices, client: AsyncWebClient, stream: Any, *, thread: SlackThread, requester: str
+) -> None:
+    """Relay a run that goes on after a decision or an answer (`stream` from approve/decline/resume)."""
+
+    async def start() -> Any:
+        return stream
+
+    await run_turn(services, client, start, thread=thread, requester=requester, request_text=None)
+
+
+async def run_turn(
+    services: SlackServices,
+    client: AsyncWebClient,
+    start: Callable[[], Awaitable[Any]],
+    *,
+    thread: SlackThread,
+    requester: str,
+    request_text: str | None,
+) -> None:
+    """Show the thinking status, get the run's stream from `start`, relay it, and tell the thread if it
+    failed; then close the messages of calls settled meanwhile (a question answered by this message)."""
+    thinking = await set_thinking(client, thread)
+    try:
+        stream = await start()
+        await relay(services, client, stream, thread=thread, requester=requester, request_text=request_text)
+    except Exception as exc:  # the thread must hear about it; the log gets the details
+        services.logger.exception("the agent failed in %s", thread.thread_id)
+        await _say_failed(client, thread, exc)
+    finally:
+        if thinking:
+            await set_thinking(client, thread, "")
+    await refresh_open_messages(services, client, thread.thread_id)
+
+
+async def _say_failed(client: AsyncWebClient, thread: SlackThread, error: Exception) -> None:
+    try:
+        await client.chat_postMessage(
+            channel=thread.channel, thread_ts=thread.thread_ts, text=f":warning: Sorry, that failed: {error}"
+        )
+    except SlackApiError:
+        pass
+
+
+def request_context_of(thread: SlackThread, user: str) -> dict[str, Any]:
+    """What tools and approval rules learn about the Slack request."""
+    return {
+        "workspace": thread.team_id,
+        "slack": {"team_id": thread.team_id, "channel": thread.channel, "thread_ts": thread.thread_ts, "user": user},
+    }
+
+
+async def relay(
+    services: SlackServices,
+    client: AsyncWebClient,
+    stream: Any,
+    *,
+    thread: SlackThread,
+    requester: str,
+    request_text: str | None,
+) -> None:
+    """Write an `AgentStream` into the thread until it finishes or stops at a waiting call."""
+    reply = ThreadReply(client, thread, recipient=requester, streaming=services.streaming, logger=services.logger)
+    try:
+        async for chunk in stream.full_stream:
+            if chunk.type == "text-delta":
+                await reply.append(chunk.payload.get("text", ""))
+            elif chunk.type == "tool-call-approval":
+                await reply.close()
+                await post_approval(
+                    services,
+                    client,
+                    run_id=stream.run_id or chunk.run_id,
+                    payload=chunk.payload,
+                    thread=thread,
+                    requester=requester,
+                    request_text=request_text,
+                )
+            elif chunk.type == "tool-call-suspended":
+                await reply.close()
+                await post_question(
+                    services,
+                    client,
+                    run_id=stream.run_id or chunk.run_id,
+                    payload=chunk.payload,
+                    thread=thread,
+                    requester=requester,
+                )
+            elif chunk.type == "tool-call":
+                await set_thinking(client, thread, f"is running {chunk.payload.get('tool_name', 'a tool')}…")
+            elif chunk.type == "error":
+                await reply.append(f"\n\n:warning: {chunk.payload.get('message', 'Something went wrong.')}")
+    finally:
+        await reply.close()

@@ -1,0 +1,225 @@
+"""Deciding a waiting tool call from Slack: check a click, decide through the runtime, show the outcome.
+
+A button's value is only a reference to a `ToolCallMessageRow`. Before anything is decided the click
+must name a known message, come from that very message, find the call still waiting in the runtime,
+and pass the decision rule. The runtime's conditional UPDATE then settles races (double clicks, two
+replicas): the loser is told the request was already decided and sees the message updated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.agent import SnapshotNotFoundError, ToolCallNotSuspendedError
+
+from .conversation import continue_run
+from .permissions import DecisionCheck
+from .services import SlackServices
+from .tables import ToolCallMessageRow
+from .threads import SlackThread
+from .waiting_messages import find_tool, record_of, refresh_message, still_waits
+
+UNKNOWN = "This button does not belong to a request that is waiting here."
+ALREADY_DECIDED = "This request was already decided."
+ALREADY_ANSWERED = "This question was already answered."
+
+
+class ClickRefused(Exception):
+    """The click changes nothing; `explanation` is shown to the user who clicked, and to nobody else."""
+
+    def __init__(self, explanation: str, *, row: ToolCallMessageRow | None = None):
+        super().__init__(explanation)
+        self.explanation = explanation
+        self.row = row
+        """Set when the message should be updated to show that the call no longer waits."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaitingCall:
+    """A click that passed every check: the message it came from, and the runtime's record of the call."""
+
+    row: ToolCallMessageRow
+    record: Any
+
+    @property
+    def thread(self) -> SlackThread:
+        return thread_of_row(self.row)
+
+
+def thread_of_row(row: ToolCallMessageRow) -> SlackThread:
+    return SlackThread(team_id=row.team_id, channel=row.channel, thread_ts=row.thread_ts)
+
+
+async def check_click(
+    services: SlackServices,
+    *,
+    ref: str | None,
+    kind: str,
+    action: str,
+    user_id: str,
+    channel: str | None = None,
+    message_ts: str | None = None,
+) -> WaitingCall:
+    """The waiting call a click (or a modal submission) may act on; raises `ClickRefused` otherwise.
+
+    `channel`/`message_ts` are those of the clicked message; a modal submission has none and relies on
+    the reference checked when the modal was opened, checked again here.
+    """
+    row = await services.store.get_message(ref or "")
+    if row is None or row.kind != kind:
+        raise ClickRefused(UNKNOWN)
+    if message_ts is not None and row.ts is None:
+        row = await _posted(services, row)
+    if channel is not None and row.channel != channel:
+        raise ClickRefused(UNKNOWN)
+    if message_ts is not None and row.ts != message_ts:
+        raise ClickRefused(UNKNOWN)
+    record = await record_of(services, row)
+    if not still_waits(row, record):
+        raise ClickRefused(ALREADY_DECIDED if kind == "approval" else ALREADY_ANSWERED, row=row)
+    verdict = await services.decision_rule(
+        DecisionCheck(
+            user_id=user_id,
+            action=action,
+            requester=row.requester,
+            tool_name=row.tool_name,
+            args=row.args,
+            team_id=row.team_id,
+            channel=row.channel,
+            thread_id=row.thread_id,
+        )
+    )
+    if not verdict.allowed:
+        raise ClickRefused(verdict.explanation or "You may not decide this request.")
+    return WaitingCall(row=row, record=record)
+
+
+async def _posted(services: SlackServices, row: ToolCallMessageRow, *, wait: float = 3.0) -> ToolCallMessageRow:
+    """The row once its message's ts is recorded: a click can arrive before chat.postMessage has returned."""
+    for _ in range(int(wait / 0.1)):
+        await asyncio.sleep(0.1)
+        fresh = await services.store.get_message(row.id)
+        if fresh is None or fresh.ts is not None:
+            return fresh or row
+    return row
+
+
+async def approve(
+    services: SlackServices, client: AsyncWebClient, call: WaitingCall, *, user_id: str, args: Any = None
+) -> None:
+    """Approve (with edited `args` if given), show the decision, and relay the run as it goes on.
+
+    Raises `ClickRefused` when another click won; `ToolArgsInvalidError` passes through (nothing decided).
+    """
+    options: dict[str, Any] = {"approver": user_id} if args is None else {"approver": user_id, "args": args}
+
+    async def decide() -> Any:
+        return await services.agent.approve_tool_call(
+            run_id=call.row.run_id, tool_call_id=call.row.tool_call_id, **options
+        )
+
+    await _settle(services, client, call, decide, lost=ALREADY_DECIDED)
+
+
+async def decline(
+    services: SlackServices, client: AsyncWebClient, call: WaitingCall, *, user_id: str, reason: str | None = None
+) -> None:
+    """Decline (with a reason the model will see), show the decision, and relay the run as it goes on."""
+
+    async def decide() -> Any:
+        return await services.agent.decline_tool_call(
+            run_id=call.row.run_id, tool_call_id=call.row.tool_call_id, approver=user_id, reason=reason
+        )
+
+    await _settle(services, client, call, decide, lost=ALREADY_DECIDED)
+
+
+async def answer(
+    services: SlackServices, client: AsyncWebClient, call: WaitingCall, *, user_id: str, resume_data: Any
+) -> None:
+    """Resume a suspended call with `resume_data`; `ResumeDataInvalidError` passes through (still suspended)."""
+
+    async def decide() -> Any:
+        return await services.agent.resume_stream(
+            resume_data, run_id=call.row.run_id, tool_call_id=call.row.tool_call_id, actor=user_id
+        )
+
+    await _settle(services, client, call, decide, lost=ALREADY_ANSWERED, answered_by=user_id, resume_data=resume_data)
+
+
+async def _settle(
+    services: SlackServices,
+    client: AsyncWebClient,
+    call: WaitingCall,
+    decide: Callable[[], Awaitable[Any]],
+    *,
+    lost: str,
+    answered_by: str | None = None,
+    resume_data: Any = None,
+) -> None:
+    """Make the decision in the runtime (where exactly one actor wins), show it, then relay the run."""
+    try:
+        stream = await decide()
+    except (ToolCallNotSuspendedError, SnapshotNotFoundError):
+        raise ClickRefused(lost, row=call.row) from None
+    try:
+        await refresh_message(services, client, call.row, answered_by=answered_by, resume_data=resume_data)
+    except SlackApiError:  # the decision stands and the run goes on; the message is fixed by the next refresh
+        services.logger.warning("could not update the message of %s/%s", call.row.run_id, call.row.tool_call_id)
+    await continue_run(services, client, stream, thread=call.thread, requester=call.row.requester)
+
+
+async def tell(client: AsyncWebClient, *, channel: str, user: str, text: str, thread_ts: str | None = None) -> None:
+    """An ephemeral message only `user` sees."""
+    await client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=thread_ts)
+
+
+async def refuse(
+    services: SlackServices,
+    client: AsyncWebClient,
+    refused: ClickRefused,
+    *,
+    user: str,
+    channel: str | None,
+    thread_ts: str | None = None,
+) -> None:
+    """Explain a refused click to the user alone, and bring the message up to date if its call is settled."""
+    target_channel = channel or (refused.row.channel if refused.row else None)
+    if target_channel:
+        await tell(
+            client,
+            channel=target_channel,
+            user=user,
+            text=refused.explanation,
+            thread_ts=thread_ts or (refused.row.thread_ts if refused.row else None),
+        )
+    if refused.row is not None:
+        # An approval is shown again from the runtime's record (the clicker's client may be stale); an
+        # answered question keeps who answered it, which only the first update knew.
+        fresh = await services.store.get_message(refused.row.id)
+        if fresh is not None and (fresh.kind == "approval" or fresh.closed_at is None):
+            await refresh_message(services, client, fresh)
+
+
+def input_schema_of(services: SlackServices, call: WaitingCall) -> dict[str, Any] | None:
+    """The schema the arguments of `call` can be edited against; None when they cannot be edited (a call
+    that surfaced from a sub-agent is decided as shown)."""
+    if getattr(call.record, "child_run_id", None) is not None:
+        return None
+    tool = services.agent.tools.get(call.row.tool_name)
+    schema = getattr(tool, "input_schema", None)
+    return getattr(schema, "json_schema", None)
+
+
+def resume_schema_of(services: SlackServices, call: WaitingCall) -> dict[str, Any] | None:
+    stored = getattr(call.record, "resume_schema", None)
+    if isinstance(stored, dict):
+        return stored
+    schema = getattr(find_tool(services.agent, call.row.tool_name), "resume_schema", None)
+    return getattr(schema, "json_schema", None)

@@ -1,0 +1,244 @@
+"""A Slack form generated from a JSON Schema, and the data read back from a submitted form.
+
+Strings, numbers, integers, booleans and enums get their own inputs; anything else (objects, arrays,
+unions) is edited as JSON text. A schema that is not an object with properties is edited whole, as
+JSON. Pure functions; the caller validates the data against the schema and shows the errors.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk.models.blocks import (
+    Block,
+    CheckboxesElement,
+    InputBlock,
+    NumberInputElement,
+    Option,
+    PlainTextInputElement,
+    StaticSelectElement,
+)
+
+FIELD_PREFIX = "field:"
+WHOLE = "__json__"
+"""The field name used when the whole value is edited as JSON."""
+VALUE_ACTION = "value"
+_MAX_FIELDS = 90  # a modal holds at most 100 blocks
+_MAX_OPTIONS = 100
+_TEXT_LIMIT = 3000  # plain_text_input's maximum length
+_MISSING = object()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Field:
+    """One input of the form."""
+
+    name: str
+    kind: str
+    """`string`, `integer`, `number`, `boolean`, `enum` or `json`."""
+    label: str
+    required: bool
+    schema: dict[str, Any]
+    enum: tuple[Any, ...] = ()
+    hint: str | None = None
+
+    @property
+    def block_id(self) -> str:
+        return FIELD_PREFIX + self.name
+
+
+def fields_of(schema: dict[str, Any]) -> list[Field]:
+    """The inputs for `schema`: one per property of an object schema, else a single JSON input."""
+    schema = _resolve(schema, schema)
+    properties = schema.get("properties")
+    if schema.get("type", "object") != "object" or not isinstance(properties, dict) or not properties:
+        return [Field(name=WHOLE, kind="json", label="Value (JSON)", required=True, schema=schema)]
+    if len(properties) > _MAX_FIELDS:
+        return [Field(name=WHOLE, kind="json", label="Arguments (JSON)", required=True, schema=schema)]
+    required = set(schema.get("required", []))
+    return [_field(name, _resolve(prop, schema), name in required, root=schema) for name, prop in properties.items()]
+
+
+def _field(name: str, prop: dict[str, Any], required: bool, *, root: dict[str, Any]) -> Field:
+    nullable = False
+    variants = prop.get("anyOf") or prop.get("oneOf")
+    if variants:
+        others = [_resolve(v, root) for v in variants if v.get("type") != "null"]
+        nullable = len(others) < len(variants)
+        if len(others) == 1:
+            prop = {**prop, **others[0]}
+            prop.pop("anyOf", None)
+            prop.pop("oneOf", None)
+    label = str(prop.get("title") or name)[:150]
+    hint = prop.get("description")
+    hint = str(hint)[:150] if hint else None
+    required = required and not nullable
+    enum = prop.get("enum")
+    if enum is None and "const" in prop:
+        enum = [prop["const"]]
+    kind_type = prop.get("type")
+    if isinstance(enum, list) and 0 < len(enum) <= _MAX_OPTIONS and all(_scalar(v) for v in enum):
+        return Field(name=name, kind="enum", label=label, required=required, schema=prop, enum=tuple(enum), hint=hint)
+    if kind_type in ("string", "integer", "number", "boolean"):
+        return Field(name=name, kind=kind_type, label=label, required=required, schema=prop, hint=hint)
+    return Field(name=name, kind="json", label=f"{label} (JSON)", required=required, schema=prop, hint=hint)
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool)) and len(str(value)) <= 75
+
+
+def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    """Follow a local `$ref` (`#/$defs/...`, as pydantic writes them)."""
+    seen = 0
+    while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and seen < 10:
+        ref = schema["$ref"]
+        if not ref.startswith("#/"):
+            break
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part, {}) if isinstance(target, dict) else {}
+        extra = {k: v for k, v in schema.items() if k != "$ref"}
+        schema = {**target, **extra}
+        seen += 1
+    return schema if isinstance(schema, dict) else {}
+
+
+def build_form_blocks(schema: dict[str, Any], values: Any = None) -> list[Block]:
+    """Input blocks for `schema`, filled in with `values` (the current arguments, or nothing)."""
+    fields = fields_of(schema)
+    if fields[0].name == WHOLE:
+        return [_input(fields[0], values)]
+    values = values if isinstance(values, dict) else {}
+    return [_input(field, values.get(field.name, _MISSING)) for field in fields]
+
+
+def _input(field: Field, value: Any) -> InputBlock:
+    has_value = value is not _MISSING and value is not None
+    element: Any
+    if field.kind == "enum":
+        options = [Option(text=str(v)[:75], value=json.dumps(v)) for v in field.enum]
+        initial = next((o for o, v in zip(options, field.enum) if has_value and v == value), None)
+        element = StaticSelectElement(action_id=VALUE_ACTION, options=options, initial_option=initial)
+    elif field.kind == "boolean":
+        option = Option(text="Yes", value="true")
+        element = CheckboxesElement(
+            action_id=VALUE_ACTION, options=[option], initial_options=[option] if value is True else None
+        )
+    elif field.kind in ("integer", "number"):
+        element = NumberInputElement(
+            action_id=VALUE_ACTION,
+            is_decimal_allowed=field.kind == "number",
+            initial_value=str(value) if has_value and _is_number(value) else None,
+            min_value=_bound(field.schema.get("minimum")),
+            max_value=_bound(field.schema.get("maximum")),
+        )
+    elif field.kind == "string":
+        text = value if has_value and isinstance(value, str) else None
+        multiline = bool(text and ("\n" in text or len(text) > 150)) or (field.schema.get("maxLength") or 0) > 150
+        element = PlainTextInputElement(
+            action_id=VALUE_ACTION,
+            initial_value=text[:_TEXT_LIMIT] if text else None,
+            multiline=multiline,
+            max_length=min(int(field.schema.get("maxLength") or _TEXT_LIMIT), _TEXT_LIMIT),
+        )
+    else:
+        text = json.dumps(value, indent=2, ensure_ascii=False) if has_value else None
+        element = PlainTextInputElement(
+            action_id=VALUE_ACTION,
+            initial_value=text[:_TEXT_LIMIT] if text else None,
+            multiline=True,
+            max_length=_TEXT_LIMIT,
+        )
+    return InputBlock(
+        block_id=field.block_id,
+        label=field.label,
+        hint=field.hint,
+        element=element,
+        optional=not field.required or field.kind == "boolean",
+    )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _bound(value: Any) -> str | None:
+    return str(value) if _is_number(value) else None
+
+
+def read_form(schema: dict[str, Any], state_values: dict[str, Any]) -> tuple[Any, dict[str, str]]:
+    """The data in a submitted form (`view.state.values`), and errors by block id for inputs that could
+    not be read (bad JSON, not a number). Empty optional inputs are left out of the data."""
+    fields = fields_of(schema)
+    data: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for field in fields:
+        raw = (state_values.get(field.block_id) or {}).get(VALUE_ACTION) or {}
+        try:
+            value = _read(field, raw)
+        except ValueError as exc:
+            errors[field.block_id] = str(exc)
+            continue
+        if value is not _MISSING:
+            data[field.name] = value
+    if fields[0].name == WHOLE:
+        return data.get(WHOLE), errors
+    return data, errors
+
+
+def _read(field: Field, raw: dict[str, Any]) -> Any:
+    if field.kind == "boolean":
+        return bool(raw.get("selected_options"))
+    if field.kind == "enum":
+        selected = raw.get("selected_option")
+        return json.loads(selected["value"]) if selected else _MISSING
+    text = raw.get("value")
+    if text is None or (field.kind != "string" and not str(text).strip()):
+        return _MISSING
+    if field.kind == "string":
+        return text
+    if field.kind == "integer":
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError("Enter a whole number.") from None
+    if field.kind == "number":
+        try:
+            number = float(text)
+        except ValueError:
+            raise ValueError("Enter a number.") from None
+        return int(number) if number.is_integer() and "." not in text else number
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).") from None
+
+
+def errors_by_block(schema: dict[str, Any], problems: list[tuple[str, str]]) -> dict[str, str]:
+    """Map validation problems (`(path, message)`, path like `/city` or `/`) to the form's block ids.
+
+    A problem at the root, or at a field the form does not show, goes to the first input.
+    """
+    fields = fields_of(schema)
+    names = {field.name for field in fields}
+    errors: dict[str, str] = {}
+    for path, message in problems:
+        parts = [part for part in path.split("/") if part]
+        name = parts[0] if parts and parts[0] in names else None
+        if name is None and fields[0].name != WHOLE:
+            missing = _missing_property(message, names)
+            name = missing or fields[0].name
+        block_id = FIELD_PREFIX + (name or WHOLE)
+        text = message if not parts[1:] else f"{'/'.join(parts[1:])}: {message}"
+        errors[block_id] = (errors[block_id] + "; " + text if block_id in errors else text)[:150]
+    return errors
+
+
+def _missing_property(message: str, names: set[str]) -> str | None:
+    for name in names:
+        if f"'{name}'" in message:
+            return name
+    return None

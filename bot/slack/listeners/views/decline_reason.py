@@ -1,0 +1,29 @@
+"""Submitting the decline-with-reason modal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.async_context import AsyncBoltContext
+from slack_sdk.web.async_client import AsyncWebClient
+
+from ...decisions import ClickRefused, check_click, decline, refuse
+from ...modal_builder import read_reason
+from ...services import services_of
+
+
+async def handle_decline_reason_submission(
+    ack: AsyncAck, body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
+) -> None:
+    await ack()
+    services = services_of(context)
+    user_id = body["user"]["id"]
+    reason = read_reason(view["state"]["values"])
+    try:
+        call = await check_click(
+            services, ref=view.get("private_metadata"), kind="approval", action="decline", user_id=user_id
+        )
+        await decline(services, client, call, user_id=user_id, reason=reason)
+    except ClickRefused as refused:
+        await refuse(services, client, refused, user=user_id, channel=None)

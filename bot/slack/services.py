@@ -1,0 +1,48 @@
+"""What the Slack listeners work with, built once per app and handed to them through Bolt's context.
+
+The listeners never reach for module globals: a test builds an app with its own agent, storage and
+Slack URL, and two apps in one process do not share anything.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .permissions import DecisionRule, anyone_in_conversation
+from .store import SlackStore
+
+if TYPE_CHECKING:
+    from bot.agent import Agent
+
+SERVICES_KEY = "services"
+"""The key under which listeners find `SlackServices` in Bolt's `context`."""
+
+
+@dataclass(kw_only=True)
+class SlackServices:
+    """The agent, the adapter's storage, and the rules the listeners apply."""
+
+    agent: Agent
+    store: SlackStore
+    decision_rule: DecisionRule = anyone_in_conversation
+    """Who may decide a waiting call (see `permissions`)."""
+    streaming: bool = True
+    """Stream replies with chat.startStream; False posts and updates instead."""
+    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("bot.slack"))
+
+
+def services_of(context: Any) -> SlackServices:
+    return context[SERVICES_KEY]
+
+
+def attach_services(services: SlackServices) -> Callable[..., Awaitable[None]]:
+    """A global middleware that puts `services` into every request's context."""
+
+    async def attach_slack_services(context, next):
+        context[SERVICES_KEY] = services
+        await next()
+
+    return attach_slack_services

@@ -1,0 +1,146 @@
+"""The Slack adapter's reads and writes of its own tables (see `tables.py`).
+
+Each method is one short transaction. Claiming an event is an INSERT that does nothing on conflict,
+so two replicas (or a retry) racing for the same event get one winner from the database.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.dialects.postgresql import insert as postgres_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from memory import Storage
+from memory.tables import utcnow
+
+from .tables import SlackConversationRow, SlackEventRow, ToolCallMessageRow
+from .threads import SlackThread
+
+
+class SlackStore:
+    """Handled events, known conversations, and the messages that show waiting tool calls."""
+
+    def __init__(self, storage: Storage, *, keep_events: timedelta = timedelta(days=1), prune_every: int = 500):
+        self.storage = storage
+        self.keep_events = keep_events
+        """How long a handled event id is kept: Slack retries within minutes, so a day is plenty."""
+        self.prune_every = prune_every
+        self._claims = 0
+
+    def _insert(self, table: Any):
+        return sqlite_insert(table) if self.storage.is_sqlite else postgres_insert(table)
+
+    async def claim_event(self, event_id: str, team_id: str | None) -> bool:
+        """Record `event_id` as handled; False if it already was (a retry, or another replica got it)."""
+        statement = (
+            self._insert(SlackEventRow)
+            .values(event_id=event_id, team_id=team_id, received_at=utcnow())
+            .on_conflict_do_nothing(index_elements=["event_id"])
+        )
+        async with self.storage.session() as session:
+            result = await session.execute(statement)
+        self._claims += 1
+        if self._claims % self.prune_every == 0:
+            await self.prune_events()
+        return result.rowcount == 1
+
+    async def prune_events(self) -> int:
+        """Forget handled events older than `keep_events`; returns how many were forgotten."""
+        async with self.storage.session() as session:
+            result = await session.execute(
+                delete(SlackEventRow).where(SlackEventRow.received_at < utcnow() - self.keep_events)
+            )
+        return result.rowcount
+
+    async def start_conversation(self, thread: SlackThread, user: str) -> SlackConversationRow:
+        """Remember that the bot takes part in `thread` (idempotent); the first user to start it owns it."""
+        statement = (
+            self._insert(SlackConversationRow)
+            .values(
+                thread_id=thread.thread_id,
+                team_id=thread.team_id,
+                channel=thread.channel,
+                thread_ts=thread.thread_ts,
+                started_by=user,
+                created_at=utcnow(),
+            )
+            .on_conflict_do_nothing(index_elements=["thread_id"])
+        )
+        async with self.storage.session() as session:
+            await session.execute(statement)
+            return await session.get(SlackConversationRow, thread.thread_id)
+
+    async def conversation(self, thread: SlackThread) -> SlackConversationRow | None:
+        """The conversation held in `thread`, or None if the bot takes no part in it."""
+        async with self.storage.session() as session:
+            return await session.get(SlackConversationRow, thread.thread_id)
+
+    async def add_tool_call_message(
+        self,
+        *,
+        kind: str,
+        run_id: str,
+        tool_call_id: str,
+        tool_name: str,
+        args: Any,
+        thread: SlackThread,
+        requester: str,
+        request_text: str | None,
+    ) -> ToolCallMessageRow:
+        """A new row with a fresh opaque reference, before the message is posted (its ts comes later)."""
+        row = ToolCallMessageRow(
+            id=secrets.token_urlsafe(18),
+            kind=kind,
+            run_id=run_id,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            args=args,
+            thread_id=thread.thread_id,
+            team_id=thread.team_id,
+            channel=thread.channel,
+            thread_ts=thread.thread_ts,
+            requester=requester,
+            request_text=request_text,
+            created_at=utcnow(),
+        )
+        async with self.storage.session() as session:
+            session.add(row)
+        return row
+
+    async def set_message_ts(self, ref: str, ts: str) -> None:
+        async with self.storage.session() as session:
+            await session.execute(update(ToolCallMessageRow).where(ToolCallMessageRow.id == ref).values(ts=ts))
+
+    async def get_message(self, ref: str) -> ToolCallMessageRow | None:
+        if not ref or len(ref) > 64:
+            return None
+        async with self.storage.session() as session:
+            return await session.get(ToolCallMessageRow, ref)
+
+    async def messages_of_call(self, run_id: str, tool_call_id: str) -> list[ToolCallMessageRow]:
+        async with self.storage.session() as session:
+            result = await session.scalars(
+                select(ToolCallMessageRow).where(
+                    ToolCallMessageRow.run_id == run_id, ToolCallMessageRow.tool_call_id == tool_call_id
+                )
+            )
+            return list(result)
+
+    async def open_messages_in_thread(self, thread_id: str) -> list[ToolCallMessageRow]:
+        async with self.storage.session() as session:
+            result = await session.scalars(
+                select(ToolCallMessageRow).where(
+                    ToolCallMessageRow.thread_id == thread_id, ToolCallMessageRow.closed_at.is_(None)
+                )
+            )
+            return list(result)
+
+    async def close_message(self, ref: str, at: datetime | None = None) -> None:
+        async with self.storage.session() as session:
+            await session.execute(
+                update(ToolCallMessageRow).where(ToolCallMessageRow.id == ref).values(closed_at=at or utcnow())
+            )

@@ -1,0 +1,73 @@
+"""The Slack adapter's own tables: events already handled, conversations the bot is part of, and the
+messages that show a waiting tool call (an approval or a question).
+
+Schema changes go through Alembic (`memory/migrations/versions/0002_slack.py`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from memory.tables import Base, utcnow
+
+
+class SlackEventRow(Base):
+    """An Events API delivery already accepted: a retry with the same `event_id` is not processed again."""
+
+    __tablename__ = "slack_events"
+    event_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    team_id: Mapped[str | None] = mapped_column(String(32))
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class SlackConversationRow(Base):
+    """A Slack thread the bot takes part in: later messages there continue it without a mention."""
+
+    __tablename__ = "slack_conversations"
+    thread_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    """The memory thread id (`slack:<team>:<channel>:<thread_ts>`)."""
+    team_id: Mapped[str] = mapped_column(String(32))
+    channel: Mapped[str] = mapped_column(String(32))
+    thread_ts: Mapped[str] = mapped_column(String(32))
+    started_by: Mapped[str] = mapped_column(String(32))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ToolCallMessageRow(Base):
+    """The Slack message that shows one waiting tool call: an approval (buttons) or a question (Answer).
+
+    `id` is the opaque reference put in the buttons' value; a click is trusted only after the row it
+    names matches the clicked message and the runtime says the call still waits.
+    """
+
+    __tablename__ = "slack_tool_call_messages"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    """`approval` or `question`."""
+    run_id: Mapped[str] = mapped_column(String(64))
+    tool_call_id: Mapped[str] = mapped_column(String(255))
+    tool_name: Mapped[str] = mapped_column(String(255))
+    args: Mapped[Any] = mapped_column(JSON)
+    """What the message showed when posted: the call's arguments (approval) or what the tool asked (question)."""
+    thread_id: Mapped[str] = mapped_column(String(255))
+    team_id: Mapped[str] = mapped_column(String(32))
+    channel: Mapped[str] = mapped_column(String(32))
+    thread_ts: Mapped[str] = mapped_column(String(32))
+    ts: Mapped[str | None] = mapped_column(String(32))
+    """The message's own ts, set once it is posted."""
+    requester: Mapped[str] = mapped_column(String(32))
+    """The Slack user whose message led to the call (the memory resource)."""
+    request_text: Mapped[str | None] = mapped_column(Text)
+    """What the requester asked, shown as the "why"."""
+    closed_at: Mapped[datetime | None]
+    """When the message was last updated to show the outcome (no buttons)."""
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    __table_args__ = (
+        Index("ix_slack_tool_call_messages_call", "run_id", "tool_call_id"),
+        Index("ix_slack_tool_call_messages_thread", "thread_id", "closed_at"),
+    )

@@ -1,0 +1,113 @@
+"""Forms generated from JSON Schema, and reading submitted values back."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pydantic import BaseModel
+
+from bot.slack.form_builder import build_form_blocks, errors_by_block, fields_of, read_form
+from bot.slack.modal_builder import ModalTarget, build_answer_modal, build_decline_reason_modal, build_edit_args_modal
+
+
+class Color(str, Enum):
+    red = "red"
+    blue = "blue"
+
+
+class Order(BaseModel):
+    order_id: str
+    amount: float
+    count: int = 1
+    urgent: bool = False
+    color: Color = Color.red
+    note: str | None = None
+    tags: list[str] = []
+
+
+SCHEMA = Order.model_json_schema()
+
+
+def test_fields_from_a_pydantic_schema():
+    kinds = {f.name: (f.kind, f.required) for f in fields_of(SCHEMA)}
+    assert kinds == {
+        "order_id": ("string", True),
+        "amount": ("number", True),
+        "count": ("integer", False),
+        "urgent": ("boolean", False),
+        "color": ("enum", False),
+        "note": ("string", False),
+        "tags": ("json", False),
+    }
+
+
+def test_blocks_are_filled_with_the_current_values():
+    blocks = {
+        b.block_id: b.to_dict()
+        for b in build_form_blocks(
+            SCHEMA, {"order_id": "A", "amount": 2.5, "urgent": True, "color": "blue", "tags": ["x"]}
+        )
+    }
+    assert blocks["field:order_id"]["element"]["initial_value"] == "A"
+    assert blocks["field:amount"]["element"] == {
+        "type": "number_input",
+        "action_id": "value",
+        "is_decimal_allowed": True,
+        "initial_value": "2.5",
+    }
+    assert blocks["field:count"]["element"]["is_decimal_allowed"] is False
+    assert blocks["field:urgent"]["element"]["initial_options"][0]["value"] == "true"
+    assert blocks["field:color"]["element"]["initial_option"]["value"] == '"blue"'
+    assert '"x"' in blocks["field:tags"]["element"]["initial_value"]
+
+
+def test_reading_a_submitted_form():
+    values = {
+        "field:order_id": {"value": {"type": "plain_text_input", "value": "A-9"}},
+        "field:amount": {"value": {"type": "number_input", "value": "12.5"}},
+        "field:count": {"value": {"type": "number_input", "value": "3"}},
+        "field:urgent": {"value": {"type": "checkboxes", "selected_options": [{"value": "true"}]}},
+        "field:color": {"value": {"type": "static_select", "selected_option": {"value": '"blue"'}}},
+        "field:note": {"value": {"type": "plain_text_input", "value": None}},
+        "field:tags": {"value": {"type": "plain_text_input", "value": '["a", "b"]'}},
+    }
+    data, errors = read_form(SCHEMA, values)
+    assert errors == {}
+    assert data == {"order_id": "A-9", "amount": 12.5, "count": 3, "urgent": True, "color": "blue", "tags": ["a", "b"]}
+
+
+def test_unreadable_values_are_errors_on_their_block():
+    values = {
+        "field:tags": {"value": {"type": "plain_text_input", "value": "[nope"}},
+        "field:count": {"value": {"type": "number_input", "value": "x"}},
+    }
+    _, errors = read_form(SCHEMA, values)
+    assert set(errors) == {"field:tags", "field:count"}
+
+
+def test_validation_errors_map_to_blocks():
+    errors = errors_by_block(SCHEMA, [("/amount", "must be > 0"), ("/", "'order_id' is a required property")])
+    assert errors == {"field:amount": "must be > 0", "field:order_id": "'order_id' is a required property"}
+
+
+def test_a_schema_that_is_not_an_object_is_edited_as_json():
+    schema = {"type": "array", "items": {"type": "integer"}}
+    [block] = build_form_blocks(schema, [1, 2])
+    assert block.block_id == "field:__json__"
+    data, errors = read_form(schema, {"field:__json__": {"value": {"type": "plain_text_input", "value": "[3]"}}})
+    assert data == [3] and errors == {}
+
+
+def test_modals_carry_the_reference_only():
+    target = ModalTarget(ref="R1", tool_name="issue-refund")
+    for view in (
+        build_decline_reason_modal(target, {"a": 1}),
+        build_edit_args_modal(target, SCHEMA, {}),
+        build_answer_modal(
+            target,
+            {"question": "Which city?"},
+            {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        ),
+    ):
+        as_dict = view.to_dict()
+        assert as_dict["private_metadata"] == "R1" and len(as_dict["title"]["text"]) <= 24

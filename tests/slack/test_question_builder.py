@@ -1,0 +1,52 @@
+"""The question message's blocks, without Slack."""
+
+from __future__ import annotations
+
+from bot.slack.question_builder import (
+    AnswerView,
+    QuestionView,
+    build_answered_question_blocks,
+    build_question_blocks,
+    question_of,
+)
+
+
+def test_question_text_from_the_suspend_payload():
+    assert question_of({"question": "Which city?"}) == "Which city?"
+    assert question_of({"message": "Pick one"}) == "Pick one"
+    assert question_of("Why?") == "Why?"
+    assert question_of({"options": [1, 2]}) == '{"options": [1, 2]}'
+
+
+def test_open_question_has_an_answer_button_with_the_reference():
+    blocks = [
+        b.to_dict()
+        for b in build_question_blocks(
+            QuestionView(
+                ref="R1", tool_name="get-weather", suspend_payload={"question": "Which <city>?"}, requester="U1"
+            )
+        )
+    ]
+    assert blocks[-1]["elements"][0]["action_id"] == "tool_answer" and blocks[-1]["elements"][0]["value"] == "R1"
+    assert "Which &lt;city&gt;?" in str(blocks) and "<@U1>" in str(blocks)
+
+
+def test_answered_question_has_no_button():
+    view = QuestionView(ref="R1", tool_name="get-weather", suspend_payload={"question": "Which city?"}, requester="U1")
+    by_form = [
+        b.to_dict()
+        for b in build_answered_question_blocks(
+            view, AnswerView(answered_by="U2", answered_at=None, resume_data={"city": "Oslo"})
+        )
+    ]
+    assert all(b["type"] != "actions" for b in by_form) and "<@U2>" in str(by_form) and "Oslo" in str(by_form)
+    in_thread = str(
+        [b.to_dict() for b in build_answered_question_blocks(view, AnswerView(answered_by=None, answered_at=None))]
+    )
+    assert "Answered in the thread" in in_thread
+
+
+def test_without_a_resume_schema_the_answer_is_given_in_the_thread_only():
+    view = QuestionView(ref="R1", tool_name="t", suspend_payload="Why?", requester="U1", answerable_by_form=False)
+    blocks = [b.to_dict() for b in build_question_blocks(view)]
+    assert all(b["type"] != "actions" for b in blocks) and "reply in this thread." in str(blocks)

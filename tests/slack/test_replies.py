@@ -1,0 +1,43 @@
+"""Replies: streamed where Slack allows it, else posted and updated as mrkdwn; long answers split."""
+
+from __future__ import annotations
+
+from tests.support.scripted_model import reply
+from tests.support.slack_stub import SlackStub
+
+from .harness import running_bot
+
+LONG = "\n\n".join(f"Paragraph {i}: " + "word " * 150 for i in range(12))  # ~9,000 characters
+
+
+async def test_without_streaming_the_answer_is_posted_as_mrkdwn(database_url, model):
+    model.chat.push(reply("**Done**, see [the docs](https://example.com)."))
+    async with SlackStub(streaming=False) as slack, running_bot(database_url=database_url, slack=slack) as bot:
+        event = await bot.mention("hi")
+        await slack.wait_for("chat.postMessage")
+        await slack.settle()
+        [message] = slack.thread("C1", event["ts"])
+        assert message.text == "*Done*, see <https://example.com|the docs>."
+
+
+async def test_long_streamed_answer_is_split_into_messages(bot, model):
+    model.chat.push(reply(LONG))
+    await bot.mention("tell me a lot")
+    await bot.slack.wait_for("chat.stopStream", count=3)
+    await bot.slack.settle()
+    messages = [m for m in bot.slack.messages.values() if m.thread_ts]
+    assert len(messages) >= 3 and all(len(m.text) <= 3900 for m in messages)
+    assert "".join(m.text for m in messages).replace("\n", "").replace(" ", "") == LONG.replace("\n", "").replace(
+        " ", ""
+    )
+
+
+async def test_long_posted_answer_is_split_into_messages(database_url, model):
+    model.chat.push(reply(LONG))
+    async with SlackStub(streaming=False) as slack, running_bot(database_url=database_url, slack=slack) as bot:
+        await bot.mention("tell me a lot")
+        await slack.wait_for("chat.postMessage", count=3)
+        await slack.settle()
+        messages = [m for m in slack.messages.values() if m.thread_ts]
+        assert len(messages) >= 3 and all(len(m.text) <= 3900 for m in messages)
+        assert all(m.text.startswith("Paragraph") for m in messages)
