@@ -1,0 +1,40 @@
+"""The local playground, `python -m bot dev`: an emulated Slack workspace in the browser, with nothing
+to configure.
+
+One aiohttp server on 127.0.0.1 holds it all: the page (`browser`), the Slack Web API the bot calls
+(`slack_api`) over an in-memory workspace (`workspace`), the signed requests Slack would send the bot
+(`delivery`), the bot's real Bolt app, and, without OPENAI_API_KEY, an offline rule-based model
+(`demo_model`). The Slack adapter and the agent runtime run unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from ._server import DEFAULT_DATABASE_URL, Playground
+
+if TYPE_CHECKING:
+    from bot.agent import Agent
+    from bot.settings import Settings
+
+__all__ = ["DEFAULT_DATABASE_URL", "Playground", "run_playground"]
+
+
+async def run_playground(settings: Settings, *, port: int = 3000, agent: Agent | None = None) -> None:
+    """Serve the playground on 127.0.0.1 (on `port`, or the next free one) until cancelled."""
+    async with Playground(settings, port=port, agent=agent) as playground:
+        print(f"Playground: {playground.url}  <- open it in a browser and talk to the bot", flush=True)
+        print(f"Agent:      {playground.agent.name if playground.agent else '?'}", flush=True)
+        print(f"Model:      {playground.model_label}", flush=True)
+        print(f"Database:   {_without_password(playground.database_url)}", flush=True)
+        print("Stop with Ctrl-C.", flush=True)
+        await asyncio.Event().wait()
+
+
+def _without_password(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    credentials, at, host = rest.rpartition("@")
+    if not at or ":" not in credentials:
+        return url
+    return f"{scheme}{sep}{credentials.split(':')[0]}:***@{host}"

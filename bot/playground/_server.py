@@ -1,0 +1,157 @@
+"""Assemble and run the playground: one aiohttp app on 127.0.0.1 that serves the bot's real Bolt app
+(`/slack/events`), the emulated Slack Web API (`/api/*`), the browser page (`/`, `/play/*`) and, when no
+model key is set, the offline demo model (`/v1/chat/completions`)."""
+
+from __future__ import annotations
+
+import errno
+import secrets
+import socket
+from typing import TYPE_CHECKING, Any, Self
+
+import openai
+from aiohttp import web
+
+from bot.agent import Agent
+from bot.assemble import assemble_agent
+from bot.slack import build_web_app, create_slack_app
+from memory import Storage
+
+from .browser import add_browser_routes
+from .delivery import Delivery
+from .demo_model import add_demo_model_routes
+from .slack_api import add_slack_api_routes
+from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from bot.settings import Settings
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///data/playground.db"
+PORTS_TRIED = 10
+"""When the asked port is taken, the next ones are tried (the port used is printed)."""
+
+
+class Playground:
+    """The playground's server and everything it runs; `start()`, then open `url`, then `stop()`."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        port: int = 3000,
+        agent: Agent | None = None,
+        host: str = "127.0.0.1",
+        word_delay: float = 0.02,
+    ):
+        self.settings = settings
+        self.asked_port = port
+        self.host = host
+        self.word_delay = word_delay
+        self.given_agent = agent
+        self.workspace = Workspace()
+        self.port = 0
+        self.agent: Agent | None = None
+        self.storage: Storage | None = None
+        self.model_label = ""
+        self.uses_demo_model = False
+        self._model_client: openai.AsyncOpenAI | None = None
+        self._delivery: Delivery | None = None
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def database_url(self) -> str:
+        """DATABASE_URL when it is set, else a database of the playground's own."""
+        chosen = "database_url" in self.settings.model_fields_set
+        return self.settings.database_url if chosen else DEFAULT_DATABASE_URL
+
+    async def start(self) -> Self:
+        sock = _bind(self.host, self.asked_port)
+        try:
+            self.port = sock.getsockname()[1]
+            self.storage = Storage(self.database_url)
+            await self.storage.migrate()
+            self.agent = await self._build_agent(self.storage)
+            self.workspace = Workspace(bot_name=self.agent.name)
+            web_app = self._build_web_app(self.agent, self.storage)
+            self._runner = web.AppRunner(web_app, access_log=None)
+            await self._runner.setup()
+            await web.SockSite(self._runner, sock).start()
+        except BaseException:
+            sock.close()
+            await self.stop()
+            raise
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._delivery is not None:
+            await self._delivery.close()
+        if self.agent is not None:
+            await self.agent.aclose()
+        if self._model_client is not None:
+            await self._model_client.close()
+            self._model_client = None
+        if self.storage is not None:
+            await self.storage.close()
+            self.storage = None
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    async def _build_agent(self, storage: Storage) -> Agent:
+        """The agent (the given one, or the built-in demo on `storage`), talking to the real model when
+        OPENAI_API_KEY is set and to the offline demo model otherwise; storage and memory attached."""
+        agent = await assemble_agent(storage, model=self.settings.bot_model, agent=self.given_agent)
+        if self.settings.openai_api_key:
+            self.model_label = self.settings.bot_model if self.given_agent is None else agent.model
+        else:
+            self.uses_demo_model = True
+            self.model_label = "offline demo model (rule-based; set OPENAI_API_KEY to use a real one)"
+            self._model_client = openai.AsyncOpenAI(base_url=f"{self.url}/v1", api_key="demo", max_retries=0)
+            agent.attach(model_client=self._model_client)
+        return agent
+
+    def _build_web_app(self, agent: Agent, storage: Storage) -> web.Application:
+        signing_secret = secrets.token_hex(16)  # new each run: only the playground can sign for the bot
+        token = "xoxb-playground-" + secrets.token_hex(8)
+        bolt_app = create_slack_app(
+            agent=agent, storage=storage, token=token, signing_secret=signing_secret, api_url=f"{self.url}/api/"
+        )
+        web_app = build_web_app(bolt_app)
+        add_slack_api_routes(web_app, self.workspace, token=token)
+        if self.uses_demo_model:
+            add_demo_model_routes(web_app, word_delay=self.word_delay)
+        self._delivery = Delivery(self.workspace, events_url=f"{self.url}/slack/events", signing_secret=signing_secret)
+        info: dict[str, Any] = {"model": self.model_label, "demo_model": self.uses_demo_model, "agent": agent.name}
+        add_browser_routes(web_app, self.workspace, self._delivery, info)
+        return web_app
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket on `port`, or on the next free one of `PORTS_TRIED` (port 0: any free port)."""
+    candidates = [port] if port == 0 else range(port, port + PORTS_TRIED)
+    last_error: OSError | None = None
+    for candidate in candidates:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, candidate))
+        except OSError as exc:
+            sock.close()
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            last_error = exc
+            continue
+        sock.listen(128)
+        sock.setblocking(False)
+        return sock
+    raise OSError(errno.EADDRINUSE, f"ports {port}-{port + PORTS_TRIED - 1} on {host} are all in use") from last_error

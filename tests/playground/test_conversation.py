@@ -1,0 +1,130 @@
+"""Talking to the bot in the playground, as the page does: the real Bolt app gets signed Slack payloads,
+answers through the emulated Web API, and the demo agent runs on the offline demo model."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from bot.demo.tables import DemoRecordRow
+
+from .browser import ALICE, BOB, GENERAL, action_ids, from_bot, shown_text, thread
+
+
+async def record_ids(playground) -> list[int]:
+    async with playground.storage.session() as session:
+        return list(await session.scalars(select(DemoRecordRow.id).order_by(DemoRecordRow.id)))
+
+
+async def test_a_mention_in_general_gets_a_reply_in_its_thread(page):
+    ts = await page.say("@bot hello there")
+
+    reply = await page.wait_for(
+        lambda s: [m for m in from_bot(thread(s, ts)) if not m["streaming"]], what="the bot's reply"
+    )
+
+    assert "demo model" in reply[0]["text"]
+    assert "delete record 3" in reply[0]["text"]  # it lists what it can do
+    state = await page.state()
+    parent = next(m for m in state["messages"] if m["ts"] == ts)
+    assert parent["text"] == "<@UBOT> hello there"  # typed "@bot" became a mention, as Slack does it
+    assert [m["ts"] for m in state["messages"] if m["channel"] == GENERAL and not m["thread_ts"]] == [ts]
+
+
+async def test_delete_record_waits_for_approval_and_bob_approves_it_in_place(page, playground):
+    ts = await page.say("@bot delete record 2")
+
+    approval = (await page.wait_for(lambda s: [m for m in thread(s, ts) if action_ids(m)], what="the approval"))[0]
+    assert action_ids(approval) == ["tool_approve", "tool_decline", "tool_decline_with_reason", "tool_edit_args"]
+    assert "delete-record" in shown_text(approval) and '"id": 2' in shown_text(approval)
+    assert 2 in await record_ids(playground)
+
+    status, body = await page.click(approval, "tool_approve", user=BOB)
+    assert status == 200 and body["bot_status"] == 200
+
+    def decided(state):
+        message = next(m for m in thread(state, ts) if m["ts"] == approval["ts"])
+        return message if "Approved by <@UBOB>" in shown_text(message) else None
+
+    updated = await page.wait_for(decided, what="the approval updated in place")
+    assert action_ids(updated) == [] and updated["edited"]
+    done = await page.wait_for(
+        lambda s: [m for m in thread(s, ts) if "record 2 is deleted" in m["text"]], what="the bot's summary"
+    )
+    assert done
+    assert 2 not in await record_ids(playground)
+
+
+async def test_a_second_click_on_a_decided_approval_is_explained_to_the_clicker_alone(page):
+    ts = await page.say("@bot delete record 3")
+    approval = (await page.wait_for(lambda s: [m for m in thread(s, ts) if action_ids(m)], what="the approval"))[0]
+    await page.click(approval, "tool_approve", user=ALICE)
+    await page.wait_for(lambda s: [m for m in thread(s, ts) if "record 3 is deleted" in m["text"]], what="done")
+
+    status, _ = await page.click(approval, "tool_approve", user=BOB)  # Bob's page still showed the buttons
+
+    assert status == 200
+    told = await page.wait_for(
+        lambda s: [m for m in thread(s, ts) if m["ephemeral"]], user=BOB, what="Bob's ephemeral message"
+    )
+    assert "already decided" in told[0]["text"]
+    assert not [m for m in (await page.state(ALICE))["messages"] if m["ephemeral"]]
+
+
+async def test_the_weather_question_is_answered_by_the_next_message_in_the_thread(page):
+    ts = await page.say("@bot what's the weather?")
+    question = await page.wait_for(
+        lambda s: [m for m in thread(s, ts) if "Which city?" in shown_text(m)], what="the question"
+    )
+    assert action_ids(question[0]) == ["tool_answer"]
+
+    await page.say("Paris", thread_ts=ts)  # no mention needed in the bot's thread
+
+    answer = await page.wait_for(
+        lambda s: [m for m in from_bot(thread(s, ts)) if "Paris" in m["text"] and "°C" in m["text"]],
+        what="the weather in Paris",
+    )
+    assert answer
+
+    def closed(state):
+        message = next(m for m in thread(state, ts) if m["ts"] == question[0]["ts"])
+        return message if "Answered" in shown_text(message) else None
+
+    assert action_ids(await page.wait_for(closed, what="the question closed")) == []
+
+
+async def test_every_message_in_a_dm_is_a_conversation_only_its_person_sees(page):
+    ts = await page.say("list records", user=BOB, channel="DUBOB")
+
+    listed = await page.wait_for(
+        lambda s: [m for m in thread(s, ts, "DUBOB") if "Quarterly report" in m["text"]], user=BOB, what="records"
+    )
+    assert listed
+    alice_sees = await page.state(ALICE)
+    assert "DUBOB" not in [c["id"] for c in alice_sees["channels"]]
+    assert not [m for m in alice_sees["messages"] if m["channel"] == "DUBOB"]
+
+
+async def test_a_channel_message_without_a_mention_is_not_for_the_bot(page):
+    ts = await page.say("lunch at noon?")
+    await page.settle()
+    assert thread(await page.state(), ts) == []
+
+
+async def test_an_agent_of_ones_own_runs_on_the_demo_model_too(tmp_path):
+    import aiohttp
+
+    from bot.agent import Agent
+    from bot.playground import Playground
+    from bot.settings import Settings
+
+    from .browser import PlaygroundPage
+
+    settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path}/p.db", openai_api_key=None)
+    agent = Agent(id="my-agent", name="My Agent", instructions="Be nice.")
+    async with Playground(settings, port=0, agent=agent, word_delay=0) as playground, aiohttp.ClientSession() as s:
+        page = PlaygroundPage(playground.url, s)
+        ts = await page.say("@bot hi")
+        reply = await page.wait_for(lambda st: [m for m in thread(st, ts) if not m["streaming"]], what="a reply")
+        assert "no tools I know" in reply[0]["text"]
+        assert (await page.state())["info"]["agent"] == "My Agent"
+        await page.settle()

@@ -1,0 +1,136 @@
+"""The offline demo model: its rules, and its OpenAI-compatible endpoint as the openai client uses it."""
+
+from __future__ import annotations
+
+import json
+
+import openai
+import pytest
+
+from bot.playground.demo_model import answer, city_in, structured_answer, summarise, wanted_tool
+
+DEMO_TOOLS = ["list-records", "delete-record", "issue-refund", "get-weather"]
+
+
+def tools(*names):
+    return [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in names]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("delete record 3", ("delete-record", {"id": 3})),
+        ("<@UBOB> says: please remove record #12", ("delete-record", {"id": 12})),
+        ("refund $25 for order A-1001", ("issue-refund", {"order_id": "A-1001", "amount": 25})),
+        (
+            "refund 12.50 dollars on order 77 because it broke",
+            ("issue-refund", {"order_id": "77", "amount": 12.5, "reason": "it broke"}),
+        ),
+        ("refund my order", ("issue-refund", {"order_id": "A-1001", "amount": 10})),
+        ("what's the weather?", ("get-weather", {})),
+        ("weather in new york please", ("get-weather", {"city": "New York"})),
+        ("list records", ("list-records", {})),
+        ("hello", None),
+    ],
+)
+def test_rules(text, expected):
+    assert wanted_tool(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "city"),
+    [
+        ("Paris", "Paris"),
+        ("berlin", "Berlin"),
+        ("I'm in Lisbon today", "Lisbon"),
+        ("delete record 3", None),
+        ("ok thanks", None),
+    ],
+)
+def test_a_city_looking_word(text, city):
+    assert city_in(text) == city
+
+
+def extraction(message):
+    context = {
+        "waiting_calls": [
+            {
+                "call": "call_1",
+                "tool": "get-weather",
+                "asked": {"question": "Which city?"},
+                "resume_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            }
+        ],
+        "new_message": message,
+    }
+    return [{"role": "system", "content": "..."}, {"role": "user", "content": json.dumps(context)}]
+
+
+def test_the_extraction_answers_the_waiting_call_or_none():
+    assert structured_answer(extraction("Madrid")) == {"call": "call_1", "resume_data": {"city": "Madrid"}}
+    assert structured_answer(extraction("delete record 2")) == {"call": "none", "resume_data": None}
+
+
+def test_a_tool_result_is_summarised():
+    assert summarise("delete-record", '{"deleted": true, "id": 2}') == "Done: record 2 is deleted."
+    assert "no record 9" in summarise("delete-record", '{"deleted": false, "id": 9}')
+    assert summarise("issue-refund", '{"refund_id": 1, "order_id": "A-1", "amount": 5}').startswith("Refund #1")
+    assert "Oslo" in summarise("get-weather", '{"city": "Oslo", "temperature_c": 3, "conditions": "windy"}')
+    declined = "The user did not approve this tool call, so it was not run. Reason: too much"
+    assert summarise("issue-refund", declined) == "OK, I did not run `issue-refund`: too much"
+
+
+def test_a_tool_the_request_does_not_offer_is_never_called():
+    reply = answer({"messages": [{"role": "user", "content": "delete record 3"}], "tools": tools("get-weather")})
+    assert reply.tool_calls == [] and "weather" in reply.text
+
+
+def test_after_a_tool_call_the_result_is_summarised():
+    call = {"id": "c1", "type": "function", "function": {"name": "delete-record", "arguments": '{"id": 2}'}}
+    messages = [
+        {"role": "user", "content": "delete record 2"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": '{"deleted": true, "id": 2}'},
+    ]
+    assert answer({"messages": messages, "tools": tools(*DEMO_TOOLS)}).text == "Done: record 2 is deleted."
+
+
+@pytest.fixture
+def client(playground):
+    return openai.AsyncOpenAI(base_url=f"{playground.url}/v1", api_key="demo", max_retries=0)
+
+
+async def test_the_endpoint_streams_a_tool_call(client):
+    stream = await client.chat.completions.create(
+        model="demo",
+        messages=[{"role": "user", "content": "delete record 3"}],
+        tools=tools(*DEMO_TOOLS),
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    name, arguments, finish, usage = "", "", None, None
+    async for chunk in stream:
+        usage = chunk.usage or usage
+        for choice in chunk.choices:
+            for part in choice.delta.tool_calls or []:
+                name += part.function.name or ""
+                arguments += part.function.arguments or ""
+            finish = choice.finish_reason or finish
+    assert (name, json.loads(arguments), finish) == ("delete-record", {"id": 3}, "tool_calls")
+    assert usage is not None and usage.total_tokens > 0
+
+
+async def test_the_endpoint_answers_in_one_piece_and_with_structured_output(client):
+    completion = await client.chat.completions.create(model="demo", messages=[{"role": "user", "content": "hi"}])
+    assert "demo model" in completion.choices[0].message.content
+
+    structured = await client.chat.completions.create(
+        model="demo",
+        messages=extraction("Rome"),
+        temperature=0,
+        response_format={
+            "type": "json_schema",
+            "json_schema": {"name": "resume_answer", "schema": {}, "strict": False},
+        },
+    )
+    assert json.loads(structured.choices[0].message.content) == {"call": "call_1", "resume_data": {"city": "Rome"}}

@@ -1,0 +1,99 @@
+"""The page and the pieces around it: files served, the bot's events URL signed-only, Slack's text rules."""
+
+from __future__ import annotations
+
+from bot.playground.browser import state_values, to_slack_text
+from bot.playground.workspace import Workspace
+
+
+async def test_the_page_and_its_scripts_are_served(page):
+    for path, expected in [
+        ("/", "/static/app.js"),
+        ("/static/app.js", "/play/state"),
+        ("/static/blockkit.js", "mrkdwn"),
+    ]:
+        async with page.session.get(page.url + path) as response:
+            assert response.status == 200, path
+            assert expected in await response.text()
+    state = await page.state()
+    assert [c["name"] for c in state["channels"]] == ["general", "Alice"]
+    assert state["info"]["demo_model"] is True
+
+
+async def test_the_bot_only_takes_requests_signed_with_the_run_s_secret(page):
+    async with page.session.post(page.url + "/slack/events", json={"type": "event_callback", "event": {}}) as response:
+        assert response.status == 401
+
+
+async def test_the_web_api_wants_the_bot_token(page):
+    async with page.session.post(
+        page.url + "/api/chat.postMessage", data={"channel": "C0GENERAL", "text": "x"}
+    ) as response:
+        assert (await response.json()) == {"ok": False, "error": "invalid_auth"}
+
+
+def test_typed_text_becomes_slack_text():
+    workspace = Workspace()
+    assert to_slack_text("@bot delete <b> & @Bob's @alice", workspace) == (
+        "<@UBOT> delete &lt;b&gt; &amp; <@UBOB>'s <@UALICE>"
+    )
+    assert to_slack_text("mail me@bot.example", workspace) == "mail me@bot.example"
+
+
+def test_modal_state_is_built_as_slack_sends_it():
+    view = {
+        "blocks": [
+            {
+                "type": "input",
+                "block_id": "n",
+                "element": {"type": "number_input", "action_id": "v", "is_decimal_allowed": False},
+            },
+            {
+                "type": "input",
+                "block_id": "s",
+                "optional": True,
+                "element": {
+                    "type": "static_select",
+                    "action_id": "v",
+                    "options": [{"text": {"type": "plain_text", "text": "A"}, "value": '"a"'}],
+                },
+            },
+            {
+                "type": "input",
+                "block_id": "c",
+                "optional": True,
+                "element": {
+                    "type": "checkboxes",
+                    "action_id": "v",
+                    "options": [{"text": {"type": "plain_text", "text": "Yes"}, "value": "true"}],
+                },
+            },
+        ]
+    }
+    values, errors = state_values(view, {"n": {"v": "7"}, "s": {"v": '"a"'}, "c": {"v": ["true"]}})
+    assert errors == {}
+    assert values["n"] == {"v": {"type": "number_input", "value": "7"}}
+    assert values["s"]["v"]["selected_option"]["value"] == '"a"'
+    assert values["c"]["v"]["selected_options"][0]["value"] == "true"
+    _, errors = state_values(view, {"n": {"v": "1.5"}})
+    assert list(errors) == ["n"]
+    _, errors = state_values(view, {})
+    assert list(errors) == ["n"]
+
+
+async def test_a_taken_port_moves_the_playground_to_the_next_one(tmp_path):
+    import socket
+
+    from bot.playground import Playground
+    from bot.settings import Settings
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path}/p.db", openai_api_key=None)
+    try:
+        async with Playground(settings, port=port, word_delay=0) as playground:
+            assert playground.port != port and playground.url.startswith("http://127.0.0.1:")
+    finally:
+        taken.close()
