@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from ...decisions import ClickRefused, WaitingCall, check_click, refuse
+from ...services import SlackServices
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,3 +35,39 @@ def click_of(body: dict[str, Any]) -> Click:
         ref=actions[0].get("value"),
         trigger_id=body.get("trigger_id"),
     )
+
+
+async def checked_click(
+    services: SlackServices, client: AsyncWebClient, body: dict[str, Any], *, kind: str, action: str
+) -> tuple[Click, WaitingCall | None]:
+    """The click and the waiting call it may act on; a refused click is explained to the clicker alone
+    (and gives no call)."""
+    click = click_of(body)
+    try:
+        call = await check_click(
+            services,
+            ref=click.ref,
+            kind=kind,
+            action=action,
+            user_id=click.user_id,
+            channel=click.channel,
+            message_ts=click.message_ts,
+        )
+    except ClickRefused as refused:
+        await explain(services, client, click, refused)
+        return click, None
+    return click, call
+
+
+async def settle_or_explain(
+    services: SlackServices, client: AsyncWebClient, click: Click, settle: Awaitable[None]
+) -> None:
+    """Carry out a decision; when another click won the race, explain that to this clicker."""
+    try:
+        await settle
+    except ClickRefused as refused:
+        await explain(services, client, click, refused)
+
+
+async def explain(services: SlackServices, client: AsyncWebClient, click: Click, refused: ClickRefused) -> None:
+    await refuse(services, client, refused, user=click.user_id, channel=click.channel, thread_ts=click.thread_ts)

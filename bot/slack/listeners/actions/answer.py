@@ -8,10 +8,10 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ...decisions import ClickRefused, check_click, refuse, resume_schema_of, tell
+from ...decisions import resume_schema_of, tell
 from ...modal_builder import ModalTarget, build_answer_modal
 from ...services import services_of
-from ._click import click_of
+from ._click import checked_click
 
 
 async def handle_answer_button(
@@ -19,19 +19,8 @@ async def handle_answer_button(
 ) -> None:
     await ack()
     services = services_of(context)
-    click = click_of(body)
-    try:
-        call = await check_click(
-            services,
-            ref=click.ref,
-            kind="question",
-            action="answer",
-            user_id=click.user_id,
-            channel=click.channel,
-            message_ts=click.message_ts,
-        )
-    except ClickRefused as refused:
-        await refuse(services, client, refused, user=click.user_id, channel=click.channel, thread_ts=click.thread_ts)
+    click, call = await checked_click(services, client, body, kind="question", action="answer")
+    if call is None:
         return
     schema = resume_schema_of(services, call)
     if schema is None:

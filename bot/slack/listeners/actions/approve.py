@@ -8,9 +8,9 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ...decisions import ClickRefused, approve, check_click, refuse
+from ...decisions import approve
 from ...services import services_of
-from ._click import click_of
+from ._click import checked_click, settle_or_explain
 
 
 async def handle_approve_button(
@@ -18,17 +18,6 @@ async def handle_approve_button(
 ) -> None:
     await ack()
     services = services_of(context)
-    click = click_of(body)
-    try:
-        call = await check_click(
-            services,
-            ref=click.ref,
-            kind="approval",
-            action="approve",
-            user_id=click.user_id,
-            channel=click.channel,
-            message_ts=click.message_ts,
-        )
-        await approve(services, client, call, user_id=click.user_id)
-    except ClickRefused as refused:
-        await refuse(services, client, refused, user=click.user_id, channel=click.channel, thread_ts=click.thread_ts)
+    click, call = await checked_click(services, client, body, kind="approval", action="approve")
+    if call is not None:
+        await settle_or_explain(services, client, click, approve(services, client, call, user_id=click.user_id))

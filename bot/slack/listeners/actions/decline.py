@@ -8,10 +8,10 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ...decisions import ClickRefused, check_click, decline, refuse
+from ...decisions import decline
 from ...modal_builder import ModalTarget, build_decline_reason_modal
 from ...services import services_of
-from ._click import click_of
+from ._click import checked_click, settle_or_explain
 
 
 async def handle_decline_button(
@@ -19,20 +19,9 @@ async def handle_decline_button(
 ) -> None:
     await ack()
     services = services_of(context)
-    click = click_of(body)
-    try:
-        call = await check_click(
-            services,
-            ref=click.ref,
-            kind="approval",
-            action="decline",
-            user_id=click.user_id,
-            channel=click.channel,
-            message_ts=click.message_ts,
-        )
-        await decline(services, client, call, user_id=click.user_id)
-    except ClickRefused as refused:
-        await refuse(services, client, refused, user=click.user_id, channel=click.channel, thread_ts=click.thread_ts)
+    click, call = await checked_click(services, client, body, kind="approval", action="decline")
+    if call is not None:
+        await settle_or_explain(services, client, click, decline(services, client, call, user_id=click.user_id))
 
 
 async def handle_decline_with_reason_button(
@@ -40,19 +29,8 @@ async def handle_decline_with_reason_button(
 ) -> None:
     await ack()
     services = services_of(context)
-    click = click_of(body)
-    try:
-        call = await check_click(
-            services,
-            ref=click.ref,
-            kind="approval",
-            action="decline",
-            user_id=click.user_id,
-            channel=click.channel,
-            message_ts=click.message_ts,
-        )
-    except ClickRefused as refused:
-        await refuse(services, client, refused, user=click.user_id, channel=click.channel, thread_ts=click.thread_ts)
+    click, call = await checked_click(services, client, body, kind="approval", action="decline")
+    if call is None:
         return
     target = ModalTarget(ref=call.row.id, tool_name=call.row.tool_name)
     await client.views_open(trigger_id=click.trigger_id, view=build_decline_reason_modal(target, call.row.args))

@@ -8,10 +8,10 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ...decisions import ClickRefused, check_click, input_schema_of, refuse, tell
+from ...decisions import input_schema_of, tell
 from ...modal_builder import ModalTarget, build_edit_args_modal
 from ...services import services_of
-from ._click import click_of
+from ._click import checked_click
 
 
 async def handle_edit_args_button(
@@ -19,19 +19,8 @@ async def handle_edit_args_button(
 ) -> None:
     await ack()
     services = services_of(context)
-    click = click_of(body)
-    try:
-        call = await check_click(
-            services,
-            ref=click.ref,
-            kind="approval",
-            action="edit_args",
-            user_id=click.user_id,
-            channel=click.channel,
-            message_ts=click.message_ts,
-        )
-    except ClickRefused as refused:
-        await refuse(services, client, refused, user=click.user_id, channel=click.channel, thread_ts=click.thread_ts)
+    click, call = await checked_click(services, client, body, kind="approval", action="edit_args")
+    if call is None:
         return
     schema = input_schema_of(services, call)
     if schema is None:
