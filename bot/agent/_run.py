@@ -121,10 +121,10 @@ class RunDriver:
             if not await self.runs.claim_run(self.run.id, self.agent.owner):
                 yield self._chunk("finish", finish_reason="stop", usage=self.usage)  # another process goes on
                 return
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - a run must end in a stored state whatever broke
             log.exception("run %s: carrying out a decision failed", self.run.id)
-            yield self._chunk("error", message=f"{type(exc).__name__}: {exc}")
-            yield self._chunk("finish", finish_reason="error", usage=self.usage)
+            async for chunk in self._fail(f"{type(exc).__name__}: {exc}"):
+                yield chunk
             return
         async for chunk in self.loop():
             yield chunk

@@ -295,6 +295,27 @@ async def test_a_sub_agent_run_is_decided_through_its_supervisor_only(model, sto
     assert calls.inputs == []
 
 
+async def test_a_decision_that_cannot_be_passed_down_fails_the_run_and_unlists_it(model, storage):
+    """The inner call was settled behind the supervisor's back (through the leaf agent directly): the
+    top decision cannot be carried out, so the top run ends failed, with an error chunk, and no longer
+    lists as suspended."""
+    agents, calls = chain(storage, 2)
+    top, leaf = agents
+    delegate(model, 2, call("delete-record", {"id": "7"}, id="l1"))
+    output = await top.generate("Delete record 7", **OPTS)
+    [(_, _), (inner_run, inner_call)] = await chain_runs(storage, output.run_id, "t1")
+    model.chat.push(reply("leaf: declined"))
+    assert (await leaf.decline_tool_call_generate(run_id=inner_run, tool_call_id=inner_call)).finish_reason == "stop"
+
+    final = await top.approve_tool_call_generate(run_id=output.run_id)
+
+    assert final.finish_reason == "error"
+    assert "l1" in final.error
+    assert await run_status(storage, output.run_id) == "failed"
+    assert (await top.list_suspended_runs()).total == 0
+    assert calls.inputs == []  # the inner tool never ran
+
+
 async def test_each_agent_lists_only_its_own_runs(model, storage):
     agents, calls = chain(storage, 3)
     top, mid, leaf = agents
