@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from sqlalchemy import and_, func, select, update
 
-from .states import FINISHED_RUN_STATUSES, WAITING_STATES, RunStatus, ToolCallState, sources_of
+from .states import WAITING_STATES, RunStatus, ToolCallState, sources_of
 from .tables import AuditRow, MessageRow, RunRow, ThreadRow, ToolCallRow, utcnow
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ class RunStore:
                 AuditRow(
                     run_id=call.run_id,
                     tool_call_id=call.tool_call_id,
-                    tool_name=call.shown_tool_name or call.tool_name,
+                    tool_name=call.displayed_tool_name,
                     action=action,
                     actor=actor,
                     detail=detail,
@@ -246,4 +246,4 @@ def _row_json(row: Any) -> str:
     return json.dumps(values, default=lambda v: v.isoformat() if isinstance(v, datetime) else str(v))
 
 
-__all__ = ["RunStore", "ThreadOwnerError", "FINISHED_RUN_STATUSES"]
+__all__ = ["RunStore", "ThreadOwnerError"]

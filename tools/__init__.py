@@ -4,7 +4,7 @@ This package imports nothing from `bot` or `memory`.
 """
 
 from ._schema import Schema, SchemaError, SchemaValidationError, to_jsonable
-from ._tool import AgentToolContext, ApprovalCheck, ApprovalRule, Tool, ToolContext, create_tool
+from ._tool import AgentToolContext, ApprovalCheck, ApprovalRule, Tool, ToolContext, create_tool, rule_says_yes
 
 __all__ = [
     "AgentToolContext",
@@ -16,5 +16,6 @@ __all__ = [
     "Tool",
     "ToolContext",
     "create_tool",
+    "rule_says_yes",
     "to_jsonable",
 ]

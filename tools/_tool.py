@@ -95,16 +95,22 @@ class Tool:
 
     async def approval_required(self, check: ApprovalCheck) -> bool | None:
         """The tool's own answer (None when the tool leaves it to the request); a rule that raises means yes."""
-        rule = self.require_approval
-        if not callable(rule):
-            return True if rule else None
-        try:
-            answer = rule(check)
-            if inspect.isawaitable(answer):
-                answer = await answer
-            return bool(answer)
-        except Exception:
-            return True
+        if not callable(self.require_approval):
+            return True if self.require_approval else None
+        return await rule_says_yes(self.require_approval, check)
+
+
+async def rule_says_yes(rule: ApprovalRule | None, check: ApprovalCheck) -> bool:
+    """Evaluate an approval rule (a bool, or a sync or async callable); a rule that raises asks for a human."""
+    if not callable(rule):
+        return bool(rule)
+    try:
+        answer = rule(check)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return bool(answer)
+    except Exception:
+        return True
 
 
 def create_tool(

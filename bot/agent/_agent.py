@@ -4,6 +4,7 @@ finds suspended runs; the loop itself lives in `_run`."""
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import socket
@@ -14,7 +15,6 @@ from typing import Any, Awaitable, Callable, Mapping, Sequence
 import openai
 
 from memory import Memory, RunStatus, Storage, ToolCallState
-from memory.states import WAITING_STATES
 from memory.tables import RunRow, ToolCallRow, utcnow
 from tools import Schema, SchemaValidationError, Tool, create_tool, to_jsonable
 
@@ -363,14 +363,12 @@ class Agent:
         try:
             return to_jsonable(schema.validate(to_jsonable(resume_data)))
         except SchemaValidationError as exc:
-            raise ResumeDataInvalidError(call.shown_tool_name or call.tool_name, exc.errors) from None
+            raise ResumeDataInvalidError(call.displayed_tool_name, exc.errors) from None
 
     def _checked_edit(self, call: ToolCallRow, args: Any) -> dict[str, Any]:
         tool = self.tools.get(call.tool_name)
         if tool is None or call.child_run_id is not None:
-            raise ToolArgsInvalidError(
-                call.shown_tool_name or call.tool_name, ["only a direct tool call can be edited"]
-            )
+            raise ToolArgsInvalidError(call.displayed_tool_name, ["only a direct tool call can be edited"])
         args = to_jsonable(args)
         try:
             tool.parse_args(args)
@@ -444,8 +442,8 @@ class Agent:
 def _suspended_call(call: ToolCallRow) -> SuspendedToolCall:
     return SuspendedToolCall(
         tool_call_id=call.tool_call_id,
-        tool_name=call.shown_tool_name or call.tool_name,
-        args=call.shown_args if call.shown_tool_name else call.args,
+        tool_name=call.displayed_tool_name,
+        args=call.displayed_args,
         requires_approval=call.requires_approval,
         suspend_payload=call.suspend_payload,
     )
@@ -458,8 +456,6 @@ def _user_messages(message: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _jsonable_context(context: dict[str, Any]) -> dict[str, Any]:
-    import json  # noqa: PLC0415
-
     return json.loads(json.dumps(context, default=str))
 
 
@@ -467,4 +463,4 @@ async def _run_by_the_loop(_input: Any, _ctx: Any) -> Any:
     raise RuntimeError("sub-agent tools are run by the loop itself")
 
 
-__all__ = ["Agent", "WAITING_STATES"]
+__all__ = ["Agent"]

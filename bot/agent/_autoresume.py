@@ -43,9 +43,9 @@ def extraction_request(parked: list[ToolCallRow], said_since: list[dict[str, Any
     waiting = [
         {
             "call": call.tool_call_id,
-            "tool": call.shown_tool_name or call.tool_name,
+            "tool": call.displayed_tool_name,
             "asked": call.suspend_payload,
-            "arguments": call.shown_args if call.shown_tool_name else call.args,
+            "arguments": call.displayed_args,
             "resume_schema": call.resume_schema or {},
         }
         for call in parked
@@ -103,7 +103,7 @@ def waiting_note(calls: list[ToolCallRow]) -> str:
     """A brief system note so the model can remind the user of what still waits."""
     lines = ["Still waiting in this conversation (remind the user if their message does not settle it):"]
     for call in calls:
-        name = call.shown_tool_name or call.tool_name
+        name = call.displayed_tool_name
         if call.requires_approval:
             lines.append(f"- {name} waits for a human to approve or decline it in the thread.")
         else:

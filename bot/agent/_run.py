@@ -18,8 +18,8 @@ from memory import RunStatus, ToolCallState
 from memory._memory import pair_tool_results
 from memory.states import SETTLED_STATES, WAITING_STATES
 from memory.tables import RunRow, ToolCallRow, utcnow
-from tools import AgentToolContext, ApprovalCheck, ApprovalRule, Schema, SchemaValidationError, Tool, ToolContext
-from tools import to_jsonable
+from tools import AgentToolContext, ApprovalCheck, ApprovalRule, SchemaValidationError, Tool, ToolContext
+from tools import rule_says_yes, to_jsonable
 
 from ._fingerprint import fingerprint
 from ._model import ModelError, stream_step
@@ -198,20 +198,18 @@ class RunDriver:
 
     async def _approval_required(self, tool: Tool, args: Any) -> bool:
         """The contract's rule: the tool's callable decides alone; else the tool's flag OR the request's rule."""
+        if self.agent.is_sub_agent_tool(tool.id):
+            return False  # the sub-agent's own tools are what need approval; the request's rule goes down to them
         check = ApprovalCheck(
             tool_name=tool.id,
             args=args,
             request_context=self.options.request_context,
             workspace=self.options.request_context.get("workspace"),
         )
-        if self.agent.is_sub_agent_tool(tool.id):
-            return False  # the sub-agent's own tools are what need approval; the request's rule goes down to them
-        required = await tool.approval_required(check)
-        if callable(tool.require_approval):
-            return bool(required)
-        if required:
-            return True
-        return await _request_rule_says_yes(self.options.require_tool_approval, check)
+        required = await tool.approval_required(check)  # None: the tool leaves it to the request
+        if required is not None:
+            return required
+        return await rule_says_yes(self.options.require_tool_approval, check)
 
     # --- running one call -------------------------------------------------------------------
     async def _execute(self, row: ToolCallRow, decision: Decision | None = None) -> list[Chunk]:
@@ -326,8 +324,8 @@ class RunDriver:
                     row,
                     ToolCallState.AWAITING_APPROVAL if inner.requires_approval else ToolCallState.SUSPENDED,
                     requires_approval=inner.requires_approval,
-                    shown_tool_name=inner.shown_tool_name or inner.tool_name,
-                    shown_args=inner.shown_args if inner.shown_tool_name else inner.args,
+                    shown_tool_name=inner.displayed_tool_name,
+                    shown_args=inner.displayed_args,
                     suspend_payload=inner.suspend_payload,
                     resume_schema=inner.resume_schema,
                     fingerprint=inner.fingerprint,
@@ -382,15 +380,15 @@ class RunDriver:
         return self._chunk(
             "tool-output-denied",
             tool_call_id=row.tool_call_id,
-            tool_name=row.shown_tool_name or row.tool_name,
+            tool_name=row.displayed_tool_name,
             reason=reason,
         )
 
     def _waiting_chunk(self, row: ToolCallRow) -> Chunk:
         payload = {
             "tool_call_id": row.tool_call_id,
-            "tool_name": row.shown_tool_name or row.tool_name,
-            "args": row.shown_args if row.shown_tool_name else row.args,
+            "tool_name": row.displayed_tool_name,
+            "args": row.displayed_args,
             "resume_schema": row.resume_schema,
         }
         if row.state == ToolCallState.AWAITING_APPROVAL:
@@ -409,19 +407,3 @@ def _result_message(row: ToolCallRow) -> dict[str, Any]:
     result = row.result
     content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
     return {"role": "tool", "tool_call_id": row.tool_call_id, "content": content}
-
-
-async def _request_rule_says_yes(rule: ApprovalRule | None, check: ApprovalCheck) -> bool:
-    if rule is None or isinstance(rule, bool):
-        return bool(rule)
-    try:
-        answer = rule(check)
-        if inspect.isawaitable(answer):
-            answer = await answer
-        return bool(answer)
-    except Exception:  # noqa: BLE001 - a rule that breaks asks for a human
-        return True
-
-
-def resume_schema_of(row: ToolCallRow) -> Schema | None:
-    return Schema(row.resume_schema) if row.resume_schema else None

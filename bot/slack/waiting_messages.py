@@ -181,7 +181,7 @@ def _settled_approval(services: SlackServices, row: ToolCallMessageRow, record: 
             view, "This request is no longer waiting."
         )
     # A supervisor's call shows the inner tool's arguments; a direct call its own (edited ones if edited).
-    shown = record.shown_args if getattr(record, "shown_args", None) is not None else record.args
+    shown = record.displayed_args
     view = approval_view_of(services, row, args=shown)
     decision = DecisionView(
         approved=_was_approved(record),
