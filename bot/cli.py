@@ -12,7 +12,7 @@ import importlib
 import logging
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from .settings import MissingSettingError, Settings
@@ -38,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("policy", help="read and change tool policies (not yet available)", add_help=False)
     dev = commands.add_parser("dev", help="run the local playground: an emulated Slack workspace in the browser")
     dev.add_argument("--agent", metavar="MODULE:ATTR", help=agent_help)
-    dev.add_argument("--port", type=int, default=3000, help="port on 127.0.0.1 (default 3000; the next free one if taken)")
+    dev.add_argument(
+        "--port", type=int, default=3000, help="port on 127.0.0.1 (default 3000; the next free one if taken)"
+    )
     return parser
 
 
@@ -106,19 +108,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (MissingSettingError, AgentNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    signal.signal(signal.SIGTERM, _stop)  # `docker stop` and process managers: shut down like Ctrl-C
-    try:
-        if options.command == "dev":
-            from bot.playground import run_playground
+    if options.command == "dev":
+        from bot.playground import run_playground
 
-            named = load_agent(options.agent) if options.agent else None
-            asyncio.run(run_playground(settings, port=options.port, agent=named))
-        else:
-            asyncio.run(_run(options.command, options, settings))
-    except KeyboardInterrupt:
-        pass
+        named = load_agent(options.agent) if options.agent else None
+        _run_until_stopped(run_playground(settings, port=options.port, agent=named))
+    else:
+        _run_until_stopped(_run(options.command, options, settings))
     return 0
 
 
-def _stop(_signum: int, _frame: Any) -> None:
-    raise KeyboardInterrupt
+def _run_until_stopped(work: Coroutine[Any, Any, None]) -> None:
+    """Run `work` until Ctrl-C or SIGTERM (`docker stop`, process managers). Both cancel it, so its
+    cleanup runs; a KeyboardInterrupt raised from a signal handler could land anywhere, even in a
+    `__del__` that swallows it, and the bot would never stop."""
+
+    async def main() -> None:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
+        try:
+            await work
+        except asyncio.CancelledError:
+            pass
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass
