@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.scripted_model import ScriptedModel, call, reply, structured, tool_calls
+from tests.support.scripted_model import ScriptedModel, call, reply, structured, tool_calls  # noqa: E402
 
 TOLERANCE = 0.10
 
@@ -145,9 +145,13 @@ def table(results: list[dict]) -> str:
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--turns", type=int, nargs="+", default=[5, 50, 500])
-    parser.add_argument("--database-url", help="one database for all sizes (each size uses its own thread); "
-                        "default: a fresh SQLite file per size")
-    parser.add_argument("--show-request", action="store_true", help="print the extraction request body of the largest thread")
+    parser.add_argument(
+        "--database-url",
+        help="one database for all sizes (each size uses its own thread); default: a fresh SQLite file per size",
+    )
+    parser.add_argument(
+        "--show-request", action="store_true", help="print the extraction request body of the largest thread"
+    )
     args = parser.parse_args()
 
     results = []
@@ -165,7 +169,10 @@ async def main() -> int:
         print(json.dumps(results[-1]["extraction_body"], indent=2, ensure_ascii=False))
     base = results[0]
     flat = all(
-        abs(row[key] / base[key] - 1) <= TOLERANCE for row in results for key, _ in COLUMNS if key != "chat_request_bytes"
+        abs(row[key] / base[key] - 1) <= TOLERANCE
+        for row in results
+        for key, _ in COLUMNS
+        if key != "chat_request_bytes"
     )
     print(f"\nflat within {TOLERANCE:.0%}: {'yes' if flat else 'NO'}")
     return 0 if flat else 1

@@ -7,8 +7,9 @@ only if it is still in a state it may leave, and the caller learns whether it wo
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, func, select, update
 

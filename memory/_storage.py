@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import AsyncIterator
 
 from alembic import command
 from alembic.config import Config
@@ -36,7 +36,7 @@ class Storage:
         self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
         self._migrated = False
         self._migrate_lock = asyncio.Lock()
-        from ._runs import RunStore  # noqa: PLC0415  (RunStore needs Storage's session helpers)
+        from ._runs import RunStore
 
         self.runs = RunStore(self)
 

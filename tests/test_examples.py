@@ -24,7 +24,11 @@ def run_example(name: str, model, *, database_url: str | None = None) -> str:
         env["DATABASE_URL"] = database_url
     completed = subprocess.run(
         [sys.executable, str(ROOT / "examples" / name)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert completed.returncode == 0, completed.stderr[-4000:]
     assert model.unexpected == [], "the example asked the model more than scripted"
@@ -42,7 +46,9 @@ def test_approve_in_stream(model, tmp_path, use_database_url):
     model.chat.push(tool_calls(call("delete-record", {"id": "42"})), reply("Record 42 has been deleted."))
 
     out = run_example(
-        "approve_in_stream.py", model, database_url=f"sqlite+aiosqlite:///{tmp_path}/db.db" if use_database_url else None
+        "approve_in_stream.py",
+        model,
+        database_url=f"sqlite+aiosqlite:///{tmp_path}/db.db" if use_database_url else None,
     )
 
     assert out.splitlines() == [

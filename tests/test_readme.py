@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def quick_start() -> str:
     readme = (ROOT / "README.md").read_text()
-    match = re.search(r"<!-- quick-start:.*?-->\s*```python\n(.*?)```", readme, re.S)
+    match = re.search(r"<!-- quick-start:.*?-->\s*```python\n(.*?)```", readme, re.DOTALL)
     assert match, "the README has no quick-start block"
     return match.group(1)
 

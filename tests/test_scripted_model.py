@@ -52,8 +52,7 @@ async def test_push_several_served_in_order(server):
     server.chat.push(reply("one"), reply("two"))
     async with client(server) as c:
         texts = [
-            (await c.chat.completions.create(model="m", messages=MESSAGES)).choices[0].message.content
-            for _ in range(2)
+            (await c.chat.completions.create(model="m", messages=MESSAGES)).choices[0].message.content for _ in range(2)
         ]
     assert texts == ["one", "two"]
     assert server.chat.remaining == 0
@@ -135,11 +134,10 @@ async def test_streamed_tool_call_deltas_reassemble(server):
 async def test_stream_helper_accumulates_tool_calls(server):
     """The client's own stream helper (which validates chunk shapes) reassembles the message."""
     server.chat.push(tool_calls(call("delete-record", {"id": "7"}, id="call_x")))
-    async with client(server) as c:
-        async with c.chat.completions.stream(model="m", messages=MESSAGES) as stream:
-            async for _ in stream:
-                pass
-            final = await stream.get_final_completion()
+    async with client(server) as c, c.chat.completions.stream(model="m", messages=MESSAGES) as stream:
+        async for _ in stream:
+            pass
+        final = await stream.get_final_completion()
     message = final.choices[0].message
     assert final.choices[0].finish_reason == "tool_calls"
     assert message.tool_calls[0].id == "call_x"
@@ -297,7 +295,7 @@ def test_stop_is_idempotent_and_start_stop_api():
     model.stop()
     assert url.startswith("http://127.0.0.1:")
     with pytest.raises(RuntimeError):
-        model.base_url
+        _ = model.base_url
 
 
 async def test_concurrent_requests_each_get_one_answer(server):

@@ -18,8 +18,13 @@ EXAMPLE = ROOT / "examples" / "which_city.py"
 
 async def run_example(env: dict[str, str], *args: str) -> str:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, str(EXAMPLE), *args,
-        cwd=ROOT / "examples", env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        str(EXAMPLE),
+        *args,
+        cwd=ROOT / "examples",
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 0, stderr.decode()[-3000:]

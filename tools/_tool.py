@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Union
+from typing import Any, Union
 
 from ._schema import Schema, SchemaValidationError, to_jsonable
 
@@ -23,7 +24,7 @@ class ApprovalCheck:
     """The workspace the request came from (the Slack team id), when known."""
 
 
-ApprovalRule = Union[bool, Callable[[ApprovalCheck], Union[bool, Awaitable[bool]]]]
+ApprovalRule = Union[bool, Callable[[ApprovalCheck], bool | Awaitable[bool]]]  # noqa: UP007 - a runtime alias
 
 
 class AgentToolContext:
@@ -49,10 +50,10 @@ class AgentToolContext:
                 payload = to_jsonable(self._suspend_schema.validate(payload))
             except SchemaValidationError as exc:
                 self.suspend_error = exc
-                return None
+                return
         self.suspended = True
         self.suspended_with = to_jsonable(payload)
-        return None
+        return
 
 
 @dataclass(kw_only=True)

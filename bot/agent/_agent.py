@@ -10,7 +10,8 @@ import shutil
 import socket
 import tempfile
 import uuid
-from typing import Any, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 import openai
 

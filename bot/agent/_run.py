@@ -11,15 +11,24 @@ import asyncio
 import inspect
 import json
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from memory import RunStatus, ToolCallState
 from memory._memory import pair_tool_results
 from memory.states import SETTLED_STATES, WAITING_STATES
 from memory.tables import RunRow, ToolCallRow, utcnow
-from tools import AgentToolContext, ApprovalCheck, ApprovalRule, SchemaValidationError, Tool, ToolContext
-from tools import rule_says_yes, to_jsonable
+from tools import (
+    AgentToolContext,
+    ApprovalCheck,
+    ApprovalRule,
+    SchemaValidationError,
+    Tool,
+    ToolContext,
+    rule_says_yes,
+    to_jsonable,
+)
 
 from ._fingerprint import fingerprint
 from ._model import ModelError, stream_step
@@ -100,7 +109,7 @@ class RunDriver:
             log.warning("run %s: %s", self.run.id, exc)
             async for chunk in self._fail(str(exc)):
                 yield chunk
-        except Exception as exc:  # noqa: BLE001 - a run must end in a stored state whatever broke
+        except Exception as exc:
             log.exception("run %s failed", self.run.id)
             async for chunk in self._fail(f"{type(exc).__name__}: {exc}"):
                 yield chunk
@@ -121,7 +130,7 @@ class RunDriver:
             if not await self.runs.claim_run(self.run.id, self.agent.owner):
                 yield self._chunk("finish", finish_reason="stop", usage=self.usage)  # another process goes on
                 return
-        except Exception as exc:  # noqa: BLE001 - a run must end in a stored state whatever broke
+        except Exception as exc:
             log.exception("run %s: carrying out a decision failed", self.run.id)
             async for chunk in self._fail(f"{type(exc).__name__}: {exc}"):
                 yield chunk
@@ -349,7 +358,7 @@ class RunDriver:
             await self.runs.set_run(
                 self.run.id, status=RunStatus.FAILED, finish_reason="error", error=message, owner=None
             )
-        except Exception:  # noqa: BLE001 - the stream still tells the reader what happened
+        except Exception:
             log.exception("run %s: could not store the failure", self.run.id)
         yield self._chunk("error", message=message)
         yield self._chunk("finish", finish_reason="error", usage=self.usage)

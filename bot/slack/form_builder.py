@@ -120,7 +120,7 @@ def _input(field: Field, value: Any) -> InputBlock:
     element: Any
     if field.kind == "enum":
         options = [Option(text=str(v)[:75], value=json.dumps(v)) for v in field.enum]
-        initial = next((o for o, v in zip(options, field.enum) if has_value and v == value), None)
+        initial = next((o for o, v in zip(options, field.enum, strict=True) if has_value and v == value), None)
         element = StaticSelectElement(action_id=VALUE_ACTION, options=options, initial_option=initial)
     elif field.kind == "boolean":
         option = Option(text="Yes", value="true")

@@ -74,21 +74,47 @@ def leaf_tools(side_effect_file: str | None = None, calls: Calls | None = None) 
     ]
 
 
-def build_chain(storage, *, depth: int = 3, side_effect_file: str | None = None, calls: Calls | None = None,
-                auto_resume: bool = True, memory=None):
+def build_chain(
+    storage,
+    *,
+    depth: int = 3,
+    side_effect_file: str | None = None,
+    calls: Calls | None = None,
+    auto_resume: bool = True,
+    memory=None,
+):
     """[top, (mid,) leaf]: `depth` agents, each the supervisor of the next. Only the top one is given
     storage (through memory); the sub-agents share it."""
     from bot.agent import Agent
     from memory import Memory
 
-    leaf = Agent(id="leaf", name="Leaf", instructions=INSTRUCTIONS["leaf"], model=MODEL,
-                 tools=leaf_tools(side_effect_file, calls), description="Deletes records and tells the weather")
+    leaf = Agent(
+        id="leaf",
+        name="Leaf",
+        instructions=INSTRUCTIONS["leaf"],
+        model=MODEL,
+        tools=leaf_tools(side_effect_file, calls),
+        description="Deletes records and tells the weather",
+    )
     chain = [leaf]
     if depth >= 3:
-        chain.insert(0, Agent(id="mid", name="Mid", instructions=INSTRUCTIONS["mid"], model=MODEL, agents=[leaf],
-                              description="Delegates to leaf"))
+        chain.insert(
+            0,
+            Agent(
+                id="mid",
+                name="Mid",
+                instructions=INSTRUCTIONS["mid"],
+                model=MODEL,
+                agents=[leaf],
+                description="Delegates to leaf",
+            ),
+        )
     top = Agent(
-        id="top", name="Top", instructions=INSTRUCTIONS["top"], model=MODEL, agents=[chain[0]],
+        id="top",
+        name="Top",
+        instructions=INSTRUCTIONS["top"],
+        model=MODEL,
+        agents=[chain[0]],
         memory=memory or Memory(storage),
         default_options={"auto_resume_suspended_tools": auto_resume},
     )

@@ -424,7 +424,9 @@ async def test_without_memory_there_is_no_auto_resume(model, storage):
 
 async def test_the_extraction_prompt_holds_only_what_it_needs(model, storage):
     weather = weather_tool()
-    agent = auto_agent(storage, [weather, record_tool("lookup", require_approval=False, result={"secret": "ZEBRA-RESULT"})])
+    agent = auto_agent(
+        storage, [weather, record_tool("lookup", require_approval=False, result={"secret": "ZEBRA-RESULT"})]
+    )
     # old history, from before the question
     model.chat.push(tool_calls(call("lookup", {"id": "ZEBRA-ARG"}, id="c_old")), reply("ZEBRA-REPLY-1"))
     await agent.generate("ZEBRA-QUESTION-1", **OPTS)
@@ -492,8 +494,11 @@ async def test_a_resume_schema_strict_mode_cannot_express_is_sent_non_strict(mod
         id="plan-trip",
         description="Plan a trip",
         input_schema={"type": "object"},
-        resume_schema={"type": "object", "properties": {"days": {"type": "integer", "minimum": 1}, "note": {"type": "string"}},
-                       "required": ["days"]},
+        resume_schema={
+            "type": "object",
+            "properties": {"days": {"type": "integer", "minimum": 1}, "note": {"type": "string"}},
+            "required": ["days"],
+        },
         execute=execute,
     )
     agent = auto_agent(storage, [loose])

@@ -105,10 +105,21 @@ async def test_history_is_replayed_across_turns_with_every_call_followed_by_its_
 
     stored = await agent.memory.messages(THREAD)
     assert [m["role"] for m in stored] == [
-        "user", "assistant", "tool", "assistant",
-        "user", "assistant", "tool", "assistant",
-        "user", "assistant", "tool", "tool", "assistant",
-        "user", "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
     ]
     assert await agent.memory.window(THREAD) == paired(stored)
 
@@ -152,7 +163,10 @@ async def build_thread_with_tools(model, agent, turns: int, *, big: bool = False
     for turn in range(turns):
         if turn % 2:
             model.chat.push(
-                tool_calls(call("lookup", {"id": f"{turn}a"}, id=f"c{turn}a"), call("lookup", {"id": f"{turn}b"}, id=f"c{turn}b")),
+                tool_calls(
+                    call("lookup", {"id": f"{turn}a"}, id=f"c{turn}a"),
+                    call("lookup", {"id": f"{turn}b"}, id=f"c{turn}b"),
+                ),
                 reply(f"answer {turn} " + ("x" * 300 if big else "")),
             )
         else:
@@ -182,7 +196,7 @@ async def test_window_is_bounded_by_message_count(model, storage):
     for limit in range(2, len(stored) + 3):
         window = await Memory(storage, last_messages=limit, max_tokens=10**6).window(THREAD)
         assert 0 < len(window) <= limit, (limit, window)
-        assert window == full[len(full) - len(window):], f"limit {limit}: not the newest messages"
+        assert window == full[len(full) - len(window) :], f"limit {limit}: not the newest messages"
         assert_results_follow_calls(window)
         assert opens_with_user(window), f"limit {limit}: the window opens with {window[0]}"
     # the window the model got used the default bound, which holds this whole thread
@@ -199,7 +213,7 @@ async def test_window_is_bounded_by_token_budget_without_splitting_a_call_from_i
     for budget in range(100, total + 400, 97):
         window = await Memory(storage, last_messages=1000, max_tokens=budget).window(THREAD)
         sizes.add(len(window))
-        assert window == full[len(full) - len(window):], f"budget {budget}: not the newest messages"
+        assert window == full[len(full) - len(window) :], f"budget {budget}: not the newest messages"
         assert_results_follow_calls(window)
         assert opens_with_user(window), f"budget {budget}: the window opens with {window[0]}"
         if len(window) > 2:  # the newest exchange is always kept, even when alone it is over budget
@@ -274,8 +288,12 @@ async def test_a_result_stored_later_is_replayed_right_after_its_call(model, sto
     model.chat.push(reply("Anything else?"))
     await agent.generate("ok", **opts)
     assert_results_follow_calls(history(model.chat.requests[-1]))
-    assert not any("Still waiting" in text for text in
-                   (content_text(m.get("content")) for m in model.chat.requests[-1]["messages"] if m["role"] == "system"))
+    assert not any(
+        "Still waiting" in text
+        for text in (
+            content_text(m.get("content")) for m in model.chat.requests[-1]["messages"] if m["role"] == "system"
+        )
+    )
 
 
 async def test_a_suspended_call_gets_a_placeholder_in_other_turns(model, storage):
@@ -320,7 +338,6 @@ async def test_a_thread_used_with_another_resource_raises_and_changes_nothing(mo
 
     # the owner goes on as before
     model.chat.push(reply("Hello owner."))
-    output = await agent.generate("hello", thread_id=THREAD, resource_id="owner",
-                                  auto_resume_suspended_tools=False)
+    output = await agent.generate("hello", thread_id=THREAD, resource_id="owner", auto_resume_suspended_tools=False)
     assert output.text == "Hello owner."
     assert model.unexpected == []

@@ -108,7 +108,11 @@ async def test_an_inner_approval_surfaces_at_the_top_and_approving_flows_down(mo
     assert run.run_id == stream.run_id and run.thread_id == THREAD and run.resource_id == USER
     [waiting] = run.tool_calls
     assert (waiting.tool_call_id, waiting.tool_name, waiting.args, waiting.requires_approval) == (
-        "t1", "delete-record", {"id": "7"}, True)
+        "t1",
+        "delete-record",
+        {"id": "7"},
+        True,
+    )
     for sub_agent in agents[1:]:
         assert (await sub_agent.list_suspended_runs()).total == 0
     path = await chain_runs(storage, stream.run_id, "t1")
@@ -322,8 +326,10 @@ async def test_each_agent_lists_only_its_own_runs(model, storage):
     delegate(model, 3, call("delete-record", {"id": "7"}, id="l1"))
     from_top = await top.generate("Delete record 7", **OPTS)
     # mid used on its own, as a top-level agent on the same storage
-    model.chat.push(tool_calls(call("agent-leaf", {"prompt": "delete 8"}, id="m9")),
-                    tool_calls(call("delete-record", {"id": "8"}, id="l9")))
+    model.chat.push(
+        tool_calls(call("agent-leaf", {"prompt": "delete 8"}, id="m9")),
+        tool_calls(call("delete-record", {"id": "8"}, id="l9")),
+    )
     from_mid = await mid.generate("Delete record 8", resource_id="u-mid")
     assert from_mid.finish_reason == "suspended"
     # leaf used on its own
@@ -391,8 +397,14 @@ async def run_chain_process(command: str, database_url: str, effects: Path) -> d
     env = dict(os.environ)
     env.update(DATABASE_URL=database_url, SIDE_EFFECT_FILE=str(effects), PYTHONPATH=str(ROOT))
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tests.memory.chain_process", command,
-        cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "tests.memory.chain_process",
+        command,
+        cwd=ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 0, stderr.decode()[-3000:]
@@ -482,7 +494,8 @@ async def test_an_inner_tool_that_asks_again_surfaces_again_at_the_top(model, st
     output = await top.generate("Paris then", **OPTS)
     assert output.run_id == first.run_id and output.text == "top: sunny in Paris"
     assert extraction_context(model.structured.requests[-1])["waiting_calls"][0]["asked"] == {
-        "question": "Atlantis is not on the map. Which city?"}
+        "question": "Atlantis is not on the map. Which city?"
+    }
     assert runs_of(calls, "get-weather") == [None, {"city": "Atlantis"}, {"city": "Paris"}]
     for run_id, _ in await chain_runs(storage, first.run_id, "t1"):
         assert await run_status(storage, run_id) == "completed"
@@ -494,8 +507,10 @@ async def test_an_approval_and_a_question_in_one_inner_step_both_get_decided_fro
     agents, calls = chain(storage, depth, auto_resume=False)
     top = agents[0]
     if depth == 3:
-        model.chat.push(tool_calls(call("agent-mid", {"prompt": "both"}, id="t1")),
-                        tool_calls(call("agent-leaf", {"prompt": "both"}, id="m1")))
+        model.chat.push(
+            tool_calls(call("agent-mid", {"prompt": "both"}, id="t1")),
+            tool_calls(call("agent-leaf", {"prompt": "both"}, id="m1")),
+        )
     else:
         model.chat.push(tool_calls(call("agent-leaf", {"prompt": "both"}, id="t1")))
     model.chat.push(tool_calls(call("delete-record", {"id": "7"}, id="l_del"), call("get-weather", {}, id="l_city")))
@@ -503,7 +518,9 @@ async def test_an_approval_and_a_question_in_one_inner_step_both_get_decided_fro
     stream = await top.stream("Delete 7 and tell me the weather", **OPTS)
     chunks = await collect(stream)
     assert finish_reason(chunks) == "suspended"
-    surfaced = [(c.type, c.payload["tool_name"]) for c in chunks if c.type in ("tool-call-approval", "tool-call-suspended")]
+    surfaced = [
+        (c.type, c.payload["tool_name"]) for c in chunks if c.type in ("tool-call-approval", "tool-call-suspended")
+    ]
     assert surfaced, "nothing surfaced at the top"
 
     # settle whatever the top shows, one at a time, until the chain finishes; each inner call exactly once
@@ -517,7 +534,9 @@ async def test_an_approval_and_a_question_in_one_inner_step_both_get_decided_fro
             after = await decide(top.approve_tool_call(run_id=stream.run_id, tool_call_id="t1"))
         else:
             after = await decide(top.resume_stream({"city": "Paris"}, run_id=stream.run_id, tool_call_id="t1"))
-        seen += [(c.type, c.payload["tool_name"]) for c in after if c.type in ("tool-call-approval", "tool-call-suspended")]
+        seen += [
+            (c.type, c.payload["tool_name"]) for c in after if c.type in ("tool-call-approval", "tool-call-suspended")
+        ]
         if finish_reason(after) == "stop":
             break
     assert text_of(after) == "top: both done"

@@ -36,8 +36,15 @@ class Calls:
         return len(self.inputs)
 
 
-def record_tool(id: str = "delete-record", *, require_approval: Any = True, calls: Calls | None = None,
-                result: Any = None, raises: BaseException | None = None, input_schema: Any = RECORD_INPUT):
+def record_tool(
+    id: str = "delete-record",
+    *,
+    require_approval: Any = True,
+    calls: Calls | None = None,
+    result: Any = None,
+    raises: BaseException | None = None,
+    input_schema: Any = RECORD_INPUT,
+):
     """A tool taking {"id": str}; it records each execution in `calls` and returns `result`
     (default {"deleted": True, "id": <id>})."""
     calls = calls if calls is not None else Calls()
@@ -129,11 +136,7 @@ async def decide(coro_or_stream_factory, timeout: float = 30) -> list:
 
 def tool_messages(body: dict) -> dict[str, str]:
     """tool_call_id -> content of every tool message in a chat-completions request body."""
-    return {
-        m["tool_call_id"]: content_text(m.get("content"))
-        for m in body["messages"]
-        if m.get("role") == "tool"
-    }
+    return {m["tool_call_id"]: content_text(m.get("content")) for m in body["messages"] if m.get("role") == "tool"}
 
 
 def content_text(content: Any) -> str:

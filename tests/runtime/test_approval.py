@@ -31,7 +31,6 @@ from tests.runtime.helpers import (
 )
 from tests.support.scripted_model import call, reply, tool_calls
 
-
 # -- stream ----------------------------------------------------------------------------------------
 
 
@@ -307,7 +306,9 @@ async def test_request_level_callable_by_tool_name_pattern(model, storage, kind)
         await asyncio.sleep(0)
         return sync_rule(check)
 
-    model.chat.push(tool_calls(call("delete-record", {"id": "1"}, id="c_del"), call("get-record", {"id": "2"}, id="c_get")))
+    model.chat.push(
+        tool_calls(call("delete-record", {"id": "1"}, id="c_del"), call("get-record", {"id": "2"}, id="c_get"))
+    )
 
     stream = await agent.stream(
         "Show 2 and delete 1",
@@ -407,9 +408,7 @@ class DeleteInput(BaseModel):
     hard: bool = False
 
 
-@pytest.mark.parametrize(
-    "arguments", [{"id": 42}, {}, "{not json"], ids=["wrong-type", "missing", "malformed-json"]
-)
+@pytest.mark.parametrize("arguments", [{"id": 42}, {}, "{not json"], ids=["wrong-type", "missing", "malformed-json"])
 async def test_invalid_args_become_error_result(model, storage, arguments):
     delete = record_tool(require_approval=False)
     agent = make_agent([delete], storage=storage)
@@ -499,7 +498,6 @@ async def test_before_tool_call_hook_returning_none_proceeds(model, storage):
 
     def before_tool_call(call):
         names.append(call.tool_name)
-        return None
 
     agent = make_agent([lookup], storage=storage, hooks={"before_tool_call": before_tool_call})
     model.chat.push(tool_calls(call("get-record", {"id": "1"})), reply("Bob."))

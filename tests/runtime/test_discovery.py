@@ -176,9 +176,7 @@ async def test_send_tool_approval_with_several_waiting_runs_is_ambiguous(model, 
     assert len(delete.calls) == 0
 
     model.chat.push(reply("Deleted 2."))
-    chunks = await decide(
-        agent.send_tool_approval(thread_id="t1", resource_id="u1", approved=True, tool_call_id="c2")
-    )
+    chunks = await decide(agent.send_tool_approval(thread_id="t1", resource_id="u1", approved=True, tool_call_id="c2"))
     assert one(chunks, "tool-result").payload["tool_call_id"] == "c2"
     assert [i["id"] for i in delete.calls.inputs] == ["2"]
 

@@ -13,8 +13,8 @@ from memory import Memory
 from tests.runtime.helpers import (
     FINISHED,
     assert_every_tool_call_answered,
-    database_bytes,
     collect,
+    database_bytes,
     decide,
     finish_reason,
     make_agent,

@@ -19,8 +19,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 async def run_process(*args: str, env: dict[str, str], timeout: float = 60) -> dict:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tests.runtime.process_agent", *args,
-        cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "tests.runtime.process_agent",
+        *args,
+        cwd=ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     stdout, stderr = await asyncio.wait_for(process.communicate(), timeout)
     assert process.returncode == 0, stderr.decode()[-3000:]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import sqlalchemy as sa
 from pydantic import BaseModel
 
 from bot.agent import AgentError, ToolCallNotSuspendedError
@@ -27,8 +28,6 @@ from tests.runtime.helpers import (
 )
 from tests.support.scripted_model import call, reply, tool_calls
 from tools import create_tool
-
-import sqlalchemy as sa
 
 MEMORY_OPTIONS = dict(auto_resume_suspended_tools=False)
 
@@ -98,7 +97,12 @@ async def test_canonical_args_survive_storage_round_trip(model, storage):
 
     tool = create_tool(id="store", description="Store", require_approval=True, execute=execute)
     agent = make_agent([tool], storage=storage)
-    args = {"zeta": 1, "alpha": {"y": [3, 2.5, None, True], "b": "é✓ \"quoted\" \u2028"}, "big": 12345678901234567890, "f": 0.1}
+    args = {
+        "zeta": 1,
+        "alpha": {"y": [3, 2.5, None, True], "b": 'é✓ "quoted" \u2028'},
+        "big": 12345678901234567890,
+        "f": 0.1,
+    }
     model.chat.push(tool_calls(call("store", args, id="c1")), reply("stored"))
 
     output = await agent.generate("Store it")

@@ -35,15 +35,15 @@ from collections.abc import Callable
 from typing import Any, Union
 
 __all__ = [
-    "ScriptedModel",
     "Script",
-    "ScriptedResponse",
     "ScriptedCall",
-    "reply",
-    "tool_calls",
+    "ScriptedModel",
+    "ScriptedResponse",
     "call",
-    "structured",
     "failure",
+    "reply",
+    "structured",
+    "tool_calls",
 ]
 
 
@@ -91,7 +91,7 @@ class ScriptedResponse:
     body: str | None = None
 
 
-Responder = Union[ScriptedResponse, Callable[[dict], "ScriptedResponse | str"]]
+Responder = Union[ScriptedResponse, Callable[[dict], "ScriptedResponse | str"]]  # noqa: UP007 - a runtime alias with a forward reference
 
 
 def reply(text: str, *, finish_reason: str = "stop", usage: dict[str, int] | None = None) -> ScriptedResponse:
@@ -104,9 +104,7 @@ def call(name: str, arguments: Any = None, *, id: str | None = None) -> Scripted
     return ScriptedCall(name=name, arguments={} if arguments is None else arguments, id=id)
 
 
-def tool_calls(
-    *calls: ScriptedCall, text: str | None = None, usage: dict[str, int] | None = None
-) -> ScriptedResponse:
+def tool_calls(*calls: ScriptedCall, text: str | None = None, usage: dict[str, int] | None = None) -> ScriptedResponse:
     """An assistant message making one or more tool calls (finish_reason "tool_calls")."""
     if not calls:
         raise ValueError("tool_calls() needs at least one call(...)")
@@ -462,7 +460,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _send_error(self, status: int, message: str | None, *, retry: bool) -> None:
-        error_type, code = _ERROR_TYPES.get(status, ("server_error" if status >= 500 else "invalid_request_error", None))
+        error_type, code = _ERROR_TYPES.get(
+            status, ("server_error" if status >= 500 else "invalid_request_error", None)
+        )
         payload = {
             "error": {
                 "message": message or f"scripted model: HTTP {status}",
@@ -594,7 +594,12 @@ def _stream_chunks(response: ScriptedResponse, body: dict, model: ScriptedModel)
             chunk(
                 {
                     "tool_calls": [
-                        {"index": index, "id": call_id, "type": "function", "function": {"name": c.name, "arguments": ""}}
+                        {
+                            "index": index,
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": ""},
+                        }
                     ]
                 }
             )
