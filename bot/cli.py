@@ -1,4 +1,4 @@
-"""The command line: `python -m bot serve|socket|dev [--agent module:attr]` (and, later, `policy`).
+"""The command line: `python -m bot serve|socket|dev [--agent module:attr]`, `policy list|set`, `audit`.
 
 It is the one place that turns settings into running objects: storage from DATABASE_URL, the agent
 (named, or the built-in demo), the Slack app, and the server.
@@ -35,13 +35,49 @@ def build_parser() -> argparse.ArgumentParser:
     socket = commands.add_parser("socket", help="run the Slack app over Socket Mode")
     socket.add_argument("--agent", metavar="MODULE:ATTR", help=agent_help)
 
-    commands.add_parser("policy", help="read and change tool policies (not yet available)", add_help=False)
+    policy = commands.add_parser("policy", help="read and change tool policies in DATABASE_URL")
+    policy_commands = policy.add_subparsers(dest="policy_command", required=True)
+    policy_list = policy_commands.add_parser("list", help="every tool of the agent with its policy")
+    policy_list.add_argument("--agent", metavar="MODULE:ATTR", help=agent_help)
+    policy_set = policy_commands.add_parser("set", help="change a tool's policy (omitted options keep their value)")
+    policy_set.add_argument("tool", metavar="TOOL", help="the tool's id, as `policy list` shows it")
+    policy_set.add_argument("--agent", metavar="MODULE:ATTR", help=agent_help)
+    policy_set.add_argument("--mode", choices=["inherit", "require_approval", "disabled"])
+    policy_set.add_argument(
+        "--approvers", metavar="U1,S2", help='Slack user and user-group IDs, comma-separated; "" clears (anyone)'
+    )
+    policy_set.add_argument(
+        "--self-approval",
+        dest="self_approval",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="whether the requester may approve their own call",
+    )
+    policy_set.add_argument(
+        "--expires", metavar="SECONDS", type=_seconds, help="decline a waiting approval after this long; 0 removes"
+    )
+
+    audit = commands.add_parser("audit", help="print the audit trail, oldest first")
+    audit.add_argument("--since", metavar="ISO-8601", help="only entries from this date or time on (UTC if no zone)")
+    audit.add_argument("--tool", metavar="TOOL", help="only entries about this tool")
+    audit.add_argument("--format", choices=["table", "jsonl", "csv"], default="table")
+
     dev = commands.add_parser("dev", help="run the local playground: an emulated Slack workspace in the browser")
     dev.add_argument("--agent", metavar="MODULE:ATTR", help=agent_help)
     dev.add_argument(
         "--port", type=int, default=3000, help="port on 127.0.0.1 (default 3000; the next free one if taken)"
     )
     return parser
+
+
+def _seconds(value: str) -> int:
+    try:
+        seconds = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of seconds") from None
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; use 0 to remove the expiry")
+    return seconds
 
 
 def load_agent(spec: str) -> Any:
@@ -90,15 +126,46 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
         await storage.close()
 
 
+async def _admin(options: argparse.Namespace, settings: Settings) -> None:
+    """`policy list|set` and `audit` on DATABASE_URL."""
+    from memory import PolicyChange, Storage
+
+    from . import admin
+
+    storage = Storage(settings.database_url)
+    try:
+        if options.command == "audit":
+            await admin.print_audit(
+                storage, since=admin.parse_since(options.since), tool_name=options.tool, format=options.format
+            )
+            return
+        agent = load_agent(options.agent) if options.agent else _demo_agent(storage, settings)
+        if options.policy_command == "list":
+            await admin.list_policies(storage, agent)
+            return
+        approvers = None if options.approvers is None else options.approvers.split(",")
+        change = PolicyChange(
+            mode=options.mode, approvers=approvers, self_approval=options.self_approval, expires_after=options.expires
+        )
+        await admin.set_policy(storage, agent, options.tool, change)
+    finally:
+        await storage.close()
+
+
+def _demo_agent(storage: Any, settings: Settings) -> Any:
+    from bot.demo import build_demo_agent
+
+    return build_demo_agent(storage, model=settings.bot_model)
+
+
 REQUIRED = {"serve": ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET"), "socket": ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN")}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "policy":
-        print(f"python -m bot {argv[0]}: not yet available", file=sys.stderr)
-        return 2
     options = build_parser().parse_args(argv)
+    if options.command in ("policy", "audit"):
+        return _run_admin(options)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = Settings()
     try:
@@ -115,6 +182,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         _run_until_stopped(run_playground(settings, port=options.port, agent=named))
     else:
         _run_until_stopped(_run(options.command, options, settings))
+    return 0
+
+
+def _run_admin(options: argparse.Namespace) -> int:
+    from .admin import AdminInputError
+
+    try:
+        if getattr(options, "agent", None):
+            load_agent(options.agent)
+        asyncio.run(_admin(options, Settings()))
+    except (AdminInputError, AgentNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import and_, func, select, update
 
 from .states import WAITING_STATES, RunStatus, ToolCallState, sources_of
-from .tables import AuditRow, MessageRow, RunRow, ThreadRow, ToolCallRow, utcnow
+from .tables import MessageRow, RunRow, ThreadRow, ToolCallRow, utcnow
 
 if TYPE_CHECKING:
     from ._storage import Storage
@@ -140,18 +140,28 @@ class RunStore:
                 setattr(call, key, value)
         return won
 
-    async def audit(self, call: ToolCallRow, action: str, actor: str | None, detail: str | None = None) -> None:
-        async with self._storage.session() as session:
-            session.add(
-                AuditRow(
-                    run_id=call.run_id,
-                    tool_call_id=call.tool_call_id,
-                    tool_name=call.displayed_tool_name,
-                    action=action,
-                    actor=actor,
-                    detail=detail,
-                )
-            )
+    async def audit(
+        self,
+        call: ToolCallRow,
+        action: str,
+        actor: str | None,
+        detail: str | None = None,
+        *,
+        via: str = "runtime",
+        policy_version: int | None = None,
+    ) -> None:
+        """Add what happened to `call` to the audit trail (see `memory._audit`)."""
+        await self._storage.audit_log.record(
+            run_id=call.run_id,
+            tool_call_id=call.tool_call_id,
+            tool_name=call.displayed_tool_name,
+            action=action,
+            actor=actor,
+            via=via,
+            args_fingerprint=call.fingerprint,
+            policy_version=policy_version,
+            detail=detail,
+        )
 
     # --- discovery --------------------------------------------------------------------------
     async def suspended_runs(

@@ -36,9 +36,13 @@ class Storage:
         self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
         self._migrated = False
         self._migrate_lock = asyncio.Lock()
+        from ._audit import AuditLog
+        from ._policies import PolicyStore
         from ._runs import RunStore
 
         self.runs = RunStore(self)
+        self.policies = PolicyStore(self)
+        self.audit_log = AuditLog(self)
 
     def __repr__(self) -> str:
         return f"Storage({self.engine.url.render_as_string(hide_password=True)!r})"

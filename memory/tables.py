@@ -142,7 +142,7 @@ class ToolCallRow(Base):
 
 
 class AuditRow(Base):
-    """Who decided what, when: one row per decision, kept after the run is finished."""
+    """What happened to a tool call, who did it, through what, when: kept after the run is finished."""
 
     __tablename__ = "audit"
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -153,3 +153,22 @@ class AuditRow(Base):
     actor: Mapped[str | None] = mapped_column(String(255))
     detail: Mapped[str | None] = mapped_column(Text)
     at: Mapped[datetime] = mapped_column(default=utcnow)
+    via: Mapped[str | None] = mapped_column(String(16))
+    args_fingerprint: Mapped[str | None] = mapped_column(String(64))
+    policy_version: Mapped[int | None] = mapped_column(Integer)
+
+    __table_args__ = (Index("ix_audit_at", "at"), Index("ix_audit_tool_at", "tool_name", "at"))
+
+
+class PolicyRow(Base):
+    """An admin's policy for one tool; `version` goes up by one with every change."""
+
+    __tablename__ = "tool_policies"
+    tool_name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    mode: Mapped[str] = mapped_column(String(32), default="inherit")
+    approvers: Mapped[Any] = mapped_column(JSON, default=list)
+    self_approval: Mapped[bool] = mapped_column(Boolean, default=True)
+    expires_after: Mapped[int | None] = mapped_column(Integer)
+    version: Mapped[int] = mapped_column(Integer, default=0)
+    updated_by: Mapped[str | None] = mapped_column(String(255))
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -51,8 +51,8 @@ def test_missing_variable_fails_at_start(command, present, missing, tmp_path):
     assert missing in result.stderr
 
 
-def test_later_commands_say_they_are_not_available_yet():
+def test_policy_without_a_subcommand_says_which_there_are():
     result = subprocess.run(
         [sys.executable, "-m", "bot", "policy"], capture_output=True, text=True, timeout=60, check=False
     )
-    assert result.returncode == 2 and "not yet available" in result.stderr
+    assert result.returncode == 2 and "{list,set}" in result.stderr

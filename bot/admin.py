@@ -1,0 +1,188 @@
+"""The admin commands: `policy list`, `policy set` and `audit`, on the database in DATABASE_URL.
+
+They read and change the same policies the App Home and the HTTP API use; bad input is one line on
+stderr and exit status 2, and changes nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from memory import AuditEntry, PolicyChange, PolicyError, Storage, ToolPolicy
+
+CLI_ACTOR = "cli"
+"""Who `policy set` records as having changed a policy."""
+AUDIT_FIELDS = (
+    "at",
+    "run_id",
+    "tool_call_id",
+    "tool_name",
+    "action",
+    "actor",
+    "via",
+    "args_fingerprint",
+    "policy_version",
+    "detail",
+)
+
+
+class AdminInputError(ValueError):
+    """Bad input to an admin command; the message is the one line the user sees."""
+
+
+def agent_tools(agent: Any) -> dict[str, Any]:
+    """Every tool of `agent` and of its sub-agents (at any depth), by name."""
+    found: dict[str, Any] = {}
+    agents, seen = [agent], set()
+    while agents:
+        current = agents.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        for name, tool in (getattr(current, "tools", None) or {}).items():
+            found.setdefault(name, tool)
+        agents.extend((getattr(current, "agents", None) or {}).values())
+    return found
+
+
+def code_rule(tool: Any) -> str:
+    """What the code says about approving the tool's calls: `always`, `sometimes` (a callable), `never`."""
+    if tool is None:
+        return "unknown"
+    rule = getattr(tool, "require_approval", False)
+    if callable(rule):
+        return "sometimes"
+    return "always" if rule else "never"
+
+
+def describe(policy: ToolPolicy) -> dict[str, str]:
+    """A policy in words, column by column."""
+    return {
+        "mode": str(policy.mode),
+        "approvers": ",".join(policy.approvers) or "anyone",
+        "self_approval": "allowed" if policy.self_approval else "refused",
+        "expires": f"{policy.expires_after}s" if policy.expires_after else "never",
+        "version": str(policy.version),
+    }
+
+
+async def list_policies(storage: Storage, agent: Any, out: TextIO = sys.stdout) -> None:
+    """Print every tool of the agent, and every tool with a stored policy, with its policy."""
+    tools = agent_tools(agent)
+    stored = {p.tool_name: p for p in await storage.policies.all()}
+    names = sorted(set(tools) | set(stored))
+    header = ("TOOL", "CODE", "MODE", "APPROVERS", "SELF-APPROVAL", "EXPIRES", "VERSION")
+    lines = [header]
+    for name in names:
+        words = describe(stored.get(name) or ToolPolicy(tool_name=name))
+        lines.append(
+            (
+                name,
+                code_rule(tools.get(name)),
+                words["mode"],
+                words["approvers"],
+                words["self_approval"],
+                words["expires"],
+                words["version"],
+            )
+        )
+    _print_table(lines, out)
+
+
+async def set_policy(
+    storage: Storage,
+    agent: Any,
+    tool_name: str,
+    change: PolicyChange,
+    *,
+    actor: str = CLI_ACTOR,
+    out: TextIO = sys.stdout,
+) -> ToolPolicy:
+    """Patch the policy of one of the agent's tools (or of a tool that already has a policy)."""
+    tools = agent_tools(agent)
+    if tool_name not in tools and (await storage.policies.get(tool_name)).version == 0:
+        known = ", ".join(sorted(tools)) or "none"
+        raise AdminInputError(f"unknown tool {tool_name!r}; the agent's tools are: {known}")
+    try:
+        policy = await storage.policies.set(tool_name, change, actor=actor)
+    except PolicyError as exc:
+        raise AdminInputError(str(exc)) from None
+    words = describe(policy)
+    print(
+        f"{policy.tool_name}: mode {words['mode']}, approvers {words['approvers']}, "
+        f"self-approval {words['self_approval']}, expires {words['expires']} (version {policy.version})",
+        file=out,
+    )
+    return policy
+
+
+def parse_since(value: str | None) -> datetime | None:
+    """An ISO-8601 date or time; one without a zone is UTC."""
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise AdminInputError(f"--since {value!r}: not an ISO-8601 date or time (e.g. 2026-11-30T09:00:00Z)") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+async def print_audit(
+    storage: Storage,
+    *,
+    since: datetime | None = None,
+    tool_name: str | None = None,
+    format: str = "table",
+    out: TextIO = sys.stdout,
+) -> int:
+    """Print the audit trail oldest first; returns how many entries were printed."""
+    entries = await storage.audit_log.entries(since=since, tool_name=tool_name)
+    rows = [_audit_record(entry) for entry in entries]
+    if format == "jsonl":
+        for row in rows:
+            print(json.dumps(row, ensure_ascii=False), file=out)
+    elif format == "csv":
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=AUDIT_FIELDS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        out.write(buffer.getvalue())
+    elif format == "table":
+        shown = ("at", "action", "tool_name", "actor", "via", "policy_version", "run_id", "tool_call_id", "detail")
+        lines = [tuple(f.upper().replace("_", " ") for f in shown)]
+        for row in rows:
+            lines.append(tuple("" if row[f] is None else str(row[f]) for f in shown))
+        _print_table(lines, out)
+    else:
+        raise AdminInputError(f"--format {format!r}: use table, jsonl or csv")
+    return len(rows)
+
+
+def _audit_record(entry: AuditEntry) -> dict[str, Any]:
+    record = asdict(entry)
+    record["at"] = entry.at.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return {field: record[field] for field in AUDIT_FIELDS}
+
+
+def _print_table(lines: list[tuple[str, ...]], out: TextIO) -> None:
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    for line in lines:
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip(), file=out)
+
+
+__all__ = [
+    "AdminInputError",
+    "agent_tools",
+    "code_rule",
+    "describe",
+    "list_policies",
+    "parse_since",
+    "print_audit",
+    "set_policy",
+]

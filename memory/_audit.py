@@ -1,0 +1,139 @@
+"""The audit trail: one entry for everything that happens to a tool call a human may care about.
+
+Requested, approved, declined, edited, resumed, expired, executed, failed, interrupted: who did it
+(a Slack user ID, or `system`), through what (a button, the App Home, the HTTP API, the thread, the
+expiry sweep, recovery, the runtime itself), when, the fingerprint of the arguments it applied to,
+and the version of the tool's policy in force. Entries are kept after their run is finished.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select
+
+from .tables import AuditRow, utcnow
+
+if TYPE_CHECKING:
+    from ._storage import Storage
+
+SYSTEM = "system"
+"""The actor of what nobody clicked: an expiry, a recovery, the runtime running an approved call."""
+
+
+class AuditAction(StrEnum):
+    REQUESTED = "requested"
+    APPROVED = "approved"
+    DECLINED = "declined"
+    EDITED = "edited"
+    RESUMED = "resumed"
+    EXPIRED = "expired"
+    EXECUTED = "executed"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
+class AuditVia(StrEnum):
+    BUTTON = "button"
+    HOME = "home"
+    API = "api"
+    THREAD = "thread"
+    EXPIRY = "expiry"
+    RECOVERY = "recovery"
+    RUNTIME = "runtime"
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditEntry:
+    """One line of the audit trail."""
+
+    at: datetime
+    run_id: str
+    tool_call_id: str
+    tool_name: str
+    action: str
+    actor: str
+    via: str
+    args_fingerprint: str | None = None
+    policy_version: int | None = None
+    """The version of the tool's policy in force (0: the defaults); None where no policy was read."""
+    detail: str | None = None
+    """A decline's reason, a failure's error, an expiry's limit."""
+
+
+class AuditLog:
+    """Writes and reads the audit trail (the `audit` table)."""
+
+    def __init__(self, storage: Storage):
+        self._storage = storage
+
+    async def record(
+        self,
+        *,
+        run_id: str,
+        tool_call_id: str,
+        tool_name: str,
+        action: AuditAction | str,
+        actor: str | None,
+        via: AuditVia | str,
+        args_fingerprint: str | None = None,
+        policy_version: int | None = None,
+        detail: str | None = None,
+    ) -> None:
+        async with self._storage.session() as session:
+            session.add(
+                AuditRow(
+                    run_id=run_id,
+                    tool_call_id=tool_call_id,
+                    tool_name=tool_name,
+                    action=str(action),
+                    actor=actor or SYSTEM,
+                    via=str(via),
+                    args_fingerprint=args_fingerprint,
+                    policy_version=policy_version,
+                    detail=detail,
+                    at=utcnow(),
+                )
+            )
+
+    async def entries(
+        self,
+        *,
+        since: datetime | None = None,
+        tool_name: str | None = None,
+        run_id: str | None = None,
+        limit: int | None = None,
+    ) -> list[AuditEntry]:
+        """Entries oldest first, optionally from `since` on, of one tool, of one run."""
+        statement = select(AuditRow).order_by(AuditRow.at, AuditRow.id)
+        if since is not None:
+            statement = statement.where(AuditRow.at >= since)
+        if tool_name is not None:
+            statement = statement.where(AuditRow.tool_name == tool_name)
+        if run_id is not None:
+            statement = statement.where(AuditRow.run_id == run_id)
+        if limit is not None:
+            statement = statement.limit(limit)
+        async with self._storage.session() as session:
+            return [entry_of(row) for row in await session.scalars(statement)]
+
+
+def entry_of(row: AuditRow) -> AuditEntry:
+    return AuditEntry(
+        at=row.at,
+        run_id=row.run_id,
+        tool_call_id=row.tool_call_id,
+        tool_name=row.tool_name,
+        action=row.action,
+        actor=row.actor or SYSTEM,
+        via=row.via or AuditVia.RUNTIME,
+        args_fingerprint=row.args_fingerprint,
+        policy_version=row.policy_version,
+        detail=row.detail,
+    )
+
+
+__all__ = ["SYSTEM", "AuditAction", "AuditEntry", "AuditLog", "AuditVia"]

@@ -1,0 +1,187 @@
+"""Tool policies: what an admin decided about one tool, stored with a version every change bumps.
+
+A policy can add an approval to a tool or disable it; it never removes a requirement the code
+declares. Who may decide is read live from here whenever someone decides; whether a call needs
+approval is fixed when it is proposed. What crosses this module's boundary is a frozen `ToolPolicy`,
+never a row.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select, update
+from sqlalchemy.dialects.postgresql import insert as postgres_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from .tables import PolicyRow, utcnow
+
+if TYPE_CHECKING:
+    from ._storage import Storage
+
+_SLACK_ID = re.compile(r"^[UWS][A-Z0-9]+$")
+
+
+class PolicyMode(StrEnum):
+    """What a policy does to a tool's calls."""
+
+    INHERIT = "inherit"
+    """The code decides whether a call needs approval (the default)."""
+    REQUIRE_APPROVAL = "require_approval"
+    """Every call waits for approval, whatever the code says."""
+    DISABLED = "disabled"
+    """The tool never runs; the model is told it is disabled."""
+
+
+class PolicyError(ValueError):
+    """A policy change that cannot be stored; the message says what is wrong in one line."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolPolicy:
+    """The policy in force for one tool (the defaults when no admin changed it: version 0)."""
+
+    tool_name: str
+    mode: PolicyMode = PolicyMode.INHERIT
+    approvers: tuple[str, ...] = ()
+    """Slack user IDs (`U…`, `W…`) and user-group IDs (`S…`); empty: anyone in the conversation."""
+    self_approval: bool = True
+    """Whether the person whose message led to a call may approve it."""
+    expires_after: int | None = None
+    """Seconds a call may wait for approval before it is declined as expired; None: never."""
+    version: int = 0
+    """0 for the defaults; every stored change adds one."""
+    updated_by: str | None = None
+    updated_at: datetime | None = None
+
+    @property
+    def disabled(self) -> bool:
+        return self.mode == PolicyMode.DISABLED
+
+    @property
+    def adds_approval(self) -> bool:
+        return self.mode == PolicyMode.REQUIRE_APPROVAL
+
+    @property
+    def users(self) -> tuple[str, ...]:
+        return tuple(a for a in self.approvers if not a.startswith("S"))
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        return tuple(a for a in self.approvers if a.startswith("S"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolicyChange:
+    """A patch to a policy: a field left None keeps its value."""
+
+    mode: PolicyMode | str | None = None
+    approvers: Iterable[str] | None = None
+    """An empty list clears the approvers (anyone in the conversation may decide)."""
+    self_approval: bool | None = None
+    expires_after: int | None = None
+    """Seconds; 0 removes the expiry."""
+
+    def checked(self) -> dict[str, object]:
+        """The columns this change sets, validated; raises `PolicyError`."""
+        values: dict[str, object] = {}
+        if self.mode is not None:
+            try:
+                values["mode"] = str(PolicyMode(self.mode))
+            except ValueError:
+                modes = ", ".join(m.value for m in PolicyMode)
+                raise PolicyError(f"unknown mode {self.mode!r}: use one of {modes}") from None
+        if self.approvers is not None:
+            approvers = [a.strip() for a in self.approvers if a.strip()]
+            bad = [a for a in approvers if not _SLACK_ID.match(a)]
+            if bad:
+                raise PolicyError(
+                    f"not a Slack user or user-group ID: {', '.join(bad)} (users start with U or W, groups with S)"
+                )
+            values["approvers"] = list(dict.fromkeys(approvers))
+        if self.self_approval is not None:
+            values["self_approval"] = bool(self.self_approval)
+        if self.expires_after is not None:
+            if isinstance(self.expires_after, bool) or not isinstance(self.expires_after, int):
+                raise PolicyError(f"expiry must be a whole number of seconds, not {self.expires_after!r}")
+            if self.expires_after < 0:
+                raise PolicyError(f"expiry must be 0 (none) or more seconds, not {self.expires_after}")
+            values["expires_after"] = self.expires_after or None
+        return values
+
+
+class PolicyStore:
+    """Reads and changes tool policies. Every change is one transaction that bumps the version."""
+
+    def __init__(self, storage: Storage):
+        self._storage = storage
+
+    async def get(self, tool_name: str) -> ToolPolicy:
+        """The policy of `tool_name`, or the defaults when none is stored."""
+        async with self._storage.session() as session:
+            row = await session.get(PolicyRow, tool_name)
+            return policy_of(row) if row is not None else ToolPolicy(tool_name=tool_name)
+
+    async def all(self) -> list[ToolPolicy]:
+        """Every stored policy, by tool name."""
+        async with self._storage.session() as session:
+            rows = await session.scalars(select(PolicyRow).order_by(PolicyRow.tool_name))
+            return [policy_of(row) for row in rows]
+
+    async def with_expiry(self) -> list[ToolPolicy]:
+        """The stored policies that set an expiry (what the expiry sweep looks at)."""
+        async with self._storage.session() as session:
+            rows = await session.scalars(select(PolicyRow).where(PolicyRow.expires_after.is_not(None)))
+            return [policy_of(row) for row in rows]
+
+    async def set(self, tool_name: str, change: PolicyChange, *, actor: str | None = None) -> ToolPolicy:
+        """Apply `change` to the policy of `tool_name` (creating it from the defaults) and bump its version."""
+        tool_name = tool_name.strip()
+        if not tool_name:
+            raise PolicyError("a tool name is required")
+        values = change.checked()
+        insert = sqlite_insert if self._storage.is_sqlite else postgres_insert
+        defaults = ToolPolicy(tool_name=tool_name)
+        async with self._storage.session() as session:
+            await session.execute(
+                insert(PolicyRow)
+                .values(
+                    tool_name=tool_name,
+                    mode=str(defaults.mode),
+                    approvers=[],
+                    self_approval=defaults.self_approval,
+                    expires_after=None,
+                    version=0,
+                    updated_at=utcnow(),
+                )
+                .on_conflict_do_nothing(index_elements=["tool_name"])
+            )
+            # one UPDATE: concurrent changes are serialised by the row lock, each gets its own version
+            await session.execute(
+                update(PolicyRow)
+                .where(PolicyRow.tool_name == tool_name)
+                .values(**values, version=PolicyRow.version + 1, updated_by=actor, updated_at=utcnow())
+            )
+            row = await session.get(PolicyRow, tool_name, populate_existing=True)
+            return policy_of(row)
+
+
+def policy_of(row: PolicyRow) -> ToolPolicy:
+    return ToolPolicy(
+        tool_name=row.tool_name,
+        mode=PolicyMode(row.mode),
+        approvers=tuple(row.approvers or ()),
+        self_approval=row.self_approval,
+        expires_after=row.expires_after,
+        version=row.version,
+        updated_by=row.updated_by,
+        updated_at=row.updated_at,
+    )
+
+
+__all__ = ["PolicyChange", "PolicyError", "PolicyMode", "PolicyStore", "ToolPolicy"]
