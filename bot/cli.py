@@ -34,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     socket = commands.add_parser("socket", help="run the Slack app over Socket Mode")
     socket.add_argument("--agent", metavar="MODULE:ATTR", help=agent_help)
+    socket.add_argument("--port", type=int, default=3000, help="port of /health and the HTTP API (default 3000)")
+    socket.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
 
     policy = commands.add_parser("policy", help="read and change tool policies in DATABASE_URL")
     policy_commands = policy.add_subparsers(dest="policy_command", required=True)
@@ -102,8 +104,11 @@ def load_agent(spec: str) -> Any:
 async def _run(command: str, options: argparse.Namespace, settings: Settings) -> None:
     from memory import Storage
 
+    from .api import add_api_routes
     from .assemble import assemble_agent
     from .slack import build_web_app, create_slack_app, serve_http, serve_socket
+    from .slack.http_api import slack_api_front
+    from .slack.server import EVENTS_PATH
 
     storage = Storage(settings.database_url)
     try:
@@ -116,12 +121,23 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
             token=settings.slack_bot_token,
             signing_secret=settings.slack_signing_secret if command == "serve" else None,
             api_url=settings.slack_api_url,
+            admins=settings.bot_admins,
+        )
+        web_app = build_web_app(app, path=EVENTS_PATH if command == "serve" else None)
+        if settings.bot_api_token:
+            add_api_routes(web_app, slack_api_front(app, token=settings.bot_api_token))
+        http = serve_http(web_app, host=options.host, port=options.port)
+        logging.getLogger("bot").info(
+            "listening on %s:%s%s%s",
+            options.host,
+            options.port,
+            ", POST /slack/events" if command == "serve" else "",
+            ", the HTTP API under /api" if settings.bot_api_token else "",
         )
         if command == "serve":
-            logging.getLogger("bot").info("listening on %s:%s, POST /slack/events", options.host, options.port)
-            await serve_http(build_web_app(app), host=options.host, port=options.port)
+            await http
         else:
-            await serve_socket(app, app_token=settings.slack_app_token)
+            await _together(http, serve_socket(app, app_token=settings.slack_app_token))
     finally:
         await storage.close()
 
@@ -183,6 +199,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         _run_until_stopped(_run(options.command, options, settings))
     return 0
+
+
+async def _together(*work: Coroutine[Any, Any, None]) -> None:
+    """Run until one of `work` ends (or fails); then cancel the others."""
+    tasks = [asyncio.ensure_future(w) for w in work]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            task.result()
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _run_admin(options: argparse.Namespace) -> int:

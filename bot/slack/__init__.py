@@ -8,7 +8,8 @@ calls); `*_builder.py` build Block Kit; `store.py`/`tables.py` keep the adapter'
 """
 
 from .app import create_slack_app, create_web_client
-from .permissions import DecisionCheck, DecisionRule, Verdict, anyone_in_conversation
+from .directory import Directory, DirectoryError
+from .permissions import DecisionCheck, DecisionRule, PolicyRule, Verdict, anyone_in_conversation
 from .server import build_web_app, serve_http, serve_socket
 from .services import SlackServices
 from .store import SlackStore
@@ -18,6 +19,9 @@ from .waiting_messages import refresh_tool_call_messages
 __all__ = [
     "DecisionCheck",
     "DecisionRule",
+    "Directory",
+    "DirectoryError",
+    "PolicyRule",
     "SlackServices",
     "SlackStore",
     "SlackThread",

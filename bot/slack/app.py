@@ -4,6 +4,7 @@ that drops already-handled events, and the listeners. Everything it needs is pas
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from slack_bolt.async_app import AsyncApp
@@ -17,9 +18,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from memory import Storage
 
+from .directory import Directory
 from .listeners import register_listeners
-from .permissions import DecisionRule, anyone_in_conversation
-from .services import SlackServices, attach_services
+from .permissions import DecisionRule, PolicyRule
+from .services import SlackServices, attach_services, remember_services
 from .store import SlackStore
 
 if TYPE_CHECKING:
@@ -46,12 +48,15 @@ def create_slack_app(
     token: str,
     signing_secret: str | None = None,
     api_url: str = "https://slack.com/api/",
-    decision_rule: DecisionRule = anyone_in_conversation,
+    decision_rule: DecisionRule | None = None,
+    admins: Sequence[str] = (),
     streaming: bool = True,
     logger: logging.Logger | None = None,
 ) -> AsyncApp:
     """The bot's Bolt app. `signing_secret` is needed over HTTP (requests are verified with it) and
-    not over Socket Mode. `agent` must already have storage and memory attached."""
+    not over Socket Mode. `agent` must already have storage and memory attached. Who may decide is
+    the tool policies' rule (`permissions.PolicyRule`) unless `decision_rule` says otherwise; `admins`
+    (`BOT_ADMINS`) may change policies, else the workspace's admins and owners."""
     logger = logger or logging.getLogger("bot.slack")
     app = AsyncApp(
         client=create_web_client(token, api_url=api_url),
@@ -61,9 +66,16 @@ def create_slack_app(
         logger=logger,
         name="approval-bot",
     )
+    directory = Directory(app.client, admins=admins)
     services = SlackServices(
-        agent=agent, store=SlackStore(storage), decision_rule=decision_rule, streaming=streaming, logger=logger
+        agent=agent,
+        store=SlackStore(storage),
+        decision_rule=decision_rule or PolicyRule(storage.policies, directory),
+        directory=directory,
+        streaming=streaming,
+        logger=logger,
     )
+    remember_services(app, services)
     app.use(attach_services(services))
     app.use(skip_handled_events(services.store))
     register_listeners(app)

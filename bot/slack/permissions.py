@@ -1,8 +1,14 @@
-"""Who may decide a waiting tool call from Slack: the one rule, kept in one place.
+"""Who may decide a waiting tool call: the one rule, kept in one place, for every front end.
 
-Until tool policies exist the rule is: anyone in the conversation may decide. Seeing the message (and
-so being able to click it) already means being in the conversation. A policy-aware rule replaces
-`anyone_in_conversation` through `SlackServices.decision_rule`, without touching the listeners.
+A click on an approval, a button in the App Home and a call to the HTTP API all ask `PolicyRule`.
+It reads the tool's policy live (an admin's change holds for the next click):
+
+- a disabled tool's call cannot be approved or edited (declining it is allowed: it never runs);
+- with self-approval refused, the requester (whose message led to the call) cannot approve it;
+- with approvers named, only they (users, or members of the user groups) may decide;
+- otherwise anyone in the conversation may: seeing the message already means being in it.
+
+Answering a question a tool asked is not a decision a policy governs: anyone in the conversation may.
 """
 
 from __future__ import annotations
@@ -11,13 +17,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from memory import PolicyStore, ToolPolicy
+
+from .directory import Directory, DirectoryError
+
 
 @dataclass(frozen=True, kw_only=True)
 class DecisionCheck:
     """A user wants to decide (approve, decline, edit, answer) a waiting tool call."""
 
     user_id: str
-    """Who clicked."""
+    """Who clicked (or whom the HTTP API names as the approver)."""
     action: str
     """`approve`, `decline`, `edit_args` or `answer`."""
     requester: str
@@ -39,7 +49,51 @@ class Verdict:
 
 DecisionRule = Callable[[DecisionCheck], Awaitable[Verdict]]
 
+APPROVING = frozenset({"approve", "edit_args"})
+DECIDING = frozenset({"approve", "edit_args", "decline"})
+
 
 async def anyone_in_conversation(check: DecisionCheck) -> Verdict:
-    """The default rule: anyone who can see the message in the conversation may decide."""
+    """Anyone who can see the message in the conversation may decide (the rule when no policy says more)."""
     return Verdict(True)
+
+
+class PolicyRule:
+    """The decision rule that applies each tool's policy (see the module docstring)."""
+
+    def __init__(self, policies: PolicyStore, directory: Directory):
+        self.policies = policies
+        self.directory = directory
+
+    async def __call__(self, check: DecisionCheck) -> Verdict:
+        if check.action not in DECIDING:
+            return Verdict(True)
+        policy = await self.policies.get(check.tool_name)
+        return verdict_of(policy, check, await self._is_approver(check.user_id, policy))
+
+    async def _is_approver(self, user_id: str, policy: ToolPolicy) -> bool | str:
+        if not policy.approvers:
+            return True
+        try:
+            return await self.directory.is_among(user_id, policy.approvers)
+        except DirectoryError as exc:
+            return f"I could not check whether you may decide this: {exc}. Nothing was changed; try again."
+
+
+def verdict_of(policy: ToolPolicy, check: DecisionCheck, is_approver: bool | str) -> Verdict:
+    """The policy's answer for `check`; `is_approver` is True/False, or why it could not be told."""
+    tool = f"`{check.tool_name}`"
+    if policy.disabled and check.action in APPROVING:
+        return Verdict(False, f"An admin disabled {tool}, so this request cannot be approved. You may decline it.")
+    if check.action in APPROVING and not policy.self_approval and check.user_id == check.requester:
+        return Verdict(False, f"The policy for {tool} does not let you approve your own request: ask someone else.")
+    if isinstance(is_approver, str):
+        return Verdict(False, is_approver)
+    if not is_approver:
+        return Verdict(False, f"Only {_mentions(policy.approvers)} may decide {tool} requests.")
+    return Verdict(True)
+
+
+def _mentions(approvers: tuple[str, ...]) -> str:
+    names = [f"<!subteam^{a}>" if a.startswith("S") else f"<@{a}>" for a in approvers]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]

@@ -13,8 +13,9 @@ from slack_bolt.async_app import AsyncApp
 EVENTS_PATH = "/slack/events"
 
 
-def build_web_app(app: AsyncApp, *, path: str = EVENTS_PATH) -> web.Application:
-    """An aiohttp application that hands Slack's requests to `app`; other front ends may add routes."""
+def build_web_app(app: AsyncApp, *, path: str | None = EVENTS_PATH) -> web.Application:
+    """An aiohttp application that hands Slack's requests to `app` (`path` None: no Slack route, as
+    over Socket Mode, where nothing verifies a request's signature); other front ends may add routes."""
 
     async def slack_events(request: web.Request) -> web.Response:
         return await to_aiohttp_response(await app.async_dispatch(await to_bolt_request(request)))
@@ -23,7 +24,8 @@ def build_web_app(app: AsyncApp, *, path: str = EVENTS_PATH) -> web.Application:
         return web.json_response({"ok": True})
 
     web_app = web.Application()
-    web_app.router.add_post(path, slack_events)
+    if path is not None:
+        web_app.router.add_post(path, slack_events)
     web_app.router.add_get("/health", health)
     return web_app
 

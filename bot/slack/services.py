@@ -7,10 +7,12 @@ Slack URL, and two apps in one process do not share anything.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .directory import Directory
 from .permissions import DecisionRule, anyone_in_conversation
 from .store import SlackStore
 
@@ -29,6 +31,8 @@ class SlackServices:
     store: SlackStore
     decision_rule: DecisionRule = anyone_in_conversation
     """Who may decide a waiting call (see `permissions`)."""
+    directory: Directory | None = None
+    """Admins and user groups, looked up in Slack (see `directory`)."""
     streaming: bool = True
     """Stream replies with chat.startStream; False posts and updates instead."""
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("bot.slack"))
@@ -36,6 +40,18 @@ class SlackServices:
 
 def services_of(context: Any) -> SlackServices:
     return context[SERVICES_KEY]
+
+
+_OF_APP: weakref.WeakKeyDictionary[Any, SlackServices] = weakref.WeakKeyDictionary()
+
+
+def services_of_app(app: Any) -> SlackServices:
+    """The services of a Bolt app built by `create_slack_app` (for front ends served beside it: the HTTP API)."""
+    return _OF_APP[app]
+
+
+def remember_services(app: Any, services: SlackServices) -> None:
+    _OF_APP[app] = services
 
 
 def attach_services(services: SlackServices) -> Callable[..., Awaitable[None]]:

@@ -10,8 +10,10 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.api import add_api_routes
 from bot.demo import build_demo_agent, seed_demo_records
-from bot.slack import anyone_in_conversation, build_web_app, create_slack_app
+from bot.slack import build_web_app, create_slack_app
+from bot.slack.http_api import slack_api_front
 from memory import Memory, Storage
 from tests.support.slack_stub import SignedSender, SlackStub, StubMessage
 
@@ -29,6 +31,11 @@ class RunningBot:
     sender: SignedSender
     slack: SlackStub
     url: str
+
+    @property
+    def base_url(self) -> str:
+        """Where the bot's HTTP server is (the HTTP API lives under `/api`)."""
+        return self.url.removesuffix("/slack/events")
 
     async def mention(self, text: str, **kw: Any) -> dict[str, Any]:
         """Mention the bot in a channel; returns the event sent."""
@@ -70,7 +77,9 @@ async def running_bot(
     *,
     database_url: str,
     slack: SlackStub,
-    decision_rule: Any = anyone_in_conversation,
+    decision_rule: Any = None,
+    admins: tuple[str, ...] = (),
+    api_token: str | None = None,
     streaming: bool = True,
     agent_factory: Callable[[Storage], Any] | None = None,
 ) -> AsyncIterator[RunningBot]:
@@ -87,9 +96,13 @@ async def running_bot(
         signing_secret=SIGNING_SECRET,
         api_url=slack.api_url,
         decision_rule=decision_rule,
+        admins=admins,
         streaming=streaming,
     )
-    runner = web.AppRunner(build_web_app(app))
+    web_app = build_web_app(app)
+    if api_token:
+        add_api_routes(web_app, slack_api_front(app, token=api_token))
+    runner = web.AppRunner(web_app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()

@@ -1,0 +1,253 @@
+"""The HTTP API's routes (aiohttp), in the contract's camelCase JSON.
+
+Status codes: 400 bad input (a body that is not a JSON object, a missing `approver`, resume data
+that fails the schema), 401 without the token, 403 when the tool's policy does not let that approver
+decide, 404 for an unknown agent, run or call, 409 for a call already decided (or that waits for the
+other kind of answer). Every error body is `{"error": "<what went wrong>"}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from bot.agent import ResumeDataInvalidError, SnapshotNotFoundError, ToolCallNotSuspendedError
+from memory import ToolCallState
+
+from .openapi import openapi_document
+
+log = logging.getLogger("bot.api")
+
+PREFIX = "/api/agents/{agent_id}"
+CALL = PREFIX + "/runs/{run_id}/tool-calls/{tool_call_id}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApiDecision:
+    """A decision the API was asked to make, as the decision rule sees it."""
+
+    action: str
+    """`approve`, `decline` or `answer` (a resume)."""
+    user_id: str
+    """The approver the token holder names (for a resume: `resumedBy`, or empty)."""
+    run_id: str
+    tool_call_id: str
+    tool_name: str
+    args: Any
+
+
+@dataclass(kw_only=True)
+class ApiFront:
+    """What the API needs besides the runtime: the rule, and a way to show a decision."""
+
+    agent: Any
+    token: str
+    authorize: Callable[[ApiDecision], Awaitable[str | None]] | None = None
+    """None when allowed; otherwise the explanation of the refusal (403)."""
+    after_decision: Callable[[ApiDecision, Any], Awaitable[None]] | None = None
+    """Called with the decision and the run's `AgentStream` as it goes on (e.g. to update Slack)."""
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def add_api_routes(web_app: web.Application, front: ApiFront) -> None:
+    """Add the API's routes to `web_app` (the bot's aiohttp app)."""
+    api = _Api(front)
+    web_app.router.add_get("/api/openapi.json", api.openapi)
+    web_app.router.add_get(PREFIX + "/suspended-runs", api.suspended_runs)
+    web_app.router.add_post(CALL + "/approve", api.approve)
+    web_app.router.add_post(CALL + "/decline", api.decline)
+    web_app.router.add_post(CALL + "/resume", api.resume)
+    web_app.on_cleanup.append(api.finish)
+
+
+class _Api:
+    def __init__(self, front: ApiFront):
+        self.front = front
+        self.tasks: set[asyncio.Task] = set()
+
+    async def finish(self, _app: web.Application) -> None:
+        for task in list(self.tasks):
+            task.cancel()
+
+    async def openapi(self, _request: web.Request) -> web.Response:
+        return web.json_response(openapi_document())
+
+    async def suspended_runs(self, request: web.Request) -> web.Response:
+        return await self._answer(request, self._suspended_runs)
+
+    async def approve(self, request: web.Request) -> web.Response:
+        return await self._answer(request, self._decide, "approve")
+
+    async def decline(self, request: web.Request) -> web.Response:
+        return await self._answer(request, self._decide, "decline")
+
+    async def resume(self, request: web.Request) -> web.Response:
+        return await self._answer(request, self._decide, "answer")
+
+    async def _answer(self, request: web.Request, handler: Callable[..., Awaitable[Any]], *args: Any) -> web.Response:
+        try:
+            self._check_token(request)
+            if request.match_info["agent_id"] != self.front.agent.id:
+                raise ApiError(404, f"unknown agent {request.match_info['agent_id']!r}")
+            return web.json_response(await handler(request, *args))
+        except ApiError as exc:
+            return web.json_response({"error": exc.message}, status=exc.status)
+
+    def _check_token(self, request: web.Request) -> None:
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.front.token.encode()):
+            raise ApiError(401, "a valid bearer token is required (Authorization: Bearer $BOT_API_TOKEN)")
+
+    async def _suspended_runs(self, request: web.Request) -> dict[str, Any]:
+        query = request.query
+        page = _whole(query.get("page", "0"), "page", minimum=0)
+        per_page = _whole(query.get("perPage", "50"), "perPage", minimum=1, maximum=200)
+        found = await self.front.agent.list_suspended_runs(
+            thread_id=query.get("threadId") or None,
+            resource_id=query.get("resourceId") or None,
+            page=page,
+            per_page=per_page,
+        )
+        return {
+            "runs": [
+                {
+                    "runId": run.run_id,
+                    "status": run.status,
+                    "threadId": run.thread_id,
+                    "resourceId": run.resource_id,
+                    "suspendedAt": run.suspended_at.isoformat() if run.suspended_at else None,
+                    "toolCalls": [
+                        {
+                            "toolCallId": call.tool_call_id,
+                            "toolName": call.tool_name,
+                            "args": call.args,
+                            "requiresApproval": call.requires_approval,
+                            "suspendPayload": call.suspend_payload,
+                        }
+                        for call in run.tool_calls
+                    ],
+                }
+                for run in found.runs
+            ],
+            "total": found.total,
+        }
+
+    async def _decide(self, request: web.Request, action: str) -> dict[str, Any]:
+        body = await _json_object(request)
+        run_id, tool_call_id = request.match_info["run_id"], request.match_info["tool_call_id"]
+        if action == "answer":
+            user_id = _optional_text(body, "resumedBy") or ""
+            if "resumeData" not in body:
+                raise ApiError(400, "resumeData is required")
+        else:
+            user_id = _optional_text(body, "approver") or ""
+            if not user_id:
+                raise ApiError(400, "approver is required: the Slack user ID of who decides")
+        reason = _optional_text(body, "reason") if action == "decline" else None
+
+        agent = self.front.agent
+        run = await agent.storage.runs.get_run(run_id)
+        record = await agent.get_tool_call(run_id, tool_call_id) if run and run.agent_id == agent.id else None
+        if record is None:
+            raise ApiError(404, f"no tool call {tool_call_id!r} in run {run_id!r}")
+        wanted = ToolCallState.SUSPENDED if action == "answer" else ToolCallState.AWAITING_APPROVAL
+        if record.state != wanted:
+            raise ApiError(409, _not_waiting(record.state, action))
+        decision = ApiDecision(
+            action=action,
+            user_id=user_id,
+            run_id=run_id,
+            tool_call_id=tool_call_id,
+            tool_name=record.displayed_tool_name,
+            args=record.displayed_args,
+        )
+        if self.front.authorize is not None:
+            refusal = await self.front.authorize(decision)
+            if refusal:
+                raise ApiError(403, refusal)
+        try:
+            if action == "approve":
+                stream = await agent.approve_tool_call(run_id=run_id, tool_call_id=tool_call_id, approver=user_id)
+            elif action == "decline":
+                stream = await agent.decline_tool_call(
+                    run_id=run_id, tool_call_id=tool_call_id, approver=user_id, reason=reason
+                )
+            else:
+                stream = await agent.resume_stream(
+                    body["resumeData"], run_id=run_id, tool_call_id=tool_call_id, actor=user_id or None
+                )
+        except ResumeDataInvalidError as exc:
+            raise ApiError(400, str(exc)) from None
+        except SnapshotNotFoundError:
+            raise ApiError(404, f"no run {run_id!r}") from None
+        except ToolCallNotSuspendedError as exc:
+            raise ApiError(409, _not_waiting(exc.state, action)) from None
+        self._show(decision, stream)
+        status = {"approve": "approved", "decline": "declined", "answer": "resumed"}[action]
+        return {"runId": run_id, "toolCallId": tool_call_id, "status": status}
+
+    def _show(self, decision: ApiDecision, stream: Any) -> None:
+        """Let the front end show the decision and relay the run, after the response is sent."""
+        if self.front.after_decision is None:
+            return
+        task = asyncio.create_task(self._after(decision, stream))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _after(self, decision: ApiDecision, stream: Any) -> None:
+        try:
+            await self.front.after_decision(decision, stream)
+        except Exception:
+            log.exception("showing the decision about %s/%s failed", decision.run_id, decision.tool_call_id)
+
+
+def _not_waiting(state: str | None, action: str) -> str:
+    if state == ToolCallState.SUSPENDED and action != "answer":
+        return "this call waits for resume data, not for a decision: use /resume"
+    if state == ToolCallState.AWAITING_APPROVAL and action == "answer":
+        return "this call waits for approval, not for resume data: use /approve or /decline"
+    return f"this call was already decided (it is {state})" if state else "this call no longer waits"
+
+
+async def _json_object(request: web.Request) -> dict[str, Any]:
+    raw = await request.text()
+    try:
+        body = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise ApiError(400, f"the body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "the body must be a JSON object")
+    return body
+
+
+def _optional_text(body: dict[str, Any], name: str) -> str | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ApiError(400, f"{name} must be a string")
+    return value.strip()
+
+
+def _whole(value: str, name: str, *, minimum: int, maximum: int | None = None) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise ApiError(400, f"{name} must be a whole number, not {value!r}") from None
+    if number < minimum or (maximum is not None and number > maximum):
+        bound = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
+        raise ApiError(400, f"{name} must be {bound}")
+    return number

@@ -1,0 +1,63 @@
+"""The HTTP API's decisions, as the Slack adapter sees them: checked by the same decision rule as a
+click, and shown in Slack as a click would be (the message updated in place, the run relayed into
+its thread)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+
+from bot.api import ApiDecision, ApiFront
+
+from .conversation import continue_run
+from .decisions import thread_of_row
+from .permissions import DecisionCheck
+from .services import SlackServices, services_of_app
+from .waiting_messages import refresh_tool_call_messages
+
+
+def slack_api_front(app: AsyncApp, *, token: str) -> ApiFront:
+    """The HTTP API over the agent of `app` (built by `create_slack_app`), with its rule and its messages."""
+    services = services_of_app(app)
+
+    async def authorize(decision: ApiDecision) -> str | None:
+        verdict = await services.decision_rule(await _check_of(services, decision))
+        return None if verdict.allowed else (verdict.explanation or "You may not decide this request.")
+
+    async def after_decision(decision: ApiDecision, stream: Any) -> None:
+        try:
+            await refresh_tool_call_messages(services, app.client, decision.run_id, decision.tool_call_id)
+        except SlackApiError:
+            services.logger.warning("could not update the message of %s/%s", decision.run_id, decision.tool_call_id)
+        rows = await services.store.messages_of_call(decision.run_id, decision.tool_call_id)
+        if rows:
+            await continue_run(services, app.client, stream, thread=thread_of_row(rows[0]), requester=rows[0].requester)
+        else:
+            await stream.result()  # nothing in Slack shows this call: the run goes on unseen
+
+    return ApiFront(agent=services.agent, token=token, authorize=authorize, after_decision=after_decision)
+
+
+async def _check_of(services: SlackServices, decision: ApiDecision) -> DecisionCheck:
+    rows = await services.store.messages_of_call(decision.run_id, decision.tool_call_id)
+    if rows:
+        row = rows[0]
+        requester, team_id, channel, thread_id = row.requester, row.team_id, row.channel, row.thread_id
+    else:
+        run = await services.agent.storage.runs.get_run(decision.run_id)
+        slack = (run.request_context or {}).get("slack") or {} if run is not None else {}
+        requester = slack.get("user") or (run.resource_id if run is not None else "") or ""
+        team_id, channel = slack.get("team_id", ""), slack.get("channel", "")
+        thread_id = (run.thread_id if run is not None else None) or ""
+    return DecisionCheck(
+        user_id=decision.user_id,
+        action=decision.action,
+        requester=requester,
+        tool_name=decision.tool_name,
+        args=decision.args,
+        team_id=team_id,
+        channel=channel,
+        thread_id=thread_id,
+    )
