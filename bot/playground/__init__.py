@@ -2,7 +2,7 @@
 to configure.
 
 One aiohttp server on 127.0.0.1 holds it all: the page (`browser`), the Slack Web API the bot calls
-(`slack_api`) over an in-memory workspace (`workspace`), the signed requests Slack would send the bot
+(`bot.slack_emulator`, the same emulation the tests use), the signed requests Slack would send the bot
 (`delivery`), the bot's real Bolt app, and, without OPENAI_API_KEY, an offline rule-based model
 (`demo_model`). The Slack adapter and the agent runtime run unchanged.
 """

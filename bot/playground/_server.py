@@ -15,13 +15,12 @@ from aiohttp import web
 from bot.agent import Agent
 from bot.assemble import assemble_agent
 from bot.slack import build_web_app, create_slack_app
+from bot.slack_emulator import SlackWebApi, Workspace
 from memory import Storage
 
 from .browser import add_browser_routes
 from .delivery import Delivery
 from .demo_model import add_demo_model_routes
-from .slack_api import add_slack_api_routes
-from .workspace import Workspace
 
 if TYPE_CHECKING:
     from bot.settings import Settings
@@ -127,7 +126,7 @@ class Playground:
             agent=agent, storage=storage, token=token, signing_secret=signing_secret, api_url=f"{self.url}/api/"
         )
         web_app = build_web_app(bolt_app)
-        add_slack_api_routes(web_app, self.workspace, token=token)
+        SlackWebApi(self.workspace, token=token).add_routes(web_app)
         if self.uses_demo_model:
             add_demo_model_routes(web_app, word_delay=self.word_delay)
         self._delivery = Delivery(self.workspace, events_url=f"{self.url}/slack/events", signing_secret=signing_secret)

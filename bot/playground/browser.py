@@ -14,8 +14,9 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.slack_emulator import BOT_USER_ID, TEAM_ID, TEAM_NAME, Message, Modal, Workspace
+
 from .delivery import Delivery
-from .workspace import BOT_USER_ID, Message, Modal, Workspace
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class BrowserApi:
         since = request.query.get("since")
         if since is not None and since.lstrip("-").isdigit():
             await self.workspace.wait_for_change(int(since), POLL_SECONDS)
-        return web.json_response({**self.workspace.snapshot(user), "info": self.info})
+        return web.json_response({**snapshot(self.workspace, user), "info": self.info})
 
     async def post_message(self, request: web.Request) -> web.Response:
         data = await _json(request)
@@ -92,12 +93,12 @@ class BrowserApi:
         values, errors = state_values(modal.view, data.get("values") or {})
         if errors:
             modal.errors = errors
-            self.workspace.changed()
+            self.workspace.changed(modal)
             return web.json_response({"ok": False, "errors": errors})
         answer = await self.delivery.view_submitted(modal, values)
         if answer.status != 200:
             modal.errors = {"": f"The bot answered HTTP {answer.status}."}
-            self.workspace.changed()
+            self.workspace.changed(modal)
             return web.json_response({"ok": False, "errors": modal.errors})
         return web.json_response(self._apply_response_action(modal, answer.json()))
 
@@ -112,7 +113,7 @@ class BrowserApi:
         action = response.get("response_action")
         if action == "errors":
             modal.errors = {str(k): str(v) for k, v in (response.get("errors") or {}).items()}
-            self.workspace.changed()
+            self.workspace.changed(modal)
             return {"ok": False, "errors": modal.errors}
         if action == "update" and isinstance(response.get("view"), dict):
             self.workspace.close_modal(modal)
@@ -135,6 +136,36 @@ class BrowserApi:
         if modal is None or modal.user != user:
             raise web.HTTPNotFound(text="no such modal")
         return modal
+
+
+def snapshot(workspace: Workspace, user_id: str) -> dict[str, Any]:
+    """Everything `user_id` sees, as the page renders it."""
+    stack = workspace.modals.get(user_id)
+    modal = None
+    if stack:
+        top = stack[-1]
+        modal = {"id": top.id, "view": top.view, "errors": top.errors, "depth": len(stack)}
+    return {
+        "version": workspace.version,
+        "team": {"id": TEAM_ID, "name": TEAM_NAME},
+        "me": user_id,
+        "bot_user_id": BOT_USER_ID,
+        "people": [
+            {"id": p.id, "name": p.name, "real_name": p.real_name, "is_bot": p.is_bot}
+            for p in workspace.people.values()
+        ],
+        "channels": [
+            {"id": c.id, "name": c.name, "is_im": c.is_im} for c in workspace.channels.values() if c.visible_to(user_id)
+        ],
+        "messages": [m.to_json() for m in workspace.visible_messages(user_id)],
+        "statuses": [
+            {"channel": channel, "thread_ts": ts, "status": status}
+            for (channel, ts), status in workspace.statuses.items()
+            if workspace.channels[channel].visible_to(user_id)
+        ],
+        "modal": modal,
+        "home": workspace.home_views.get(user_id),
+    }
 
 
 async def _json(request: web.Request) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 import aiohttp
 from slack_sdk.signature import SignatureVerifier
 
-from .workspace import APP_ID, BOT_ID, BOT_USER_ID, TEAM_ID, Message, Modal, Workspace
+from bot.slack_emulator import APP_ID, BOT_ID, BOT_USER_ID, TEAM_ID, Message, Modal, Workspace
 
 
 @dataclass(frozen=True)

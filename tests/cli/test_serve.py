@@ -14,8 +14,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bot.slack_emulator import SlackEmulator
 from tests.support.scripted_model import call, reply, tool_calls
-from tests.support.slack_stub import SignedSender, SlackStub
+from tests.support.slack import SignedSender, slack_workspace
 
 SECRET = "cli-test-signing-secret"
 
@@ -68,8 +69,8 @@ async def stop_bot(process: asyncio.subprocess.Process) -> None:
 
 @pytest.fixture
 async def slack():
-    async with SlackStub() as stub:
-        yield stub
+    async with SlackEmulator(slack_workspace()) as emulator:
+        yield emulator
 
 
 async def test_serve_answers_and_a_new_process_decides_the_pending_approval(database_url, slack, model, tmp_path):
@@ -84,7 +85,7 @@ async def test_serve_answers_and_a_new_process_decides_the_pending_approval(data
     model.chat.push(tool_calls(call("delete-record", {"id": 2}, id="call_1")), reply("Record 2 is deleted."))
     port = free_port()
     first = await start_bot(port, env, tmp_path / "bot.log")
-    sender = SignedSender(f"http://127.0.0.1:{port}/slack/events", SECRET)
+    sender = SignedSender(f"http://127.0.0.1:{port}/slack/events", SECRET, slack=slack)
     try:
         event = sender.mention("delete record 2")
         assert (await sender.event(event))[0] == 200
@@ -95,7 +96,7 @@ async def test_serve_answers_and_a_new_process_decides_the_pending_approval(data
         await slack.wait_for("assistant.threads.setStatus", lambda c: c.params.get("status") == "", timeout=30)
     finally:
         await stop_bot(first)
-    [message] = [m for m in slack.messages.values() if m.blocks == posted[0].params["blocks"]]
+    message = slack.posted_by(posted[0])
 
     second = await start_bot(port, env, tmp_path / "bot.log")
     try:

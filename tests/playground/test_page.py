@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.playground.browser import state_values, to_slack_text
-from bot.playground.workspace import Workspace
+from bot.slack_emulator import Workspace
 
 
 async def test_the_page_and_its_scripts_are_served(page):
@@ -26,10 +26,12 @@ async def test_the_bot_only_takes_requests_signed_with_the_run_s_secret(page):
 
 
 async def test_the_web_api_wants_the_bot_token(page):
-    async with page.session.post(
-        page.url + "/api/chat.postMessage", data={"channel": "C0GENERAL", "text": "x"}
-    ) as response:
+    url = page.url + "/api/chat.postMessage"
+    async with page.session.post(url, data={"channel": "C0GENERAL", "text": "x"}) as response:
+        assert (await response.json()) == {"ok": False, "error": "not_authed"}
+    async with page.session.post(url, data={"channel": "C0GENERAL", "text": "x", "token": "xoxb-guess"}) as response:
         assert (await response.json()) == {"ok": False, "error": "invalid_auth"}
+    assert (await page.state())["messages"] == []
 
 
 def test_typed_text_becomes_slack_text():

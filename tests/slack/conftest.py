@@ -1,18 +1,19 @@
-"""Fixtures of the Slack tests: the Slack stub, and the bot running on the test's database."""
+"""Fixtures of the Slack tests: the emulated Slack (`slack`), and the bot running on the test's database (`bot`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.support.slack_stub import SlackStub
+from bot.slack_emulator import SlackEmulator
+from tests.support.slack import slack_workspace
 
 from .harness import running_bot
 
 
 @pytest.fixture
 async def slack():
-    async with SlackStub() as stub:
-        yield stub
+    async with SlackEmulator(slack_workspace()) as emulator:
+        yield emulator
 
 
 @pytest.fixture

@@ -14,8 +14,9 @@ from bot.api import add_api_routes
 from bot.demo import build_demo_agent, seed_demo_records
 from bot.slack import build_web_app, create_slack_app
 from bot.slack.http_api import slack_api_front
+from bot.slack_emulator import Message, SlackEmulator
 from memory import Memory, Storage
-from tests.support.slack_stub import SignedSender, SlackStub, StubMessage
+from tests.support.slack import SignedSender
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 MODEL = "openai/test-model"
@@ -29,7 +30,7 @@ class RunningBot:
     agent: Any
     storage: Storage
     sender: SignedSender
-    slack: SlackStub
+    slack: SlackEmulator
     url: str
 
     @property
@@ -50,33 +51,27 @@ class RunningBot:
         assert status == 200
         return event
 
-    async def approval_message(self, channel: str = "C1", *, count: int = 1) -> StubMessage:
+    async def approval_message(self, channel: str = "C1", *, count: int = 1) -> Message:
         """The `count`-th approval message posted (waits for it)."""
         calls = await self.slack.wait_for(
             "chat.postMessage", lambda c: "tool_approve" in str(c.params.get("blocks")), count=count
         )
-        call = calls[count - 1]
-        return await self._message_of(call, channel)
+        message = self.slack.posted_by(calls[count - 1])
+        assert message.channel == channel
+        return message
 
-    async def question_message(self, channel: str = "C1") -> StubMessage:
+    async def question_message(self, channel: str = "C1") -> Message:
         calls = await self.slack.wait_for("chat.postMessage", lambda c: "tool_answer" in str(c.params.get("blocks")))
-        return await self._message_of(calls[0], channel)
-
-    async def _message_of(self, call: Any, channel: str) -> StubMessage:
-        def posted() -> StubMessage | None:
-            for message in self.slack.messages.values():
-                if message.channel == channel and message.blocks == call.params.get("blocks"):
-                    return message
-            return None
-
-        return await self.slack.wait_until(posted, what="the posted message")
+        message = self.slack.posted_by(calls[0])
+        assert message.channel == channel
+        return message
 
 
 @asynccontextmanager
 async def running_bot(
     *,
     database_url: str,
-    slack: SlackStub,
+    slack: SlackEmulator,
     decision_rule: Any = None,
     admins: tuple[str, ...] = (),
     api_token: str | None = None,
@@ -110,7 +105,12 @@ async def running_bot(
     url = f"http://127.0.0.1:{port}/slack/events"
     try:
         yield RunningBot(
-            app=app, agent=agent, storage=storage, sender=SignedSender(url, SIGNING_SECRET), slack=slack, url=url
+            app=app,
+            agent=agent,
+            storage=storage,
+            sender=SignedSender(url, SIGNING_SECRET, slack=slack),
+            slack=slack,
+            url=url,
         )
     finally:
         await slack.settle()

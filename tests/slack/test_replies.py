@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from bot.slack_emulator import BOT_USER_ID, SlackEmulator
 from tests.support.scripted_model import reply
-from tests.support.slack_stub import SlackStub
+from tests.support.slack import slack_workspace
 
 from .harness import running_bot
 
@@ -12,7 +13,10 @@ LONG = "\n\n".join(f"Paragraph {i}: " + "word " * 150 for i in range(12))  # ~9,
 
 async def test_without_streaming_the_answer_is_posted_as_mrkdwn(database_url, model):
     model.chat.push(reply("**Done**, see [the docs](https://example.com)."))
-    async with SlackStub(streaming=False) as slack, running_bot(database_url=database_url, slack=slack) as bot:
+    async with (
+        SlackEmulator(slack_workspace(), streaming=False) as slack,
+        running_bot(database_url=database_url, slack=slack) as bot,
+    ):
         event = await bot.mention("hi")
         await slack.wait_for("chat.postMessage")
         await slack.settle()
@@ -25,7 +29,7 @@ async def test_long_streamed_answer_is_split_into_messages(bot, model):
     await bot.mention("tell me a lot")
     await bot.slack.wait_for("chat.stopStream", count=3)
     await bot.slack.settle()
-    messages = [m for m in bot.slack.messages.values() if m.thread_ts]
+    messages = [m for m in bot.slack.messages.values() if m.user == BOT_USER_ID and m.thread_ts]
     assert len(messages) >= 3 and all(len(m.text) <= 3900 for m in messages)
     assert "".join(m.text for m in messages).replace("\n", "").replace(" ", "") == LONG.replace("\n", "").replace(
         " ", ""
@@ -34,10 +38,13 @@ async def test_long_streamed_answer_is_split_into_messages(bot, model):
 
 async def test_long_posted_answer_is_split_into_messages(database_url, model):
     model.chat.push(reply(LONG))
-    async with SlackStub(streaming=False) as slack, running_bot(database_url=database_url, slack=slack) as bot:
+    async with (
+        SlackEmulator(slack_workspace(), streaming=False) as slack,
+        running_bot(database_url=database_url, slack=slack) as bot,
+    ):
         await bot.mention("tell me a lot")
         await slack.wait_for("chat.postMessage", count=3)
         await slack.settle()
-        messages = [m for m in slack.messages.values() if m.thread_ts]
+        messages = [m for m in slack.messages.values() if m.user == BOT_USER_ID and m.thread_ts]
         assert len(messages) >= 3 and all(len(m.text) <= 3900 for m in messages)
         assert all(m.text.startswith("Paragraph") for m in messages)

@@ -13,7 +13,7 @@ from bot.demo import build_demo_agent, seed_demo_records
 from bot.slack import create_slack_app
 from memory import Memory, Storage
 from tests.support.scripted_model import call, reply, tool_calls
-from tests.support.slack_stub import SignedSender
+from tests.support.slack import SignedSender
 
 from .harness import MODEL
 
@@ -38,7 +38,7 @@ async def test_socket_mode_mention_approval_and_retry(database_url, slack, model
     app = create_slack_app(agent=agent, storage=storage, token="xoxb-test", api_url=slack.api_url)
     handler = AsyncSocketModeHandler(app, "xapp-test")
     connection = RecordingSocketClient()
-    payloads = SignedSender("unused", "unused")
+    payloads = SignedSender("unused", "unused", slack=slack)
     try:
         event = payloads.mention("delete record 3")
         body = {
@@ -56,7 +56,7 @@ async def test_socket_mode_mention_approval_and_retry(database_url, slack, model
             )
         assert connection.acks == ["env-0", "env-1"]
         posted = await slack.wait_for("chat.postMessage", lambda c: "tool_approve" in str(c.params.get("blocks")))
-        [message] = [m for m in slack.messages.values() if m.blocks == posted[0].params["blocks"]]
+        message = slack.posted_by(posted[0])
         await slack.settle()
         assert len(model.chat.requests) == 1
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from bot.slack_emulator import BOT_ID, BOT_USER_ID
 from tests.support.scripted_model import reply
-from tests.support.slack_stub import BOT_ID, BOT_USER_ID
 
 from ...harness import RunningBot
 

@@ -1,14 +1,18 @@
-"""The emulated Slack workspace's state, kept in memory: people, channels, messages with threads,
-ephemeral messages, open modals, thread statuses. It knows nothing of HTTP; the Web API
-(`slack_api`) and the browser routes (`browser`) both read and change it, and every change bumps
-`version` so the page's long poll wakes up.
+"""The emulated Slack workspace's state: people, user groups, channels, messages with threads, ephemeral
+messages, open modals, App Home views, thread statuses.
+
+It knows nothing of HTTP; the Web API (`web_api`) and the playground's page both read and change it.
+Every change bumps `version` (so a long poll wakes up) and tells the `on_change` listeners which
+message or modal changed (so the playground can store it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +22,8 @@ BOT_USER_ID = "UBOT"
 BOT_ID = "BBOT"
 APP_ID = "A0PLAY"
 GENERAL = "C0GENERAL"
+MODAL_STACK_LIMIT = 3
+"""Slack keeps at most three views in a modal's stack (views.push beyond that: `push_limit_reached`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,6 +32,24 @@ class Person:
     name: str
     real_name: str
     is_bot: bool = False
+    is_admin: bool = False
+    is_owner: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The user object of `users.info`."""
+        return {
+            "id": self.id,
+            "team_id": TEAM_ID,
+            "name": self.name,
+            "real_name": self.real_name,
+            "deleted": False,
+            "is_bot": self.is_bot,
+            "is_admin": self.is_admin,
+            "is_owner": self.is_owner,
+            "is_primary_owner": self.is_owner,
+            "tz": "UTC",
+            "profile": {"real_name": self.real_name, "display_name": self.real_name},
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,11 +57,19 @@ class Channel:
     id: str
     name: str
     is_im: bool = False
+    is_private: bool = False
     members: tuple[str, ...] = ()
-    """Who sees it (a DM: its person and the bot; a public channel: everyone, left empty)."""
+    """Who is in it (a DM: its person and the bot). Empty: a public channel everyone is in."""
 
     def visible_to(self, user_id: str) -> bool:
         return not self.members or user_id in self.members
+
+
+@dataclass(frozen=True, kw_only=True)
+class UserGroup:
+    id: str
+    handle: str
+    users: tuple[str, ...] = ()
 
 
 @dataclass(kw_only=True)
@@ -55,6 +87,29 @@ class Message:
     edited: bool = False
     ephemeral_to: str | None = None
     """An ephemeral message: the one person who sees it."""
+    history: list[dict[str, Any]] = field(default_factory=list)
+    """Every earlier version ({"text", "blocks"}) of the message, oldest first."""
+
+    @property
+    def all_text(self) -> str:
+        """The text and every text of the blocks: what a person reads."""
+        return "\n".join(part for part in (self.text, blocks_text(self.blocks)) if part)
+
+    def action_ids(self) -> list[str]:
+        """The action_ids of the message's buttons and menus, in order."""
+        return [
+            element.get("action_id")
+            for block in self.blocks
+            if block.get("type") == "actions"
+            for element in block.get("elements", [])
+        ]
+
+    def button_value(self, action_id: str) -> str | None:
+        for block in self.blocks:
+            for element in block.get("elements", []) if block.get("type") == "actions" else []:
+                if element.get("action_id") == action_id:
+                    return element.get("value")
+        return None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -73,6 +128,17 @@ class Message:
             out["bot_id"] = BOT_ID
         return out
 
+    def to_api(self) -> dict[str, Any]:
+        """The message as the Web API returns it (conversations.replies, chat.postMessage)."""
+        out: dict[str, Any] = {"type": "message", "ts": self.ts, "user": self.user, "text": self.text}
+        if self.blocks:
+            out["blocks"] = self.blocks
+        if self.thread_ts:
+            out["thread_ts"] = self.thread_ts
+        if self.user == BOT_USER_ID:
+            out["bot_id"] = BOT_ID
+        return out
+
 
 @dataclass(kw_only=True)
 class Modal:
@@ -80,12 +146,15 @@ class Modal:
     user: str
     view: dict[str, Any]
     errors: dict[str, str] = field(default_factory=dict)
+    hash: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    """Changes on every update; views.update with an old hash answers `hash_conflict`."""
 
 
 def demo_people(bot_name: str = "Demo Agent") -> list[Person]:
-    """Two people, so an approval by someone other than the requester can be tried, and the bot."""
+    """Two people, so an approval by someone other than the requester can be tried, and the bot.
+    Alice is the workspace's owner and an admin."""
     return [
-        Person(id="UALICE", name="alice", real_name="Alice"),
+        Person(id="UALICE", name="alice", real_name="Alice", is_admin=True, is_owner=True),
         Person(id="UBOB", name="bob", real_name="Bob"),
         Person(id=BOT_USER_ID, name="bot", real_name=bot_name, is_bot=True),
     ]
@@ -94,13 +163,25 @@ def demo_people(bot_name: str = "Demo Agent") -> list[Person]:
 class Workspace:
     """One team: #general, a DM with the bot for each person, and whatever is said in them."""
 
-    def __init__(self, people: list[Person] | None = None, *, bot_name: str = "Demo Agent"):
+    def __init__(
+        self,
+        people: list[Person] | None = None,
+        *,
+        bot_name: str = "Demo Agent",
+        channels: list[Channel] | None = None,
+        usergroups: list[UserGroup] | None = None,
+    ):
         self.people = {person.id: person for person in people or demo_people(bot_name)}
+        if BOT_USER_ID not in self.people:
+            self.people[BOT_USER_ID] = Person(id=BOT_USER_ID, name="bot", real_name=bot_name, is_bot=True)
         humans = [person for person in self.people.values() if not person.is_bot]
-        self.channels: dict[str, Channel] = {GENERAL: Channel(id=GENERAL, name="general")}
+        self.channels: dict[str, Channel] = {}
+        for channel in channels or [Channel(id=GENERAL, name="general")]:
+            self.channels[channel.id] = channel
         for person in humans:
             dm = Channel(id=f"D{person.id}", name=person.real_name, is_im=True, members=(person.id, BOT_USER_ID))
-            self.channels[dm.id] = dm
+            self.channels.setdefault(dm.id, dm)
+        self.usergroups = {group.id: group for group in usergroups or []}
         self.messages: dict[tuple[str, str], Message] = {}
         self.modals: dict[str, list[Modal]] = {}
         """Each person's stack of open modals (views.push adds to the top)."""
@@ -110,14 +191,18 @@ class Workspace:
         """(channel, thread_ts) -> the assistant status shown under the thread ("is thinking…")."""
         self.home_views: dict[str, dict[str, Any]] = {}
         self.version = 0
+        self.on_change: list[Callable[[Message | Modal | None], None]] = []
+        """Called with what changed (a message, a modal, or None for anything else)."""
         self._changed = asyncio.Event()
         self._last_ts = 0.0
 
     # --- changes ----------------------------------------------------------------------------
-    def changed(self) -> None:
+    def changed(self, what: Message | Modal | None = None) -> None:
         self.version += 1
         woken, self._changed = self._changed, asyncio.Event()
         woken.set()
+        for listener in self.on_change:
+            listener(what)
 
     async def wait_for_change(self, since: int, timeout: float) -> None:
         """Return once `version` is past `since`, or after `timeout` seconds."""
@@ -135,11 +220,23 @@ class Workspace:
         self._last_ts = now
         return f"{now:.6f}"
 
+    # --- people and channels ----------------------------------------------------------------
+    def dm_of(self, user_id: str) -> Channel | None:
+        """The bot's DM with a person (Slack lets a user id stand for it)."""
+        return self.channels.get(f"D{user_id}")
+
+    def channel_id(self, channel: Any) -> str:
+        """A channel id; a person's id names their DM with the bot, as in Slack."""
+        channel = str(channel or "")
+        if channel in self.people and self.dm_of(channel) is not None:
+            return f"D{channel}"
+        return channel
+
     # --- messages ---------------------------------------------------------------------------
-    def post(self, channel: str, user: str, text: str = "", **fields: Any) -> Message:
-        message = Message(channel=channel, ts=self.next_ts(), user=user, text=text, **fields)
+    def post(self, channel: str, user: str, text: str = "", *, ts: str | None = None, **fields: Any) -> Message:
+        message = Message(channel=channel, ts=ts or self.next_ts(), user=user, text=text, **fields)
         self.messages[(channel, message.ts)] = message
-        self.changed()
+        self.changed(message)
         return message
 
     def message(self, channel: str, ts: str) -> Message | None:
@@ -169,12 +266,15 @@ class Workspace:
         self.triggers[trigger_id] = (user_id, time.monotonic())
         return trigger_id
 
-    def use_trigger(self, trigger_id: str | None) -> str | None:
-        """The person a fresh trigger belongs to (Slack: valid once, for 3 seconds; here a little longer)."""
+    def use_trigger(self, trigger_id: str | None) -> tuple[str | None, str | None]:
+        """(the person a trigger belongs to, None), or (None, Slack's error): a trigger is valid once, for
+        3 seconds in Slack (here 30, so a slow test machine does not fail)."""
         user_and_time = self.triggers.pop(trigger_id or "", None)
-        if user_and_time is None or time.monotonic() - user_and_time[1] > 30:
-            return None
-        return user_and_time[0]
+        if user_and_time is None:
+            return None, "invalid_trigger_id"
+        if time.monotonic() - user_and_time[1] > 30:
+            return None, "expired_trigger_id"
+        return user_and_time[0], None
 
     def open_modal(self, user_id: str, view: dict[str, Any], *, push: bool = False) -> Modal:
         modal = Modal(id="V" + uuid.uuid4().hex[:10].upper(), user=user_id, view=with_ids(view))
@@ -182,7 +282,7 @@ class Workspace:
         if not push:
             stack.clear()
         stack.append(modal)
-        self.changed()
+        self.changed(modal)
         return modal
 
     def find_modal(self, view_id: str | None = None, external_id: str | None = None) -> Modal | None:
@@ -192,13 +292,17 @@ class Workspace:
                     return modal
         return None
 
+    def update_modal(self, modal: Modal, view: dict[str, Any]) -> None:
+        modal.view, modal.errors, modal.hash = with_ids(view), {}, uuid.uuid4().hex[:16]
+        self.changed(modal)
+
     def close_modal(self, modal: Modal, *, all_of_them: bool = False) -> None:
         stack = self.modals.get(modal.user, [])
         if all_of_them:
             stack.clear()
         elif modal in stack:
             stack.remove(modal)
-        self.changed()
+        self.changed(modal)
 
     def set_status(self, channel: str, thread_ts: str, status: str) -> None:
         if status:
@@ -207,36 +311,26 @@ class Workspace:
             self.statuses.pop((channel, thread_ts), None)
         self.changed()
 
-    # --- what the page shows ----------------------------------------------------------------
-    def snapshot(self, user_id: str) -> dict[str, Any]:
-        """Everything `user_id` sees, as the page renders it."""
-        return {
-            "version": self.version,
-            "team": {"id": TEAM_ID, "name": TEAM_NAME},
-            "me": user_id,
-            "bot_user_id": BOT_USER_ID,
-            "people": [
-                {"id": p.id, "name": p.name, "real_name": p.real_name, "is_bot": p.is_bot} for p in self.people.values()
-            ],
-            "channels": [
-                {"id": c.id, "name": c.name, "is_im": c.is_im} for c in self.channels.values() if c.visible_to(user_id)
-            ],
-            "messages": [m.to_json() for m in self.visible_messages(user_id)],
-            "statuses": [
-                {"channel": channel, "thread_ts": ts, "status": status}
-                for (channel, ts), status in self.statuses.items()
-                if self.channels[channel].visible_to(user_id)
-            ],
-            "modal": _modal_json(self.modals.get(user_id)),
-            "home": self.home_views.get(user_id),
-        }
 
+def blocks_text(blocks: Any) -> str:
+    """All the text in a list of blocks (sections, contexts, headers, inputs' labels)."""
+    if isinstance(blocks, str):
+        blocks = json.loads(blocks)
+    out: list[str] = []
 
-def _modal_json(stack: list[Modal] | None) -> dict[str, Any] | None:
-    if not stack:
-        return None
-    top = stack[-1]
-    return {"id": top.id, "view": top.view, "errors": top.errors, "depth": len(stack)}
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") in ("mrkdwn", "plain_text") and isinstance(node.get("text"), str):
+                out.append(node["text"])
+                return
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(blocks or [])
+    return "\n".join(out)
 
 
 def with_ids(view: dict[str, Any]) -> dict[str, Any]:
