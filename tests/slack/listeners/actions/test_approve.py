@@ -113,14 +113,16 @@ async def test_a_button_copied_onto_another_message_changes_nothing(bot: Running
         tool_calls(call("delete-record", {"id": 3}, id="call_1")),
         tool_calls(call("delete-record", {"id": 4}, id="call_2")),
     )
-    first_event = await bot.mention("delete record 3")
+    await bot.mention("delete record 3")
     first = await bot.approval_message()
     await bot.mention("delete record 4")
     second = await bot.approval_message(count=2)
     # the value of the first message's button, clicked on the second message
-    await bot.sender.click(second, "tool_approve", value=first.button_value("tool_approve"))
-    await bot.slack.wait_for("chat.postEphemeral")
+    await bot.sender.click(second, "tool_approve", value=first.button_value("tool_approve"), user="U2")
+    [told] = await bot.slack.wait_for("chat.postEphemeral")
     await bot.slack.settle()
+    assert told.params["user"] == "U2" and "does not belong" in told.params["text"]
+    assert told.params["thread_ts"] == second.thread_ts  # said where the click was, to the clicker alone
     assert await record_ids(bot) == [1, 2, 3, 4, 5]
-    assert first.action_ids() and second.action_ids()
-    assert first_event
+    assert first.action_ids()[0] == second.action_ids()[0] == "tool_approve"  # both still wait
+    assert bot.slack.calls_of("chat.update") == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.slack import DecisionCheck, Verdict, anyone_in_conversation
+from bot.slack import DecisionCheck, Verdict
 
 from ...harness import running_bot
 from .test_approve import ask_to_delete, record_ids
@@ -16,18 +16,17 @@ async def only_u9(check: DecisionCheck) -> Verdict:
     return Verdict(False, f"Only <@U9> may decide `{check.tool_name}`.")
 
 
-async def test_default_rule_lets_anyone_in_the_conversation_decide():
-    check = DecisionCheck(
-        user_id="U7",
-        action="approve",
-        requester="U1",
-        tool_name="delete-record",
-        args={},
-        team_id="T",
-        channel="C",
-        thread_id="slack:T:C:1",
-    )
-    assert (await anyone_in_conversation(check)).allowed
+async def test_by_default_anyone_in_the_conversation_decides(bot, model):
+    ask_to_delete(model)
+    await bot.mention("delete record 3", user="U1")
+    message = await bot.approval_message()
+
+    await bot.sender.click(message, "tool_approve", user="U7")  # not the requester, just someone in the channel
+
+    await bot.slack.wait_for("chat.stopStream")
+    assert "Approved by <@U7>" in message.all_text and message.action_ids() == []
+    assert bot.slack.calls_of("chat.postEphemeral") == []
+    assert await record_ids(bot) == [1, 2, 4, 5]
 
 
 @pytest.mark.parametrize("action_id", ["tool_approve", "tool_decline", "tool_decline_with_reason", "tool_edit_args"])
