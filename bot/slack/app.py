@@ -19,6 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from memory import Storage
 
 from .directory import Directory
+from .home import HomePublisher
 from .listeners import register_listeners
 from .permissions import DecisionRule, PolicyRule
 from .services import SlackServices, attach_services, remember_services
@@ -75,6 +76,7 @@ def create_slack_app(
         streaming=streaming,
         logger=logger,
     )
+    services.home = HomePublisher(services, app.client)
     remember_services(app, services)
     app.use(attach_services(services))
     app.use(skip_handled_events(services.store))

@@ -33,11 +33,15 @@ ALREADY_ANSWERED = "This question was already answered."
 class ClickRefused(Exception):
     """The click changes nothing; `explanation` is shown to the user who clicked, and to nobody else."""
 
-    def __init__(self, explanation: str, *, row: ToolCallMessageRow | None = None):
+    def __init__(
+        self, explanation: str, *, row: ToolCallMessageRow | None = None, about: ToolCallMessageRow | None = None
+    ):
         super().__init__(explanation)
         self.explanation = explanation
         self.row = row
         """Set when the message should be updated to show that the call no longer waits."""
+        self.about = row or about
+        """The message the click was about: where to explain a click that came from no message (the App Home)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,7 +100,7 @@ async def check_click(
         )
     )
     if not verdict.allowed:
-        raise ClickRefused(verdict.explanation or "You may not decide this request.")
+        raise ClickRefused(verdict.explanation or "You may not decide this request.", about=row)
     return WaitingCall(row=row, record=record)
 
 
@@ -190,14 +194,14 @@ async def refuse(
     thread_ts: str | None = None,
 ) -> None:
     """Explain a refused click to the user alone, and bring the message up to date if its call is settled."""
-    target_channel = channel or (refused.row.channel if refused.row else None)
+    target_channel = channel or (refused.about.channel if refused.about else None)
     if target_channel:
         await tell(
             client,
             channel=target_channel,
             user=user,
             text=refused.explanation,
-            thread_ts=thread_ts or (refused.row.thread_ts if refused.row else None),
+            thread_ts=thread_ts or (refused.about.thread_ts if refused.about else None),
         )
     if refused.row is not None:
         # An approval is shown again from the runtime's record (the clicker's client may be stale); an

@@ -33,6 +33,8 @@ class SlackServices:
     """Who may decide a waiting call (see `permissions`)."""
     directory: Directory | None = None
     """Admins and user groups, looked up in Slack (see `directory`)."""
+    home: Any = None
+    """The App Home publisher (`home.HomePublisher`), told when something a Home shows changes."""
     streaming: bool = True
     """Stream replies with chat.startStream; False posts and updates instead."""
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("bot.slack"))
@@ -48,6 +50,12 @@ _OF_APP: weakref.WeakKeyDictionary[Any, SlackServices] = weakref.WeakKeyDictiona
 def services_of_app(app: Any) -> SlackServices:
     """The services of a Bolt app built by `create_slack_app` (for front ends served beside it: the HTTP API)."""
     return _OF_APP[app]
+
+
+def home_changed(services: SlackServices) -> None:
+    """Something the App Home shows changed (an approval posted or settled, a policy changed)."""
+    if services.home is not None:
+        services.home.changed()
 
 
 def remember_services(app: Any, services: SlackServices) -> None:

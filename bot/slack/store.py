@@ -139,6 +139,17 @@ class SlackStore:
             )
             return list(result)
 
+    async def open_approvals(self) -> list[ToolCallMessageRow]:
+        """Every approval message not yet closed, oldest first, one per call (for the App Home)."""
+        async with self.storage.session() as session:
+            result = await session.scalars(
+                select(ToolCallMessageRow)
+                .where(ToolCallMessageRow.kind == "approval", ToolCallMessageRow.closed_at.is_(None))
+                .order_by(ToolCallMessageRow.created_at)
+            )
+            rows = {(row.run_id, row.tool_call_id): row for row in reversed(list(result))}
+            return sorted(rows.values(), key=lambda row: row.created_at)
+
     async def close_message(self, ref: str, at: datetime | None = None) -> None:
         async with self.storage.session() as session:
             await session.execute(

@@ -30,7 +30,7 @@ from .question_builder import (
     build_question_blocks,
     question_text,
 )
-from .services import SlackServices
+from .services import SlackServices, home_changed
 from .tables import ToolCallMessageRow
 from .threads import SlackThread
 
@@ -64,6 +64,7 @@ async def post_approval(
         channel=thread.channel, thread_ts=thread.thread_ts, text=approval_text(view), blocks=build_approval_blocks(view)
     )
     await services.store.set_message_ts(row.id, str(response["ts"]))
+    home_changed(services)
     return row
 
 
@@ -171,6 +172,7 @@ async def refresh_message(
         text, blocks = f"Answered: {row.tool_name}", build_answered_question_blocks(question_view_of(row), answer)
     await client.chat_update(channel=row.channel, ts=row.ts, text=text, blocks=blocks)
     await services.store.close_message(row.id)
+    home_changed(services)
     return True
 
 

@@ -22,4 +22,8 @@ def test_manifest_subscribes_to_what_the_bot_handles():
     scopes = set(manifest["oauth_config"]["scopes"]["bot"])
     assert {"app_mentions:read", "chat:write", "channels:history", "groups:history", "im:history"} <= scopes
     assert manifest["features"]["app_home"]["messages_tab_enabled"] is True
+    # tool policies: admins via users.info, approver groups via usergroups.users.list, the App Home
+    assert {"users:read", "usergroups:read"} <= scopes
+    assert manifest["features"]["app_home"]["home_tab_enabled"] is True
+    assert "app_home_opened" in settings["event_subscriptions"]["bot_events"]
     assert "request_url" in MANIFEST.read_text()  # the comment on switching to HTTP

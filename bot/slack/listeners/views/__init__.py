@@ -1,14 +1,17 @@
-"""View submissions: the decline-reason, edit-arguments and answer modals."""
+"""View submissions: the decline-reason, edit-arguments and answer modals, and the policy modal."""
 
 from slack_bolt.async_app import AsyncApp
 
+from ...home_builder import POLICY_CALLBACK
 from ...modal_builder import ANSWER_CALLBACK, DECLINE_REASON_CALLBACK, EDIT_ARGS_CALLBACK
 from .answer import handle_answer_submission
 from .decline_reason import handle_decline_reason_submission
 from .edit_args import handle_edit_args_submission
+from .policy import handle_policy_submission
 
 
 def register(app: AsyncApp) -> None:
     app.view(DECLINE_REASON_CALLBACK)(handle_decline_reason_submission)
     app.view(EDIT_ARGS_CALLBACK)(handle_edit_args_submission)
     app.view(ANSWER_CALLBACK)(handle_answer_submission)
+    app.view(POLICY_CALLBACK)(handle_policy_submission)

@@ -1,0 +1,148 @@
+"""The App Home tab: what each user sees there, and publishing it when it changes.
+
+A user's Home is published when they open it, and again whenever something in it changes (an approval
+posted or settled, a policy changed), but only for users who have opened it, and only when their
+view's content differs from what was last published. Refreshes are coalesced: while one runs, further
+changes schedule one more. `views.publish` answering 429 is retried after its Retry-After by the web
+client's rate-limit handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.admin import agent_tools, code_rule
+from memory import ToolPolicy
+
+from .directory import DirectoryError
+from .home_builder import HomeApproval, HomePolicy, HomeView, build_home_view
+from .permissions import DecisionCheck
+from .waiting_messages import record_of, still_waits
+
+if TYPE_CHECKING:
+    from .services import SlackServices
+
+log = logging.getLogger("bot.slack.home")
+
+
+class HomePublisher:
+    def __init__(self, services: SlackServices, client: AsyncWebClient):
+        self.services = services
+        self.client = client
+        self._shown: dict[str, str] = {}
+        """User -> digest of the view last published for them (only users who opened the Home)."""
+        self._refresh: asyncio.Task | None = None
+        self._again = False
+
+    async def opened(self, user_id: str) -> None:
+        """The user opened their Home tab: publish it (if it changed since they last saw it)."""
+        self._shown.setdefault(user_id, "")
+        await self.publish(user_id)
+
+    def changed(self) -> None:
+        """Something a Home shows changed: refresh every opened Home, soon, in the background."""
+        if not self._shown:
+            return
+        if self._refresh is not None and not self._refresh.done():
+            self._again = True
+            return
+        self._refresh = asyncio.create_task(self._refresh_all())
+
+    async def settled(self) -> None:
+        """Wait for a refresh under way (tests, shutdown)."""
+        while self._refresh is not None and not self._refresh.done():
+            await asyncio.shield(self._refresh)
+
+    async def _refresh_all(self) -> None:
+        while True:
+            self._again = False
+            for user_id in list(self._shown):
+                await self.publish(user_id)
+            if not self._again:
+                return
+
+    async def publish(self, user_id: str) -> bool:
+        """Publish the user's Home if its content changed; True if it was published."""
+        try:
+            view = await self.view_for(user_id)
+            digest = hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest()
+            if self._shown.get(user_id) == digest:
+                return False
+            await self.client.views_publish(user_id=user_id, view=view)
+        except SlackApiError as exc:
+            log.warning("could not publish the App Home of %s: %s", user_id, exc.response.get("error"))
+            return False
+        except Exception:
+            log.exception("could not build the App Home of %s", user_id)
+            return False
+        self._shown[user_id] = digest
+        return True
+
+    async def view_for(self, user_id: str) -> dict[str, Any]:
+        services = self.services
+        policies: dict[str, ToolPolicy] = {}
+        waiting_for_you: list[HomeApproval] = []
+        your_requests: list[HomeApproval] = []
+        for row in await services.store.open_approvals():
+            record = await record_of(services, row)
+            if not still_waits(row, record):
+                continue
+            if row.tool_name not in policies:
+                policies[row.tool_name] = await services.agent.storage.policies.get(row.tool_name)
+            policy = policies[row.tool_name]
+            check = DecisionCheck(
+                user_id=user_id,
+                action="approve",
+                requester=row.requester,
+                tool_name=row.tool_name,
+                args=record.displayed_args,
+                team_id=row.team_id,
+                channel=row.channel,
+                thread_id=row.thread_id,
+            )
+            verdict = await services.decision_rule(check)
+            approval = HomeApproval(
+                ref=row.id,
+                tool_name=row.tool_name,
+                args=record.displayed_args,
+                requester=row.requester,
+                channel=row.channel,
+                waiting_since=record.suspended_at,
+                may_decide=verdict.allowed,
+                note="" if verdict.allowed else verdict.explanation,
+            )
+            if row.requester == user_id:
+                your_requests.append(approval)
+            elif policy.approvers and verdict.allowed:
+                waiting_for_you.append(approval)
+        return build_home_view(
+            HomeView(
+                user_id=user_id,
+                waiting_for_you=waiting_for_you,
+                your_requests=your_requests,
+                policies=await self._policies(user_id),
+            )
+        )
+
+    async def _policies(self, user_id: str) -> list[HomePolicy] | None:
+        """Every tool with its policy, for an admin; None for anyone else."""
+        directory = self.services.directory
+        try:
+            if directory is None or not await directory.is_admin(user_id):
+                return None
+        except DirectoryError as exc:
+            log.warning("%s", exc)
+            return None
+        tools = agent_tools(self.services.agent)
+        stored = {p.tool_name: p for p in await self.services.agent.storage.policies.all()}
+        return [
+            HomePolicy(policy=stored.get(name) or ToolPolicy(tool_name=name), code=code_rule(tools.get(name)))
+            for name in sorted(set(tools) | set(stored))
+        ]

@@ -1,0 +1,223 @@
+"""Block Kit for the App Home tab and the policy modal. Pure functions over small dataclasses.
+
+The Home shows a user the approvals waiting for their decision (with the thread's own buttons, which
+act exactly as they do there), their own requests still waiting, and, for an admin, every tool with
+its policy and an Edit button that opens the policy modal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    Block,
+    ButtonElement,
+    CheckboxesElement,
+    ContextBlock,
+    DividerBlock,
+    HeaderBlock,
+    InputBlock,
+    MarkdownTextObject,
+    Option,
+    PlainTextInputElement,
+    SectionBlock,
+    StaticSelectElement,
+)
+from slack_sdk.models.views import View
+
+from memory import PolicyMode, ToolPolicy
+
+from .approval_builder import APPROVE, DECLINE, DECLINE_WITH_REASON, EDIT_ARGS, format_args, slack_date
+from .mrkdwn import escape
+
+EDIT_POLICY = "policy_edit"
+POLICY_CALLBACK = "policy_modal"
+MODE_BLOCK, APPROVERS_BLOCK, SELF_APPROVAL_BLOCK, EXPIRY_BLOCK = (
+    "policy_mode",
+    "policy_approvers",
+    "policy_self_approval",
+    "policy_expiry",
+)
+MODE_LABELS = {
+    PolicyMode.INHERIT: "As the code says",
+    PolicyMode.REQUIRE_APPROVAL: "Always ask for approval",
+    PolicyMode.DISABLED: "Disabled: never run",
+}
+HOME_LIMIT = 15
+"""Approvals shown per section (a Home view holds at most 100 blocks)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HomeApproval:
+    """An approval as the Home lists it."""
+
+    ref: str
+    """The reference the thread's buttons carry."""
+    tool_name: str
+    args: Any
+    requester: str
+    channel: str
+    waiting_since: Any = None
+    may_decide: bool = True
+    """False: listed without buttons (e.g. your own request when self-approval is refused)."""
+    note: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HomePolicy:
+    policy: ToolPolicy
+    code: str
+    """What the code says: `always`, `sometimes`, `never`, `unknown`."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HomeView:
+    user_id: str
+    waiting_for_you: list[HomeApproval]
+    your_requests: list[HomeApproval]
+    policies: list[HomePolicy] | None = None
+    """None: not an admin (no policy section)."""
+
+
+def build_home_view(home: HomeView) -> dict[str, Any]:
+    blocks: list[Block] = [HeaderBlock(text="Approvals")]
+    blocks += _approvals(
+        "*Waiting for your decision*", home.waiting_for_you, empty="Nothing is waiting for your decision."
+    )
+    blocks.append(DividerBlock())
+    blocks += _approvals("*Your requests still waiting*", home.your_requests, empty="None of your requests waits.")
+    if home.policies is not None:
+        blocks.append(DividerBlock())
+        blocks.append(HeaderBlock(text="Tool policies"))
+        blocks.append(
+            ContextBlock(elements=[MarkdownTextObject(text="You are an admin: you can change who approves each tool.")])
+        )
+        for item in home.policies:
+            blocks.append(
+                SectionBlock(
+                    block_id=f"policy_{item.policy.tool_name}"[:255],
+                    text=MarkdownTextObject(text=policy_text(item)),
+                    accessory=ButtonElement(text="Edit", action_id=EDIT_POLICY, value=item.policy.tool_name),
+                )
+            )
+    return View(type="home", blocks=blocks[:100]).to_dict()
+
+
+def policy_text(item: HomePolicy) -> str:
+    policy = item.policy
+    approvers = ", ".join(_mention(a) for a in policy.approvers) or "anyone in the conversation"
+    code = {"always": "always asks", "sometimes": "asks for some calls", "never": "does not ask"}.get(
+        item.code, "not a tool of this agent"
+    )
+    lines = [
+        f"*`{escape(policy.tool_name)}`*  ({code})",
+        f"Mode: {MODE_LABELS[policy.mode]} · Approvers: {approvers}",
+        f"Self-approval: {'allowed' if policy.self_approval else 'refused'} · "
+        f"Expires: {f'after {policy.expires_after} s' if policy.expires_after else 'never'} · v{policy.version}",
+    ]
+    return "\n".join(lines)
+
+
+def _approvals(title: str, approvals: list[HomeApproval], *, empty: str) -> list[Block]:
+    blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text=title))]
+    if not approvals:
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=empty)]))
+        return blocks
+    for approval in approvals[:HOME_LIMIT]:
+        line = (
+            f"`{escape(approval.tool_name)}` requested by <@{approval.requester}> in <#{approval.channel}>, "
+            f"waiting since {slack_date(approval.waiting_since)}"
+        )
+        if approval.note:
+            line += f"\n_{escape(approval.note)}_"
+        blocks.append(SectionBlock(text=MarkdownTextObject(text=line + "\n" + format_args(approval.args, limit=600))))
+        if approval.may_decide:
+            blocks.append(
+                ActionsBlock(
+                    block_id=f"home_call_{approval.ref}"[:255],
+                    elements=[
+                        ButtonElement(text="Approve", action_id=APPROVE, value=approval.ref, style="primary"),
+                        ButtonElement(text="Decline", action_id=DECLINE, value=approval.ref, style="danger"),
+                        ButtonElement(text="Decline with reason", action_id=DECLINE_WITH_REASON, value=approval.ref),
+                        ButtonElement(text="Edit arguments", action_id=EDIT_ARGS, value=approval.ref),
+                    ],
+                )
+            )
+    if len(approvals) > HOME_LIMIT:
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f"…and {len(approvals) - HOME_LIMIT} more.")]))
+    return blocks
+
+
+def _mention(approver: str) -> str:
+    return f"<!subteam^{approver}>" if approver.startswith("S") else f"<@{approver}>"
+
+
+def build_policy_modal(policy: ToolPolicy) -> dict[str, Any]:
+    """The modal an admin edits one tool's policy in; `private_metadata` is the tool's name."""
+    modes = [Option(value=str(mode), text=label) for mode, label in MODE_LABELS.items()]
+    self_option = Option(value="allowed", text="The requester may approve their own call")
+    blocks: list[Block] = [
+        InputBlock(
+            block_id=MODE_BLOCK,
+            label="Mode",
+            element=StaticSelectElement(
+                action_id="value",
+                options=modes,
+                initial_option=next(o for o in modes if o.value == str(policy.mode)),
+            ),
+        ),
+        InputBlock(
+            block_id=APPROVERS_BLOCK,
+            label="Approvers",
+            optional=True,
+            hint="Slack user IDs (U…) and user-group IDs (S…), separated by commas. Empty: anyone in the conversation.",
+            element=PlainTextInputElement(action_id="value", initial_value=",".join(policy.approvers) or None),
+        ),
+        InputBlock(
+            block_id=SELF_APPROVAL_BLOCK,
+            label="Self-approval",
+            optional=True,
+            element=CheckboxesElement(
+                action_id="value",
+                options=[self_option],
+                initial_options=[self_option] if policy.self_approval else None,
+            ),
+        ),
+        InputBlock(
+            block_id=EXPIRY_BLOCK,
+            label="Expiry (seconds)",
+            optional=True,
+            hint="A waiting approval is declined as expired after this long. Empty or 0: never.",
+            element=PlainTextInputElement(
+                action_id="value", initial_value=str(policy.expires_after) if policy.expires_after else None
+            ),
+        ),
+    ]
+    return View(
+        type="modal",
+        callback_id=POLICY_CALLBACK,
+        private_metadata=policy.tool_name,
+        title=f"Policy: {policy.tool_name}"[:24],
+        submit="Save",
+        close="Cancel",
+        blocks=blocks,
+    ).to_dict()
+
+
+def read_policy_modal(values: dict[str, Any]) -> dict[str, Any]:
+    """The submitted modal's fields: mode, approvers (list), self_approval (bool), expiry (text)."""
+
+    def field(block: str) -> dict[str, Any]:
+        return (values.get(block) or {}).get("value") or {}
+
+    mode = (field(MODE_BLOCK).get("selected_option") or {}).get("value")
+    approvers_text = field(APPROVERS_BLOCK).get("value") or ""
+    checked = field(SELF_APPROVAL_BLOCK).get("selected_options") or []
+    return {
+        "mode": mode,
+        "approvers": [part.strip() for part in approvers_text.replace("\n", ",").split(",") if part.strip()],
+        "self_approval": any(option.get("value") == "allowed" for option in checked),
+        "expiry": (field(EXPIRY_BLOCK).get("value") or "").strip(),
+    }

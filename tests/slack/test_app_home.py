@@ -1,0 +1,193 @@
+"""The App Home tab: each user's approvals (with buttons that act as the thread's), and an admin's
+tool policies with a modal to change them."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from memory import PolicyChange
+
+from .harness import RunningBot, running_bot
+from .listeners.actions.test_approve import ask_to_delete, record_ids
+
+
+@pytest.fixture
+async def home_bot(database_url, slack, model):
+    async with running_bot(database_url=database_url, slack=slack, admins=("U1",)) as running:
+        yield running
+
+
+async def open_home(bot: RunningBot, user: str) -> None:
+    event = {"type": "app_home_opened", "user": user, "channel": "D" + user, "tab": "home", "event_ts": "1.0"}
+    status, _ = await bot.sender.event(event)
+    assert status == 200
+
+
+def published(bot: RunningBot, user: str) -> list[dict[str, Any]]:
+    views = []
+    for call in bot.slack.calls_of("views.publish"):
+        if call.params.get("user_id") == user:
+            view = call.params["view"]
+            views.append(json.loads(view) if isinstance(view, str) else view)
+    return views
+
+
+async def home_of(bot: RunningBot, user: str, *, count: int = 1) -> dict[str, Any]:
+    """The `count`-th Home view published for `user` (waits for it)."""
+    await bot.slack.wait_for("views.publish", lambda c: c.params.get("user_id") == user, count=count)
+    return published(bot, user)[count - 1]
+
+
+def text_of(view: dict[str, Any]) -> str:
+    parts: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") in ("mrkdwn", "plain_text") and isinstance(node.get("text"), str):
+                parts.append(node["text"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(view.get("blocks"))
+    return "\n".join(parts)
+
+
+def buttons(view: dict[str, Any]) -> list[tuple[str, str]]:
+    return [
+        (element["action_id"], element.get("value"))
+        for block in view["blocks"]
+        for element in (block.get("elements", []) if block["type"] == "actions" else [block.get("accessory") or {}])
+        if element.get("type") == "button"
+    ]
+
+
+async def home_click(bot: RunningBot, user: str, action_id: str, value: str) -> None:
+    """A click on a button of the user's App Home (a view, not a message: no channel)."""
+    payload = {
+        "type": "block_actions",
+        "team": {"id": bot.sender.team_id, "domain": "test"},
+        "user": {"id": user, "username": user.lower(), "team_id": bot.sender.team_id},
+        "api_app_id": "A0APP",
+        "token": "verification-token-unused",
+        "container": {"type": "view", "view_id": "VHOME" + user},
+        "trigger_id": f"trigger-home-{time.time()}",
+        "view": {"id": "VHOME" + user, "type": "home", "blocks": []},
+        "actions": [{"type": "button", "action_id": action_id, "block_id": "home", "value": value}],
+    }
+    status, _ = await bot.sender.interaction(payload)
+    assert status == 200
+
+
+async def test_an_admin_sees_the_tool_policies_and_a_non_admin_does_not(home_bot: RunningBot):
+    await open_home(home_bot, "U1")
+    admin_view = await home_of(home_bot, "U1")
+    assert admin_view["type"] == "home"
+    text = text_of(admin_view)
+    assert "Tool policies" in text and "`delete-record`" in text and "`list-records`" in text
+    assert ("policy_edit", "delete-record") in buttons(admin_view)
+
+    await open_home(home_bot, "U2")
+    member_view = await home_of(home_bot, "U2")
+    assert "Tool policies" not in text_of(member_view) and buttons(member_view) == []
+    assert "Nothing is waiting for your decision" in text_of(member_view)
+
+    # opened again with nothing changed: nothing is published again
+    await open_home(home_bot, "U2")
+    await home_bot.slack.settle()
+    assert len(published(home_bot, "U2")) == 1
+
+
+async def test_approvals_waiting_for_you_are_decided_from_the_home(home_bot: RunningBot, model):
+    await home_bot.storage.policies.set("delete-record", PolicyChange(approvers=["U2"]))
+    await open_home(home_bot, "U2")
+    await open_home(home_bot, "U3")
+    await home_of(home_bot, "U2")
+    ask_to_delete(model)
+    await home_bot.mention("delete record 3", user="U1")
+    message = await home_bot.approval_message()
+
+    view = await home_of(home_bot, "U2", count=2)  # refreshed because an approval for U2 appeared
+    assert "Waiting for your decision" in text_of(view) and "`delete-record` requested by <@U1>" in text_of(view)
+    ref = message.button_value("tool_approve")
+    assert ("tool_approve", ref) in buttons(view)
+    await home_bot.slack.settle()
+    assert len(published(home_bot, "U3")) == 1  # U3 is no approver: their Home did not change
+
+    await home_click(home_bot, "U2", "tool_approve", ref)
+    await home_bot.slack.wait_for("chat.update", lambda c: c.params.get("ts") == message.ts)
+    assert "Approved" in message.all_text and "<@U2>" in message.all_text
+    await home_bot.slack.wait_for("chat.stopStream")
+    assert await record_ids(home_bot) == [1, 2, 4, 5]
+    view = await home_of(home_bot, "U2", count=3)
+    assert "Nothing is waiting for your decision" in text_of(view)
+
+
+async def test_a_home_click_the_policy_refuses_changes_nothing_and_says_why(home_bot: RunningBot, model):
+    await home_bot.storage.policies.set("delete-record", PolicyChange(approvers=["U2"]))
+    ask_to_delete(model)
+    await home_bot.mention("delete record 3", user="U1")
+    message = await home_bot.approval_message()
+    await home_click(home_bot, "U3", "tool_approve", message.button_value("tool_approve"))
+    ephemeral = await home_bot.slack.wait_for("chat.postEphemeral")
+    assert ephemeral[0].params["user"] == "U3" and "Only <@U2>" in ephemeral[0].params["text"]
+    await home_bot.slack.settle()
+    assert home_bot.slack.calls_of("chat.update") == []
+    assert await record_ids(home_bot) == [1, 2, 3, 4, 5]
+
+
+async def test_an_admin_changes_a_policy_in_the_modal(home_bot: RunningBot):
+    await open_home(home_bot, "U1")
+    await home_of(home_bot, "U1")
+    await home_click(home_bot, "U1", "policy_edit", "delete-record")
+    opened = await home_bot.slack.wait_for("views.open")
+    view = opened[-1].params["view"]
+    view = json.loads(view) if isinstance(view, str) else view
+    assert view["callback_id"] == "policy_modal" and view["private_metadata"] == "delete-record"
+
+    def values(approvers: str, expiry: str) -> dict[str, Any]:
+        return {
+            "policy_mode": {"value": {"type": "static_select", "selected_option": {"value": "require_approval"}}},
+            "policy_approvers": {"value": {"type": "plain_text_input", "value": approvers}},
+            "policy_self_approval": {"value": {"type": "checkboxes", "selected_options": []}},
+            "policy_expiry": {"value": {"type": "plain_text_input", "value": expiry}},
+        }
+
+    status, body = await home_bot.sender.submit(view, values("bob", "60"), user="U1")
+    assert status == 200 and "not a Slack user or user-group ID: bob" in json.loads(body)["errors"]["policy_approvers"]
+    status, body = await home_bot.sender.submit(view, values("U2", "soon"), user="U1")
+    assert "whole number of seconds" in json.loads(body)["errors"]["policy_expiry"]
+    status, body = await home_bot.sender.submit(view, values("U2,S1", "60"), user="U2")  # not an admin
+    assert "Only admins" in json.loads(body)["errors"]["policy_mode"]
+    assert (await home_bot.storage.policies.get("delete-record")).version == 0
+
+    status, body = await home_bot.sender.submit(view, values("U2, S1", "60"), user="U1")
+    assert status == 200 and not body
+    policy = await home_bot.storage.policies.get("delete-record")
+    assert (str(policy.mode), policy.approvers, policy.self_approval, policy.expires_after, policy.version) == (
+        "require_approval",
+        ("U2", "S1"),
+        False,
+        60,
+        1,
+    )
+    assert policy.updated_by == "U1"
+    refreshed = await home_bot.slack.wait_until(
+        lambda: next((v for v in published(home_bot, "U1") if "<@U2>, <!subteam^S1>" in text_of(v)), None),
+        what="the admin's Home showing the new policy",
+    )
+    assert "after 60 s" in text_of(refreshed)
+
+
+async def test_a_non_admin_cannot_open_the_policy_modal(home_bot: RunningBot):
+    await open_home(home_bot, "U2")
+    await home_of(home_bot, "U2")
+    await home_click(home_bot, "U2", "policy_edit", "delete-record")
+    await home_bot.slack.settle()
+    assert home_bot.slack.calls_of("views.open") == []

@@ -1,0 +1,85 @@
+"""Tool policies in Slack, through the real Bolt app: who may click, self-approval, a disabled tool,
+and a policy changed with `python -m bot policy set` while the bot runs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from memory import PolicyChange
+
+from .harness import RunningBot
+from .listeners.actions.test_approve import ask_to_delete, record_ids
+
+
+async def refused_click(bot: RunningBot, message, user: str, action_id: str = "tool_approve") -> str:
+    """Click as `user`; the click must change nothing; returns the ephemeral explanation they got."""
+    before = len(bot.slack.calls_of("chat.postEphemeral"))
+    await bot.sender.click(message, action_id, user=user)
+    ephemerals = await bot.slack.wait_for("chat.postEphemeral", count=before + 1)
+    await bot.slack.settle()
+    assert ephemerals[-1].params["user"] == user
+    assert bot.slack.calls_of("chat.update") == [] and bot.slack.calls_of("views.open") == []
+    assert message.action_ids()[0] == "tool_approve"
+    assert await record_ids(bot) == [1, 2, 3, 4, 5]
+    return ephemerals[-1].params["text"]
+
+
+async def test_only_the_named_approvers_may_decide(bot: RunningBot, model):
+    await bot.storage.policies.set("delete-record", PolicyChange(approvers=["U9"]))
+    ask_to_delete(model)
+    await bot.mention("delete record 3")
+    message = await bot.approval_message()
+    for action_id in ("tool_approve", "tool_decline", "tool_edit_args"):
+        assert "Only <@U9> may decide `delete-record`" in await refused_click(bot, message, "U2", action_id)
+
+    await bot.sender.click(message, "tool_approve", user="U9")
+    await bot.slack.wait_for("chat.update", lambda c: c.params.get("ts") == message.ts)
+    assert "Approved" in message.all_text and "<@U9>" in message.all_text
+    await bot.slack.wait_for("chat.stopStream")
+    assert await record_ids(bot) == [1, 2, 4, 5]
+
+
+async def test_self_approval_refused_but_another_person_may(bot: RunningBot, model):
+    await bot.storage.policies.set("delete-record", PolicyChange(self_approval=False))
+    ask_to_delete(model)
+    await bot.mention("delete record 3", user="U1")
+    message = await bot.approval_message()
+    assert "does not let you approve your own request" in await refused_click(bot, message, "U1")
+
+    await bot.sender.click(message, "tool_approve", user="U2")
+    await bot.slack.wait_for("chat.stopStream")
+    assert await record_ids(bot) == [1, 2, 4, 5]
+
+
+async def test_a_disabled_tool_cannot_be_approved_but_can_be_declined(bot: RunningBot, model):
+    ask_to_delete(model)
+    await bot.mention("delete record 3")
+    message = await bot.approval_message()
+    await bot.storage.policies.set("delete-record", PolicyChange(mode="disabled"))  # while it waits
+    assert "An admin disabled `delete-record`" in await refused_click(bot, message, "U2")
+
+    await bot.sender.click(message, "tool_decline", user="U2")
+    await bot.slack.wait_for("chat.update", lambda c: c.params.get("ts") == message.ts)
+    assert "Declined" in message.all_text
+    assert await record_ids(bot) == [1, 2, 3, 4, 5]
+
+
+async def test_policy_set_on_the_command_line_then_a_click_the_new_policy_refuses(bot: RunningBot, model):
+    ask_to_delete(model)
+    await bot.mention("delete record 3")
+    message = await bot.approval_message()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "policy", "set", "delete-record", "--approvers", "U9",
+        env={**os.environ, "DATABASE_URL": bot.storage.url},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    assert "approvers U9" in out.decode()
+
+    assert "Only <@U9>" in await refused_click(bot, message, "U2")
+    await bot.sender.click(message, "tool_approve", user="U9")
+    await bot.slack.wait_for("chat.stopStream")
+    assert await record_ids(bot) == [1, 2, 4, 5]
