@@ -77,7 +77,7 @@ async def home_click(bot: RunningBot, user: str, action_id: str, value: str) -> 
         "api_app_id": "A0APP",
         "token": "verification-token-unused",
         "container": {"type": "view", "view_id": "VHOME" + user},
-        "trigger_id": f"trigger-home-{time.time()}",
+        "trigger_id": bot.sender.trigger_for(user),
         "view": {"id": "VHOME" + user, "type": "home", "blocks": []},
         "actions": [{"type": "button", "action_id": action_id, "block_id": "home", "value": value}],
     }
@@ -191,3 +191,22 @@ async def test_a_non_admin_cannot_open_the_policy_modal(home_bot: RunningBot):
     await home_click(home_bot, "U2", "policy_edit", "delete-record")
     await home_bot.slack.settle()
     assert home_bot.slack.calls_of("views.open") == []
+
+
+async def test_without_bot_admins_the_workspace_admins_are_the_admins(bot: RunningBot):
+    # in the emulated workspace U1 is an admin (users.info says so) and U2 is not
+    await open_home(bot, "U1")
+    assert "Tool policies" in text_of(await home_of(bot, "U1"))
+    await open_home(bot, "U2")
+    assert "Tool policies" not in text_of(await home_of(bot, "U2"))
+    assert {call.params["user"] for call in bot.slack.calls_of("users.info")} >= {"U1", "U2"}
+
+
+async def test_a_rate_limited_home_is_published_after_retry_after(home_bot: RunningBot):
+    home_bot.slack.fail("views.publish", status=429, retry_after=1)
+    started = time.monotonic()
+    await open_home(home_bot, "U2")
+    view = await home_of(home_bot, "U2")  # only successful calls are recorded
+    assert time.monotonic() - started >= 1.0
+    assert [method for method, _ in home_bot.slack.failed] == ["views.publish"]
+    assert "Nothing is waiting for your decision" in text_of(view)

@@ -83,3 +83,29 @@ async def test_policy_set_on_the_command_line_then_a_click_the_new_policy_refuse
     await bot.sender.click(message, "tool_approve", user="U9")
     await bot.slack.wait_for("chat.stopStream")
     assert await record_ids(bot) == [1, 2, 4, 5]
+
+
+async def test_approvers_by_user_group(bot: RunningBot, model):
+    # S1 ("leads") is U1 and U2 in the emulated workspace
+    await bot.storage.policies.set("delete-record", PolicyChange(approvers=["S1"]))
+    ask_to_delete(model)
+    await bot.mention("delete record 3", user="U3")
+    message = await bot.approval_message()
+    assert "Only <!subteam^S1> may decide" in await refused_click(bot, message, "U7")
+    assert "Only <!subteam^S1> may decide" in await refused_click(bot, message, "U9")
+
+    await bot.sender.click(message, "tool_approve", user="U2")
+    await bot.slack.wait_for("chat.stopStream")
+    assert await record_ids(bot) == [1, 2, 4, 5]
+    lookups = bot.slack.calls_of("usergroups.users.list")
+    assert lookups and all(call.params["usergroup"] == "S1" for call in lookups)
+    assert len(lookups) == 1  # cached: three checks, one lookup
+
+
+async def test_a_group_slack_cannot_resolve_refuses_the_click_and_says_so(bot: RunningBot, model):
+    await bot.storage.policies.set("delete-record", PolicyChange(approvers=["S404"]))
+    ask_to_delete(model)
+    await bot.mention("delete record 3")
+    message = await bot.approval_message()
+    explanation = await refused_click(bot, message, "U2")
+    assert "could not read the members of user group S404" in explanation and "Nothing was changed" in explanation
