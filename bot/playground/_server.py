@@ -13,8 +13,10 @@ import openai
 from aiohttp import web
 
 from bot.agent import Agent
+from bot.api import add_api_routes
 from bot.assemble import assemble_agent
 from bot.slack import build_web_app, create_slack_app
+from bot.slack.http_api import slack_api_front
 from bot.slack_emulator import SlackWebApi, Workspace
 from memory import Storage
 
@@ -126,6 +128,8 @@ class Playground:
             agent=agent, storage=storage, token=token, signing_secret=signing_secret, api_url=f"{self.url}/api/"
         )
         web_app = build_web_app(bolt_app)
+        if self.settings.bot_api_token:  # before the emulated Web API, whose /api/{method} would take /api/openapi.json
+            add_api_routes(web_app, slack_api_front(bolt_app, token=self.settings.bot_api_token))
         SlackWebApi(self.workspace, token=token).add_routes(web_app)
         if self.uses_demo_model:
             add_demo_model_routes(web_app, word_delay=self.word_delay)

@@ -35,6 +35,8 @@ def add_browser_routes(
     web_app.router.add_get("/play/state", page.state)
     web_app.router.add_post("/play/messages", page.post_message)
     web_app.router.add_post("/play/actions", page.click)
+    web_app.router.add_post("/play/home/open", page.open_home)
+    web_app.router.add_post("/play/home/actions", page.click_home)
     web_app.router.add_post("/play/views/{view_id}/submit", page.submit_view)
     web_app.router.add_post("/play/views/{view_id}/close", page.close_view)
 
@@ -85,6 +87,25 @@ class BrowserApi:
         if action is None:
             raise web.HTTPNotFound(text="no such button")
         answer = await self.delivery.button_clicked(user, message, action)
+        return web.json_response({"ok": answer.status == 200, "bot_status": answer.status})
+
+    async def open_home(self, request: web.Request) -> web.Response:
+        """The person opened the bot's Home tab: Slack sends `app_home_opened`; the bot publishes the view."""
+        user = self._person((await _json(request)).get("user"))
+        answer = await self.delivery.home_opened(user)
+        return web.json_response({"ok": answer.status == 200, "bot_status": answer.status})
+
+    async def click_home(self, request: web.Request) -> web.Response:
+        data = await _json(request)
+        user = self._person(data.get("user"))
+        view = self.workspace.home_views.get(user)
+        if view is None:
+            raise web.HTTPNotFound(text="no Home view")
+        home = Message(channel="", ts="", user=BOT_USER_ID, text="", blocks=view.get("blocks") or [])
+        action = action_of(home, str(data.get("action_id") or ""), data.get("block_id"), data.get("value"))
+        if action is None:
+            raise web.HTTPNotFound(text="no such button")
+        answer = await self.delivery.home_clicked(user, view, action)
         return web.json_response({"ok": answer.status == 200, "bot_status": answer.status})
 
     async def submit_view(self, request: web.Request) -> web.Response:

@@ -60,6 +60,24 @@ class Delivery:
     async def button_clicked(self, user_id: str, message: Message, action: dict[str, Any]) -> BotAnswer:
         return await self.post_interaction(block_actions(self.workspace, user_id, message, action))
 
+    async def home_opened(self, user_id: str) -> BotAnswer:
+        """The person opened the bot's App Home tab."""
+        event = {"type": "app_home_opened", "user": user_id, "channel": "D" + user_id, "tab": "home"}
+        return await self.post_event({**event, "event_ts": f"{time.time():.6f}"})
+
+    async def home_clicked(self, user_id: str, view: dict[str, Any], action: dict[str, Any]) -> BotAnswer:
+        """A click on a button of the person's App Home: a block_actions from a view, with no channel."""
+        view_id = "VHOME" + user_id
+        payload = {
+            **_envelope("block_actions", user_id),
+            "trigger_id": self.workspace.new_trigger(user_id),
+            "container": {"type": "view", "view_id": view_id},
+            "view": {**view, "id": view_id, "type": "home", "team_id": TEAM_ID, "app_id": APP_ID, "bot_id": BOT_ID},
+            "state": {"values": {}},
+            "actions": [{**action, "action_ts": f"{time.time():.6f}"}],
+        }
+        return await self.post_interaction(payload)
+
     async def view_submitted(self, modal: Modal, values: dict[str, Any]) -> BotAnswer:
         return await self.post_interaction(view_submission(modal, values))
 

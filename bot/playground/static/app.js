@@ -117,7 +117,7 @@ function renderSidebar(data) {
   };
   fill($("channel-list"), data.channels.filter((c) => !c.is_im));
   fill($("dm-list"), data.channels.filter((c) => c.is_im));
-  $("home-entry").hidden = !data.home;
+  $("home-entry").hidden = false;
   $("home-link").className = ui.home ? "active" : "";
   $("home-link").textContent = `${botName()} · Home`;
 }
@@ -140,10 +140,10 @@ function renderChannel(data) {
   const list = $("messages");
   const stick = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
   list.innerHTML = "";
-  if (ui.home && data.home) {
+  if (ui.home) {
     $("channel-title").textContent = `${botName()} · Home`;
-    $("channel-hint").textContent = "(shown read-only)";
-    list.appendChild(BlockKit.blocks(data.home.blocks, ctx, null));
+    $("channel-hint").textContent = "your approvals; tool policies if you are an admin";
+    if (data.home) list.appendChild(BlockKit.blocks(data.home.blocks, ctx, (block, element, value) => clickHome(block, element, value)));
     $("composer").hidden = true;
     $("suggestions").hidden = true;
     return;
@@ -262,6 +262,25 @@ function messageNode(message) {
   return node;
 }
 
+async function clickHome(block, element, value) {
+  try {
+    await send("/play/home/actions", { block_id: block.block_id, action_id: element.action_id, value });
+  } catch (error) {
+    alert(error.message);
+  }
+}
+
+async function openHome() {
+  ui.home = true;
+  ui.thread = null;
+  render();
+  try {
+    await send("/play/home/open", {});
+  } catch (error) {
+    alert(error.message);
+  }
+}
+
 async function click(message, block, element, value) {
   try {
     await send("/play/actions", { channel: message.channel, ts: message.ts, block_id: block.block_id, action_id: element.action_id, value });
@@ -361,7 +380,7 @@ $("thread-close").addEventListener("click", () => { ui.thread = null; render(); 
 $("modal").addEventListener("submit", submitModal);
 $("modal-close").addEventListener("click", closeModal);
 $("modal-x").addEventListener("click", closeModal);
-$("home-link").addEventListener("click", (event) => { event.preventDefault(); ui.home = true; ui.thread = null; render(); });
+$("home-link").addEventListener("click", (event) => { event.preventDefault(); openHome(); });
 $("who").addEventListener("change", (event) => {
   ui.user = event.target.value;
   localStorage.setItem("playground.user", ui.user);

@@ -1,0 +1,92 @@
+"""The App Home tab in the playground: Alice (a workspace admin) sees the tool policies and changes one;
+Bob sees his approvals and decides one from his Home."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory import PolicyChange
+
+from .browser import ALICE, BOB, action_ids, thread
+from .test_conversation import record_ids
+
+
+def home_text(state: dict[str, Any]) -> str:
+    from bot.slack_emulator import blocks_text
+
+    return blocks_text((state.get("home") or {}).get("blocks"))
+
+
+def home_button(state: dict[str, Any], action_id: str, value: str | None = None) -> dict[str, Any] | None:
+    for block in (state.get("home") or {}).get("blocks", []):
+        elements = block.get("elements", []) if block["type"] == "actions" else [block.get("accessory") or {}]
+        for element in elements:
+            if element.get("action_id") == action_id and value in (None, element.get("value")):
+                return {"block_id": block.get("block_id"), "action_id": action_id, "value": element.get("value")}
+    return None
+
+
+async def test_alice_the_admin_sees_and_changes_the_policies_bob_does_not(page, playground):
+    status, body = await page.post("/play/home/open", {"user": ALICE})
+    assert status == 200 and body["bot_status"] == 200
+    state = await page.wait_for(lambda s: s if "Tool policies" in home_text(s) else None, what="Alice's Home")
+    edit = home_button(state, "policy_edit", "delete-record")
+    assert edit is not None
+
+    await page.post("/play/home/open", {"user": BOB})
+    bob = await page.wait_for(lambda s: s if s.get("home") else None, user=BOB, what="Bob's Home")
+    assert "Tool policies" not in home_text(bob) and home_button(bob, "policy_edit") is None
+
+    status, body = await page.post("/play/home/actions", {"user": ALICE, **edit})
+    assert status == 200 and body["bot_status"] == 200
+    modal = await page.wait_for(lambda s: s.get("modal"), what="the policy modal")
+    answer = await page.submit(
+        modal,
+        {
+            "policy_mode": "require_approval",
+            "policy_approvers": "UBOB",
+            "policy_self_approval": ["allowed"],
+            "policy_expiry": "",
+        },
+    )
+    assert answer == {"ok": True}
+    policy = await playground.storage.policies.get("delete-record")
+    assert (policy.approvers, policy.version, policy.updated_by) == (("UBOB",), 1, ALICE)
+    await page.wait_for(lambda s: "<@UBOB>" in home_text(s), what="Alice's Home showing the new policy")
+
+
+async def test_bob_approves_from_his_home(page, playground):
+    await playground.storage.policies.set("delete-record", PolicyChange(approvers=["UBOB"]))
+    await page.post("/play/home/open", {"user": BOB})
+    await page.wait_for(lambda s: s.get("home"), user=BOB, what="Bob's Home")
+    ts = await page.say("@bot delete record 2")  # Alice asks
+    await page.wait_for(lambda s: [m for m in thread(s, ts) if action_ids(m)], what="the approval")
+    state = await page.wait_for(
+        lambda s: s if home_button(s, "tool_approve") else None, user=BOB, what="the approval in Bob's Home"
+    )
+    status, body = await page.post("/play/home/actions", {"user": BOB, **home_button(state, "tool_approve")})
+    assert status == 200 and body["bot_status"] == 200
+    await page.wait_for(
+        lambda s: [m for m in thread(s, ts) if "Approved by <@UBOB>" in str(m.get("blocks"))], what="approved"
+    )
+    await page.wait_for(lambda s: "Nothing is waiting for your decision" in home_text(s), user=BOB, what="emptied")
+    assert 2 not in await record_ids(playground)
+
+
+async def test_the_playground_serves_the_http_api_beside_the_emulated_slack(tmp_path):
+    import aiohttp
+
+    from bot.playground import Playground
+    from bot.settings import Settings
+
+    settings = Settings(
+        database_url=f"sqlite+aiosqlite:///{tmp_path}/p.db", openai_api_key=None, bot_api_token="play-token"
+    )
+    async with Playground(settings, port=0, word_delay=0) as running, aiohttp.ClientSession() as session:
+        async with session.get(running.url + "/api/openapi.json") as response:
+            assert response.status == 200 and (await response.json())["openapi"].startswith("3.")
+        url = running.url + "/api/agents/demo-agent/suspended-runs"
+        async with session.get(url, headers={"Authorization": "Bearer play-token"}) as response:
+            assert (response.status, await response.json()) == (200, {"runs": [], "total": 0})
+        async with session.get(url) as response:
+            assert response.status == 401
