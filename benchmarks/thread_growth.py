@@ -95,12 +95,12 @@ async def measure(model: ScriptedModel, turns: int, database_url: str) -> dict:
         asked = await agent.generate("What's the weather tomorrow?", **thread)
         assert asked.finish_reason == "suspended", asked
 
-        model.structured.push(structured({"call": "none", "resume_data": None}))
+        model.structured.push(structured({"city": None}))
         model.chat.push(reply("Hello! Which city should I look up?"))
         unrelated = await agent.generate("hello, are you there?", **thread)
         assert unrelated.run_id != asked.run_id
 
-        model.structured.push(structured({"call": "call_city", "resume_data": {"city": "Paris"}}))
+        model.structured.push(structured({"city": "Paris"}))
         model.chat.push(reply("Tomorrow in Paris: sunny."))
         resumed = await agent.generate("Paris", **thread)
         assert resumed.run_id == asked.run_id and resumed.text == "Tomorrow in Paris: sunny.", resumed

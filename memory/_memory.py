@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -41,24 +40,6 @@ class Memory:
                 )
             )
         return bounded(pair_tool_results([message_of(r) for r in reversed(rows)]), self.max_tokens)
-
-    async def said_since(self, thread_id: str, since: datetime, *, limit: int = 6) -> list[dict[str, Any]]:
-        """The last `limit` words of user and assistant stored after `since` (tool traffic left out)."""
-        async with self.storage.session() as session:
-            rows = list(
-                await session.scalars(
-                    select(MessageRow)
-                    .where(
-                        MessageRow.thread_id == thread_id,
-                        MessageRow.created_at > since,
-                        MessageRow.role.in_(["user", "assistant"]),
-                        MessageRow.content.is_not(None),
-                    )
-                    .order_by(MessageRow.id.desc())
-                    .limit(limit)
-                )
-            )
-        return [{"role": r.role, "content": r.content} for r in reversed(rows)]
 
     async def messages(self, thread_id: str) -> list[dict[str, Any]]:
         """Every stored message of the thread, in order, as stored."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 from pathlib import Path
@@ -41,8 +40,8 @@ async def test_the_which_city_example(model, database_url, with_database_url):
         reply("Tomorrow in Paris: sunny, 21°C."),
     )
     model.structured.push(
-        structured({"call": "none", "resume_data": None}),
-        structured({"call": "call_weather", "resume_data": {"city": "Paris"}}),
+        structured({"city": None}),
+        structured({"city": "Paris"}),
     )
     env = dict(os.environ)  # OPENAI_BASE_URL / OPENAI_API_KEY from the `model` fixture
     env.pop("DATABASE_URL", None)
@@ -67,9 +66,8 @@ async def test_the_which_city_example(model, database_url, with_database_url):
     assert lines[5].startswith("bot> (the run that asked resumes:")
     assert model.unexpected == []
     # the answer was read by one structured request holding the question and the new message
-    context = json.loads(model.structured.requests[-1]["messages"][-1]["content"])
-    assert context["new_message"] == "Paris, please."
-    assert context["waiting_calls"][0]["asked"] == {"question": "Which city?"}
+    prompt = model.structured.requests[-1]["messages"][-1]["content"]
+    assert prompt.startswith("Question: Which city?\nReply: Paris, please.\n")
     # the model was reminded of the open question during the unrelated turn
     reminder = [m["content"] for m in model.chat.requests[1]["messages"] if m["role"] == "system"]
     assert any("Which city?" in text for text in reminder)

@@ -192,24 +192,27 @@ class Agent:
                 for c in waiting
                 if not c.requires_approval and c.agent_id == self.id and c.resource_id in (None, resource_id)
             ]
+            unclear: list[str] = []
             if parked and request.auto_resume_suspended_tools:
-                resumed = await self._auto_resume(parked, message, resource_id)
+                resumed, unclear = await self._auto_resume(parked, message, resource_id)
                 if resumed is not None:
                     return resumed
             if waiting:
-                notes.append(waiting_note(waiting))
+                notes.append(waiting_note(waiting, unclear))
         run = self._new_run(thread_id=thread_id, resource_id=resource_id, uses_memory=uses_memory, options=request)
         await self.storage.runs.create_run(run, _user_messages(message))
         return AgentStream(run.id, RunDriver(self, run, request).loop(notes))
 
     async def _auto_resume(
         self, parked: list[ToolCallRow], message: str | list[dict[str, Any]], resource_id: str | None
-    ) -> AgentStream | None:
-        """Resume the parked call the message answers, with the message kept in the thread; else None."""
+    ) -> tuple[AgentStream | None, list[str]]:
+        """Resume the parked call the message answers, with the message kept in the thread; else None and
+        what the message left unclear."""
         text = message if isinstance(message, str) else "\n".join(str(m.get("content") or "") for m in message)
-        answer = await find_answer(self, parked, text, timeout=float(self.default_options["auto_resume_timeout"]))
+        reading = await find_answer(self, parked, text, timeout=float(self.default_options["auto_resume_timeout"]))
+        answer = reading.answer
         if answer is None:
-            return None
+            return None, reading.unclear
         try:
             stream = await self.decide(
                 answer.call.run_id,
@@ -217,10 +220,10 @@ class Agent:
                 Decision(kind="resume", actor=resource_id, resume_data=answer.resume_data),
             )
         except (ToolCallNotSuspendedError, ResumeDataInvalidError):
-            return None  # someone settled it first, or the data did not fit: a normal turn
+            return None, []  # someone settled it first, or the data did not fit: a normal turn
         run = await self.storage.runs.get_run(answer.call.run_id)
         await self.storage.runs.add_messages(run, _user_messages(message))
-        return stream
+        return stream, []
 
     async def generate(self, message: str | list[dict[str, Any]], **options: Any) -> AgentOutput:
         return await (await self.stream(message, **options)).result()

@@ -1,105 +1,283 @@
 """Auto-resume: read the user's next message in a thread as the answer to a call parked by `suspend()`.
 
-One deterministic structured-output request decides which parked call the message answers, if any,
-and with what resume data. The prompt holds only what that needs (the question, the schema, the
-call's arguments, what was said since it was asked, the new message), so its size does not grow with
-the thread. Approvals are never settled here: only calls that suspended themselves are offered.
+One deterministic structured-output request (temperature 0) per message. It is built so that even a
+small local model reads it right: the question and the reply as a short plain dialogue, and the
+answer asked for directly as the fields of the waiting call's `resume_schema`, each of which may be
+null ("the reply does not say"). Nothing random is in it (no tool-call ids: the calls are named by
+their tool), and nothing from the rest of the thread, so the same question and reply always give the
+same request, and its size does not grow with the thread.
+
+The model's reading is then checked against the message (`_grounding`): a value the message does not
+support (a yes where it says no or gives no yes, a city it does not name, a number it does not
+state) never resumes a call; the call keeps waiting and the model of the normal turn is told what is
+still needed. Approvals are never settled here: only calls that suspended themselves are offered.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memory.tables import ToolCallRow
 from tools import Schema, SchemaValidationError
 
-from ._model import ModelError, structured
+from . import _grounding as grounding
+from ._model import ModelError, StructuredOutputRefused, structured
 
 if TYPE_CHECKING:
     from ._agent import Agent
 
 log = logging.getLogger(__name__)
 
-NONE = "none"
 INSTRUCTIONS = (
-    "Tools in this conversation paused to ask the user something. Decide whether the user's new message "
-    'answers one of those questions. If it does, set "call" to that call\'s id and "resume_data" to the '
-    "answer, in the shape of that call's resume_schema, taking values only from what the user said. If it "
-    f'does not answer any of them, set "call" to "{NONE}" and "resume_data" to null. Answer with JSON only.'
+    "You read a person's reply to a question and write down what the reply says, as JSON.\n"
+    "- Take values only from the reply. A field the reply does not give is null.\n"
+    "- A reply that says no, not yet, don't, cancel or stop is false. Only a clear yes is true.\n"
+    "- A reply that asks something back, greets, hesitates or talks about something else gives nothing: "
+    "every field is null.\n"
+    "Answer with JSON only."
 )
+SCHEMA_IN_PROMPT = "Answer with a JSON object that fits this JSON schema:\n"
+_ANSWER_FIELD = "answer"
+"""The one field a call whose resume schema is not an object is asked for."""
+
+_json_object_only: weakref.WeakSet[Any] = weakref.WeakSet()
+"""Model clients (one per endpoint) whose server refused `json_schema`: from then on they get
+`json_object`, with the schema in the prompt."""
 
 
 @dataclass(frozen=True)
 class Answer:
+    """A parked call the message answers, with resume data it supports."""
+
     call: ToolCallRow
     resume_data: Any
 
 
-def extraction_request(parked: list[ToolCallRow], said_since: list[dict[str, Any]], message: str) -> tuple[list, dict]:
-    """The messages and the JSON schema of the one extraction request."""
-    waiting = [
-        {
-            "call": call.tool_call_id,
-            "tool": call.displayed_tool_name,
-            "asked": call.suspend_payload,
-            "arguments": call.displayed_args,
-            "resume_schema": call.resume_schema or {},
+@dataclass(frozen=True)
+class Reading:
+    """What the extraction made of a message."""
+
+    answer: Answer | None = None
+    """The call to resume; None when nothing resumes."""
+    unclear: list[str] = field(default_factory=list)
+    """What the message tried to answer but did not clearly give, for the thread to ask again."""
+
+
+@dataclass(frozen=True)
+class _Form:
+    """The fields one parked call is asked for."""
+
+    label: str
+    """How the request names the call: its tool (numbered if the same tool waits twice)."""
+    call: ToolCallRow
+    fields: dict[str, dict[str, Any]]
+    """Field name -> its schema (references resolved)."""
+    required: list[str]
+    wrapped: bool
+    """False when the resume schema is not an object: the data is the one field's value."""
+
+
+def _forms(parked: list[ToolCallRow]) -> list[_Form]:
+    forms, seen = [], {}
+    for call in parked:
+        name = call.displayed_tool_name
+        seen[name] = seen.get(name, 0) + 1
+        label = name if seen[name] == 1 else f"{name} #{seen[name]}"
+        schema = call.resume_schema or {}
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        if schema.get("type") == "object" or properties:
+            fields = {k: _resolve(v, schema) for k, v in (properties or {}).items()}
+            required = [k for k in schema.get("required", []) if k in fields]
+            forms.append(_Form(label, call, fields, required, wrapped=True))
+        else:
+            forms.append(_Form(label, call, {_ANSWER_FIELD: schema}, [_ANSWER_FIELD], wrapped=False))
+    return forms
+
+
+def _resolve(schema: Any, root: dict[str, Any]) -> dict[str, Any]:
+    """A property schema with a local `$ref` (as pydantic writes enums) and a single `allOf` resolved."""
+    for _ in range(5):
+        if not isinstance(schema, dict):
+            return {}
+        if "$ref" in schema and str(schema["$ref"]).startswith("#/"):
+            target: Any = root
+            for part in str(schema["$ref"])[2:].split("/"):
+                target = target.get(part, {}) if isinstance(target, dict) else {}
+            schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+        elif isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
+            schema = {**schema["allOf"][0], **{k: v for k, v in schema.items() if k != "allOf"}}
+        else:
+            return schema
+    return schema
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """The field's schema, also allowing null ("the reply does not say")."""
+    kinds = schema.get("type")
+    if "enum" in schema:
+        nullable: dict[str, Any] = {"enum": [*schema["enum"], None]}
+        if isinstance(kinds, str):
+            nullable["type"] = [kinds, "null"]
+        return nullable
+    if isinstance(kinds, str) and kinds in ("string", "number", "integer", "boolean"):
+        return {"type": [kinds, "null"]}
+    return {"anyOf": [schema, {"type": "null"}]} if schema else {}
+
+
+def _describe(name: str, schema: dict[str, Any]) -> str:
+    """One field in words: `confirmed: true, false or null`."""
+    if "enum" in schema:
+        kind = "one of " + ", ".join(json.dumps(v) for v in schema["enum"]) + ", or null"
+    else:
+        kind = {
+            "boolean": "true, false or null",
+            "integer": "a whole number or null",
+            "number": "a number or null",
+            "string": "text or null",
+        }.get(str(schema.get("type")), "a value or null")
+    about = f" ({schema['description']})" if isinstance(schema.get("description"), str) else ""
+    return f"{name}: {kind}{about}"
+
+
+def _question(call: ToolCallRow) -> str:
+    asked = call.suspend_payload
+    if isinstance(asked, str):
+        return asked
+    if isinstance(asked, dict):
+        for key in ("question", "message", "prompt", "text"):
+            if isinstance(asked.get(key), str):
+                return asked[key]
+    return json.dumps(asked, ensure_ascii=False, sort_keys=True)
+
+
+def extraction_request(parked: list[ToolCallRow], message: str, *, schema_in_prompt: bool = False) -> tuple[list, dict]:
+    """The messages and the JSON schema of the one extraction request. Deterministic: the same calls
+    (tool, question, schema) and the same message give the same request, whatever their ids."""
+    forms = _forms(parked)
+    objects = {
+        form.label: {
+            "type": "object",
+            "properties": {name: _nullable(schema) for name, schema in form.fields.items()},
+            "required": list(form.fields),
+            "additionalProperties": False,
         }
-        for call in parked
-    ]
-    context = {"waiting_calls": waiting, "said_since_the_question": said_since, "new_message": message}
-    messages = [
-        {"role": "system", "content": INSTRUCTIONS},
-        {"role": "user", "content": json.dumps(context, ensure_ascii=False)},
-    ]
-    schema = {
-        "type": "object",
-        "properties": {
-            "call": {"type": "string", "enum": [c.tool_call_id for c in parked] + [NONE]},
-            "resume_data": {"anyOf": [c.resume_schema or {"type": "object"} for c in parked] + [{"type": "null"}]},
-        },
-        "required": ["call", "resume_data"],
-        "additionalProperties": False,
+        for form in forms
     }
-    return messages, schema
-
-
-async def find_answer(agent: Agent, parked: list[ToolCallRow], message: str, *, timeout: float) -> Answer | None:
-    """The parked call the message answers, with validated resume data; None when it answers none."""
-    oldest = min(call.suspended_at for call in parked)
-    said_since = await agent.memory.said_since(parked[0].thread_id, oldest) if agent.memory else []
-    messages, schema = extraction_request(parked, said_since, message)
-    try:
-        answer = await structured(
-            agent.model_client,
-            agent.model,
-            messages,
-            schema,
-            name="resume_answer",
-            strict=strict_compatible(schema),
-            timeout=timeout,
+    if len(forms) == 1:
+        form = forms[0]
+        schema = objects[form.label]
+        prompt = f"Question: {_question(form.call)}\nReply: {message}\n\nFields:\n" + "\n".join(
+            f"- {_describe(n, s)}" for n, s in form.fields.items()
         )
+    else:
+        schema = {
+            "type": "object",
+            "properties": objects,
+            "required": list(objects),
+            "additionalProperties": False,
+        }
+        questions = []
+        for form in forms:
+            lines = "\n".join(f"  - {_describe(n, s)}" for n, s in form.fields.items())
+            questions.append(f'"{form.label}" asked: {_question(form.call)}\n{lines}')
+        prompt = (
+            "Questions waiting for the reply:\n"
+            + "\n".join(questions)
+            + f"\n\nReply: {message}\n\n"
+            + "Fill in the fields of the question the reply answers; the fields of the others are null."
+        )
+    if schema_in_prompt:
+        prompt += "\n\n" + SCHEMA_IN_PROMPT + json.dumps(schema, ensure_ascii=False)
+    return [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": prompt}], schema
+
+
+def read_reply(parked: list[ToolCallRow], reply: Any, message: str) -> Reading:
+    """Which call the model's reply answers, keeping only what the message supports."""
+    forms = _forms(parked)
+    if len(forms) == 1:
+        filled = {forms[0].label: reply}
+    else:
+        filled = reply if isinstance(reply, dict) else {}
+    complete: list[Answer] = []
+    unclear: list[str] = []
+    asks_back = grounding.is_question_back(message)
+    for form in forms:
+        values = filled.get(form.label)
+        values = values if isinstance(values, dict) else {}
+        given = {k: v for k, v in values.items() if k in form.fields and v is not None}
+        if not given:
+            continue
+        kept = {k: v for k, v in given.items() if grounding.value_supported(v, form.fields[k], message)}
+        texts = [v for k, v in kept.items() if isinstance(v, str) and "enum" not in form.fields[k]]
+        missing = [k for k in form.required if k not in kept]
+        if asks_back or missing or not grounding.covers_message(texts, message):
+            if not asks_back:
+                unclear.append(_unclear(form, missing or list(given)))
+            continue
+        data = kept if form.wrapped else kept[_ANSWER_FIELD]
+        try:
+            if form.call.resume_schema:
+                Schema(form.call.resume_schema).validate(data)
+        except SchemaValidationError as exc:
+            log.info("auto-resume: the reading does not fit %s (%s)", form.label, exc)
+            unclear.append(_unclear(form, list(given)))
+            continue
+        complete.append(Answer(call=form.call, resume_data=data))
+    if len(complete) == 1:
+        return Reading(answer=complete[0])
+    if complete:  # one message resumes at most one call, and this one could answer several: ask
+        unclear.extend(_unclear(f, list(f.fields)) for f in forms if any(a.call is f.call for a in complete))
+    return Reading(unclear=unclear)
+
+
+def _unclear(form: _Form, names: list[str]) -> str:
+    fields = ", ".join(_describe(n, form.fields[n]).split(":")[0] for n in names)
+    return f'{form.label} (asked "{_question(form.call)}") still needs: {fields}'
+
+
+async def find_answer(agent: Agent, parked: list[ToolCallRow], message: str, *, timeout: float) -> Reading:
+    """What the message answers among the parked calls: one call to resume with validated, supported
+    data, or nothing (and what was unclear)."""
+    client = agent.model_client
+    in_prompt = client in _json_object_only
+    messages, schema = extraction_request(parked, message, schema_in_prompt=in_prompt)
+    try:
+        try:
+            reply = await structured(
+                client,
+                agent.model,
+                messages,
+                schema,
+                name="reply_reading",
+                strict=strict_compatible(schema),
+                json_object=in_prompt,
+                timeout=timeout,
+            )
+        except StructuredOutputRefused as exc:
+            log.info("auto-resume: %s refuses json_schema (%s); json_object from now on", client.base_url, exc)
+            _json_object_only.add(client)
+            messages, schema = extraction_request(parked, message, schema_in_prompt=True)
+            reply = await structured(
+                client,
+                agent.model,
+                messages,
+                schema,
+                name="reply_reading",
+                strict=strict_compatible(schema),
+                json_object=True,
+                timeout=timeout,
+            )
     except ModelError as exc:
         log.info("auto-resume: no usable answer from the model (%s); the calls stay parked", exc)
-        return None
-    if not isinstance(answer, dict) or answer.get("call") in (None, NONE):
-        return None
-    call = next((c for c in parked if c.tool_call_id == answer["call"]), None)
-    if call is None:
-        return None
-    try:
-        if call.resume_schema:
-            Schema(call.resume_schema).validate(answer.get("resume_data"))
-    except SchemaValidationError as exc:
-        log.info("auto-resume: the extracted answer does not fit %s (%s)", call.tool_name, exc)
-        return None
-    return Answer(call=call, resume_data=answer.get("resume_data"))
+        return Reading()
+    return read_reply(parked, reply, message)
 
 
-def waiting_note(calls: list[ToolCallRow]) -> str:
+def waiting_note(calls: list[ToolCallRow], unclear: list[str] | None = None) -> str:
     """A brief system note so the model can remind the user of what still waits."""
     lines = ["Still waiting in this conversation (remind the user if their message does not settle it):"]
     for call in calls:
@@ -108,6 +286,9 @@ def waiting_note(calls: list[ToolCallRow]) -> str:
             lines.append(f"- {name} waits for a human to approve or decline it in the thread.")
         else:
             lines.append(f"- {name} waits for the user's answer to: {json.dumps(call.suspend_payload)}")
+    if unclear:
+        lines.append("The user's last message was not taken as an answer; ask again for what it did not clearly say:")
+        lines.extend(f"- {item}" for item in unclear)
     return "\n".join(lines)
 
 

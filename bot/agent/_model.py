@@ -37,6 +37,10 @@ class ModelError(RuntimeError):
     """The model failed or answered something unusable."""
 
 
+class StructuredOutputRefused(ModelError):
+    """The server refused a `json_schema` response format (it may still take `json_object`)."""
+
+
 async def stream_step(
     client: openai.AsyncOpenAI, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
 ) -> AsyncIterator[str | StepReply]:
@@ -101,18 +105,31 @@ async def structured(
     name: str,
     strict: bool,
     timeout: float,
+    json_object: bool = False,
 ) -> Any:
-    """One deterministic (temperature 0) request for JSON fitting `schema`; the parsed JSON, or ModelError."""
+    """One deterministic (temperature 0) request for JSON fitting `schema`; the parsed JSON, or ModelError.
+
+    `json_object`: ask for `{"type": "json_object"}` instead (the caller puts the schema in the prompt).
+    A server that rejects `json_schema` as such raises StructuredOutputRefused."""
+    response_format: dict[str, Any] = (
+        {"type": "json_object"}
+        if json_object
+        else {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": strict}}
+    )
     try:
         # one request, bounded by `timeout`: the client's own retries would multiply the wait
         completion = await client.with_options(max_retries=0).chat.completions.create(
             model=model_name(model),
             messages=messages,
             temperature=0,
-            response_format={"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": strict}},
+            response_format=response_format,
             timeout=timeout,
         )
         content = completion.choices[0].message.content
         return json.loads(content or "")
+    except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+        if not json_object and any(word in str(exc).lower() for word in ("json_schema", "response_format")):
+            raise StructuredOutputRefused(f"the server refused json_schema: {exc}") from exc
+        raise ModelError(f"the structured answer could not be read: {exc}") from exc
     except (openai.OpenAIError, ValueError, IndexError, AttributeError, TypeError) as exc:
         raise ModelError(f"the structured answer could not be read: {exc}") from exc

@@ -7,7 +7,7 @@ request lists:
 - "weather" -> `get-weather` (with the city when one is named after "in", else the tool asks)
 - "list records" -> `list-records`
 - a structured-output request (`response_format`, the auto-resume extraction) -> the city-looking word
-  of the new message as the answer of the waiting call, or "none"
+  of the reply as the first text field asked for, every other field null
 - after a tool result -> one sentence saying what the tool did
 - anything else -> a friendly reply listing what it can do
 
@@ -27,7 +27,6 @@ from typing import Any
 from aiohttp import web
 
 MODEL_NAME = "playground-demo"
-NONE = "none"
 
 _COMMON_WORDS = """a an the in at for of on to from and or but i i'm im me my we you your it it's its is are was be
 this that there here what what's whats how about please thanks thank ok okay yes no yeah sure hi hello hey today
@@ -139,7 +138,8 @@ def _count(messages: list[Any]) -> int:
 def answer(body: dict[str, Any]) -> DemoReply:
     """What the demo model says to a chat completion request."""
     if isinstance(body.get("response_format"), dict) and body["response_format"].get("type") == "json_schema":
-        return DemoReply(text=json.dumps(structured_answer(body["messages"]), ensure_ascii=False))
+        spec = body["response_format"].get("json_schema") or {}
+        return DemoReply(text=json.dumps(structured_answer(body["messages"], spec.get("schema")), ensure_ascii=False))
     tools = {
         (tool.get("function") or {}).get("name")
         for tool in body.get("tools") or []
@@ -238,32 +238,34 @@ def city_in(text: str) -> str | None:
     return None
 
 
-def structured_answer(messages: list[Any]) -> Any:
-    """The answer to a `response_format` request. For the auto-resume extraction (a user message holding
-    `waiting_calls` and `new_message`): the first waiting call whose resume schema has a string field,
-    answered with the city of the new message; else `{"call": "none", "resume_data": null}`."""
+def structured_answer(messages: list[Any], schema: Any) -> Any:
+    """The answer to a `response_format` request. For the auto-resume extraction (a user message with a
+    `Reply: ...` line, and a schema of nullable fields, or of one object of fields per waiting call):
+    the city of the reply in the first text field, every other field null."""
     last_user = next((m for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "user"), None)
-    try:
-        context = json.loads(_text_of(last_user))
-    except (TypeError, ValueError):
-        context = None
-    if not isinstance(context, dict) or "waiting_calls" not in context:
+    found = re.search(r"^Reply: (.*)$", _text_of(last_user) if last_user else "", re.MULTILINE)
+    if not found or not isinstance(schema, dict):
         return {}
-    city = city_in(str(context.get("new_message") or ""))
-    for call in context.get("waiting_calls") or []:
-        schema = call.get("resume_schema") or {}
-        field_name = _first_string_field(schema)
-        if city and field_name:
-            return {"call": call.get("call"), "resume_data": {field_name: city}}
-    return {"call": NONE, "resume_data": None}
+    city = city_in(found.group(1))
+    properties = schema.get("properties") or {}
+    nested = bool(properties) and all((p or {}).get("type") == "object" for p in properties.values())
+    forms = properties if nested else {None: schema}
+    answer: dict[str, Any] = {}
+    for label, form in forms.items():
+        fields = {name: None for name in (form or {}).get("properties") or {}}
+        name = _first_string_field(form or {})
+        if city and name:
+            fields[name], city = city, None
+        if label is None:
+            return fields
+        answer[label] = fields
+    return answer
 
 
 def _first_string_field(schema: dict[str, Any]) -> str | None:
-    properties = schema.get("properties") or {}
-    required = list(schema.get("required") or [])
-    for name in [*required, *properties]:
-        prop = properties.get(name) or {}
-        if prop.get("type") == "string" or any(v.get("type") == "string" for v in prop.get("anyOf") or []):
+    for name, prop in (schema.get("properties") or {}).items():
+        kinds = (prop or {}).get("type")
+        if "enum" not in (prop or {}) and (kinds == "string" or (isinstance(kinds, list) and "string" in kinds)):
             return name
     return None
 

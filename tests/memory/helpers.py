@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from memory import Memory
 from tests.runtime.helpers import MODEL, Calls, content_text, record_tool
 from tools import create_tool
@@ -103,10 +100,10 @@ def has_waiting_note(body: dict, *words: str) -> bool:
     return any(NOTE in text and all(w in text for w in words) for text in system_texts(body))
 
 
-def extraction_context(body: dict) -> dict[str, Any]:
-    """The JSON the extraction request's user message carries."""
+def extraction_prompt(body: dict) -> str:
+    """The text of the extraction request's user message: the question, the reply, the fields asked for."""
     [user] = [m for m in body["messages"] if m["role"] == "user"]
-    return json.loads(content_text(user["content"]))
+    return content_text(user["content"])
 
 
 def requests_of(model, instructions: str) -> list[dict]:
@@ -127,7 +124,7 @@ __all__ = [
     "Calls",
     "auto_agent",
     "date_tool",
-    "extraction_context",
+    "extraction_prompt",
     "has_waiting_note",
     "memory_agent",
     "record_tool",

@@ -15,10 +15,9 @@ import pytest
 from memory import Memory
 from tests.memory.helpers import (
     CITY_RESUME,
-    DATE_RESUME,
     auto_agent,
     date_tool,
-    extraction_context,
+    extraction_prompt,
     has_waiting_note,
     memory_agent,
     weather_tool,
@@ -62,7 +61,7 @@ async def test_the_answer_in_the_next_message_resumes_the_same_run(model, storag
     agent = auto_agent(storage, [weather])
     first = await ask_which_city(model, agent)
 
-    model.structured.push(structured({"call": "c_city", "resume_data": {"city": "Paris"}}))
+    model.structured.push(structured({"city": "Paris"}))
     model.chat.push(reply("Tomorrow in Paris: sunny."))
     stream = await agent.stream("Paris, please", **OPTS)
     chunks = await collect(stream)
@@ -78,15 +77,16 @@ async def test_the_answer_in_the_next_message_resumes_the_same_run(model, storag
     assert [c["resume_data"] for c in weather.calls.inputs] == [None, {"city": "Paris"}]
     assert weather.calls.inputs[1]["input"] == {"when": "tomorrow"}  # the stored arguments
 
-    # the extraction: one deterministic structured-output request, strict, naming the parked call
+    # the extraction: one deterministic structured-output request, strict, asking for the resume
+    # schema's fields, each of which may be null ("the reply does not say")
     [extraction] = model.structured.requests
     assert extraction["temperature"] == 0
     assert extraction["response_format"]["type"] == "json_schema"
     spec = extraction["response_format"]["json_schema"]
     assert spec["strict"] is True
-    assert spec["schema"]["properties"]["call"]["enum"] == ["c_city", "none"]
-    assert CITY_RESUME in spec["schema"]["properties"]["resume_data"]["anyOf"]
+    assert spec["schema"] == {**CITY_RESUME, "properties": {"city": {"type": ["string", "null"]}}}
     assert "tools" not in extraction
+    assert "Question: Which city?\nReply: Paris, please" in extraction_prompt(extraction)
 
     # the model's request after the resume: the answer in the thread, the call followed by its result
     after = model.chat.requests[-1]
@@ -113,7 +113,7 @@ async def test_the_answer_in_the_next_message_resumes_the_same_run(model, storag
 async def test_generate_returns_the_resumed_output(model, storage):
     agent = auto_agent(storage, [weather_tool()])
     first = await ask_which_city(model, agent)
-    model.structured.push(structured({"call": "c_city", "resume_data": {"city": "Lyon"}}))
+    model.structured.push(structured({"city": "Lyon"}))
     model.chat.push(reply("Lyon: sunny."))
 
     output = await agent.generate("Lyon", **OPTS)
@@ -133,7 +133,7 @@ async def test_an_unrelated_message_is_a_normal_turn_and_the_call_stays_parked(m
     agent = auto_agent(storage, [weather])
     first = await ask_which_city(model, agent)
 
-    model.structured.push(structured({"call": "none", "resume_data": None}))
+    model.structured.push(structured({"city": None}))
     model.chat.push(reply("Hello! Which city do you want the weather for?"))
     output = await agent.generate("hello there", **OPTS)
 
@@ -150,14 +150,11 @@ async def test_an_unrelated_message_is_a_normal_turn_and_the_call_stays_parked(m
     assert [r.run_id for r in (await agent.list_suspended_runs(thread_id=THREAD)).runs] == [first.run_id]
 
     # the answer still resumes it later
-    model.structured.push(structured({"call": "c_city", "resume_data": {"city": "Oslo"}}))
+    model.structured.push(structured({"city": "Oslo"}))
     model.chat.push(reply("Oslo: sunny."))
     resumed = await agent.generate("Oslo", **OPTS)
     assert resumed.run_id == first.run_id and resumed.text == "Oslo: sunny."
     assert weather.calls.inputs[-1]["resume_data"] == {"city": "Oslo"}
-    # what was said since the question was part of the extraction
-    said = extraction_context(model.structured.requests[-1])["said_since_the_question"]
-    assert [m["content"] for m in said] == ["hello there", "Hello! Which city do you want the weather for?"]
     assert model.unexpected == []
 
 
@@ -195,10 +192,10 @@ FAILED_EXTRACTIONS = {
     "garbage-body": failure("garbage"),
     "not-json": structured("Paris, I think"),
     "http-500": failure(500),
-    "wrong-shape": structured({"call": "c_city", "resume_data": {"town": "Paris"}}),
-    "not-an-object": structured({"call": "c_city", "resume_data": "Paris"}),
-    "unknown-call": structured({"call": "c_other", "resume_data": {"city": "Paris"}}),
-    "no-call-key": structured({"resume_data": {"city": "Paris"}}),
+    "wrong-shape": structured({"town": "Paris"}),
+    "not-an-object": structured('"Paris"'),
+    "wrong-type": structured({"city": 42}),
+    "null": structured({"city": None}),
     "a-list": structured([1, 2, 3]),
 }
 
@@ -221,7 +218,7 @@ async def test_a_failed_or_invalid_extraction_is_a_normal_turn(model, storage, a
     assert len(model.structured.requests) == 1
 
     # it can be resumed later, by the next answer or by hand
-    model.structured.push(structured({"call": "c_city", "resume_data": {"city": "Paris"}}))
+    model.structured.push(structured({"city": "Paris"}))
     model.chat.push(reply("Paris: sunny."))
     resumed = await agent.generate("I said Paris", **OPTS)
     assert resumed.run_id == first.run_id and resumed.text == "Paris: sunny."
@@ -264,14 +261,14 @@ async def test_with_two_parked_calls_the_extraction_names_the_one_answered(model
     first = await ask_which_city(model, agent)
 
     # turn 2 does not answer, and parks a second call in another run
-    model.structured.push(structured({"call": "none", "resume_data": None}))
+    model.structured.push(structured({"city": None}))
     model.chat.push(tool_calls(call("book-table", {}, id="c_date")))
     second = await agent.generate("Also book me a table", **OPTS)
     assert second.finish_reason == "suspended" and second.run_id != first.run_id
     assert (await agent.list_suspended_runs(thread_id=THREAD)).total == 2
 
     # turn 3 answers the date
-    model.structured.push(structured({"call": "c_date", "resume_data": {"date": "Friday"}}))
+    model.structured.push(structured({"get-weather": {"city": None}, "book-table": {"date": "Friday"}}))
     model.chat.push(reply("Booked for Friday."))
     output = await agent.generate("Friday works", **OPTS)
 
@@ -281,21 +278,19 @@ async def test_with_two_parked_calls_the_extraction_names_the_one_answered(model
     assert await state_of(agent, first.run_id) == "suspended"
     extraction = model.structured.requests[-1]
     schema = extraction["response_format"]["json_schema"]["schema"]
-    assert schema["properties"]["call"]["enum"] == ["c_city", "c_date", "none"]
-    assert schema["properties"]["resume_data"]["anyOf"] == [CITY_RESUME, DATE_RESUME, {"type": "null"}]
-    waiting = extraction_context(extraction)["waiting_calls"]
-    assert [(w["call"], w["tool"], w["asked"]) for w in waiting] == [
-        ("c_city", "get-weather", {"question": "Which city?"}),
-        ("c_date", "book-table", {"question": "Which date?"}),
-    ]
+    assert list(schema["properties"]) == ["get-weather", "book-table"]  # the calls, named by their tools
+    assert schema["properties"]["get-weather"]["properties"] == {"city": {"type": ["string", "null"]}}
+    assert schema["properties"]["book-table"]["properties"] == {"date": {"type": ["string", "null"]}}
+    prompt = extraction_prompt(extraction)
+    assert '"get-weather" asked: Which city?' in prompt and '"book-table" asked: Which date?' in prompt
+    assert "c_city" not in json.dumps(extraction) and "c_date" not in json.dumps(extraction)
 
     # turn 4 answers the city
-    model.structured.push(structured({"call": "c_city", "resume_data": {"city": "Rome"}}))
+    model.structured.push(structured({"city": "Rome"}))
     model.chat.push(reply("Rome: sunny."))
     output = await agent.generate("Rome", **OPTS)
     assert output.run_id == first.run_id and output.text == "Rome: sunny."
-    assert extraction_context(model.structured.requests[-1])["waiting_calls"][0]["call"] == "c_city"
-    assert len(extraction_context(model.structured.requests[-1])["waiting_calls"]) == 1
+    assert extraction_prompt(model.structured.requests[-1]).startswith("Question: Which city?")
     assert (await agent.list_suspended_runs(thread_id=THREAD)).total == 0
     assert model.unexpected == []
 
@@ -307,7 +302,7 @@ async def test_two_parked_calls_of_one_step_resume_one_at_a_time(model, storage)
     first = await agent.generate("Weather and a table", **OPTS)
     assert first.finish_reason == "suspended"
 
-    model.structured.push(structured({"call": "c_date", "resume_data": {"date": "Monday"}}))
+    model.structured.push(structured({"get-weather": {"city": None}, "book-table": {"date": "Monday"}}))
     partial = await agent.generate("Monday", **OPTS)
     assert partial.run_id == first.run_id
     assert partial.finish_reason == "suspended"  # the city is still asked
@@ -315,7 +310,7 @@ async def test_two_parked_calls_of_one_step_resume_one_at_a_time(model, storage)
     assert await state_of(agent, first.run_id, "c_city") == "suspended"
     assert len(model.chat.requests) == 1  # the step is not settled: the model is not asked yet
 
-    model.structured.push(structured({"call": "c_city", "resume_data": {"city": "Nice"}}))
+    model.structured.push(structured({"city": "Nice"}))
     model.chat.push(reply("Nice on Monday."))
     done = await agent.generate("Nice", **OPTS)
     assert done.run_id == first.run_id and done.text == "Nice on Monday."
@@ -360,7 +355,7 @@ async def test_an_approval_is_not_offered_to_the_extraction_nor_resumed_by_it(mo
     assert first.finish_reason == "suspended"
 
     # even an extraction that names the approval does not settle it
-    model.structured.push(structured({"call": "c_del", "resume_data": {"city": "Paris"}}))
+    model.structured.push(structured({"city": "Paris", "approved": True}))
     model.chat.push(reply("The deletion still waits for approval."))
     output = await agent.generate("approved=true, I approve this, go ahead", **OPTS)
 
@@ -369,8 +364,10 @@ async def test_an_approval_is_not_offered_to_the_extraction_nor_resumed_by_it(mo
     assert await state_of(agent, first.run_id, "c_del") == "awaiting_approval"
     assert await state_of(agent, first.run_id, "c_city") == "suspended"
     extraction = model.structured.requests[-1]
-    assert extraction["response_format"]["json_schema"]["schema"]["properties"]["call"]["enum"] == ["c_city", "none"]
-    assert "c_del" not in json.dumps(extraction_context(extraction)["waiting_calls"])
+    assert extraction["response_format"]["json_schema"]["schema"]["properties"] == {
+        "city": {"type": ["string", "null"]}
+    }
+    assert "delete-record" not in json.dumps(extraction)
     assert has_waiting_note(model.chat.requests[-1], "delete-record", "get-weather")
 
 
@@ -400,7 +397,7 @@ async def test_a_request_can_turn_auto_resume_on(model, storage):
     plain = await agent.generate("Paris", **OPTS)
     assert plain.run_id != first.run_id and model.structured.requests == []
 
-    model.structured.push(structured({"call": "c_city", "resume_data": {"city": "Paris"}}))
+    model.structured.push(structured({"city": "Paris"}))
     model.chat.push(reply("Paris: sunny."))
     output = await agent.generate("Paris!", auto_resume_suspended_tools=True, **OPTS)
     assert output.run_id == first.run_id and output.text == "Paris: sunny."
@@ -434,11 +431,11 @@ async def test_the_extraction_prompt_holds_only_what_it_needs(model, storage):
     await agent.generate("ZEBRA-QUESTION-2", **OPTS)
     first = await ask_which_city(model, agent)
     # something said after the question
-    model.structured.push(structured({"call": "none", "resume_data": None}))
+    model.structured.push(structured({"city": None}))
     model.chat.push(reply("Which city do you mean?"))
     await agent.generate("hmm, let me think", **OPTS)
 
-    model.structured.push(structured({"call": "c_city", "resume_data": {"city": "Paris"}}))
+    model.structured.push(structured({"city": "Paris"}))
     model.chat.push(reply("Paris: sunny."))
     assert (await agent.generate("Paris", **OPTS)).run_id == first.run_id
 
@@ -446,43 +443,41 @@ async def test_the_extraction_prompt_holds_only_what_it_needs(model, storage):
     text = json.dumps(body)
     assert "ZEBRA" not in text, "history from before the question leaked into the extraction"
     assert "What's the weather tomorrow?" not in text
+    assert "hmm, let me think" not in text and "Which city do you mean?" not in text
     assert "tools" not in body
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
-    context = extraction_context(body)
-    assert set(context) == {"waiting_calls", "said_since_the_question", "new_message"}
-    assert context["new_message"] == "Paris"
-    assert context["waiting_calls"] == [
-        {
-            "call": "c_city",
-            "tool": "get-weather",
-            "asked": {"question": "Which city?"},
-            "arguments": {"when": "tomorrow"},
-            "resume_schema": CITY_RESUME,
-        }
-    ]
-    assert context["said_since_the_question"] == [
-        {"role": "user", "content": "hmm, let me think"},
-        {"role": "assistant", "content": "Which city do you mean?"},
-    ]
+    assert extraction_prompt(body) == "Question: Which city?\nReply: Paris\n\nFields:\n- city: text or null"
 
 
-async def test_what_was_said_since_the_question_is_capped(model, storage):
+async def test_the_same_question_and_reply_give_the_same_request_whatever_the_ids(model, storage):
+    """A small model answers differently to different bytes: random tool-call ids in the request made
+    a refusal read right once and wrong the next time."""
+    bodies = []
+    for call_id in ("call_8f3ae1", "call_Zq91x"):
+        thread = {"thread_id": f"thread-{call_id}", "resource_id": USER}
+        agent = auto_agent(storage, [weather_tool()])
+        await ask_which_city(model, agent, call_id=call_id, **thread)
+        model.structured.push(structured({"city": None}))
+        model.chat.push(reply("Which city?"))
+        await agent.generate("hello there", **thread)
+        bodies.append(model.structured.requests[-1])
+    assert json.dumps(bodies[0]) == json.dumps(bodies[1])
+
+
+async def test_the_request_does_not_grow_with_what_was_said_since_the_question(model, storage):
     agent = auto_agent(storage, [weather_tool()])
     await ask_which_city(model, agent)
+    sizes = []
     for turn in range(6):
-        model.structured.push(structured({"call": "none", "resume_data": None}))
-        model.chat.push(reply(f"reply {turn}"))
+        model.structured.push(structured({"city": None}))
+        model.chat.push(reply(f"reply {turn}, " + "blah " * 50))
         await agent.generate(f"chat {turn}", **OPTS)
-
-    model.structured.push(structured({"call": "none", "resume_data": None}))
-    model.chat.push(reply("ok"))
-    await agent.generate("Paris", **OPTS)
-    said = extraction_context(model.structured.requests[-1])["said_since_the_question"]
-    assert [m["content"] for m in said] == ["chat 3", "reply 3", "chat 4", "reply 4", "chat 5", "reply 5"]
-    assert len(json.dumps(model.structured.requests[-1])) < 4000
+        sizes.append(len(json.dumps(model.structured.requests[-1])))
+    assert len(set(sizes)) == 1, sizes
+    assert sizes[0] < 2000
 
 
-async def test_a_resume_schema_strict_mode_cannot_express_is_sent_non_strict(model, storage):
+async def test_a_value_the_resume_schema_refuses_does_not_resume(model, storage):
     from tools import create_tool
 
     async def execute(input, ctx):
@@ -506,12 +501,13 @@ async def test_a_resume_schema_strict_mode_cannot_express_is_sent_non_strict(mod
     first = await agent.generate("Plan a trip", **OPTS)
 
     # a value the schema refuses (jsonschema validation, not only the shape) does not resume
-    model.structured.push(structured({"call": "c_trip", "resume_data": {"days": 0}}))
+    model.structured.push(structured({"days": 0, "note": None}))
     model.chat.push(reply("How many days?"))
     assert (await agent.generate("zero days", **OPTS)).run_id != first.run_id
-    assert model.structured.requests[-1]["response_format"]["json_schema"]["strict"] is False
+    # the request asks for the fields, nullable, strictly; the schema's constraints are checked on the answer
+    assert model.structured.requests[-1]["response_format"]["json_schema"]["strict"] is True
 
-    model.structured.push(structured({"call": "c_trip", "resume_data": {"days": 3}}))
+    model.structured.push(structured({"days": 3, "note": None}))
     model.chat.push(reply("Three days."))
     assert (await agent.generate("three days", **OPTS)).run_id == first.run_id
 
@@ -520,10 +516,10 @@ async def test_the_window_of_a_resumed_turn_is_well_formed_on_a_small_memory(mod
     agent = auto_agent(storage, [weather_tool()], memory=Memory(storage, last_messages=4))
     first = await ask_which_city(model, agent)
     for turn in range(3):
-        model.structured.push(structured({"call": "none", "resume_data": None}))
+        model.structured.push(structured({"city": None}))
         model.chat.push(reply(f"reply {turn}"))
         await agent.generate(f"chat {turn}", **OPTS)
-    model.structured.push(structured({"call": "c_city", "resume_data": {"city": "Paris"}}))
+    model.structured.push(structured({"city": "Paris"}))
     model.chat.push(reply("Paris: sunny."))
     output = await agent.generate("Paris", **OPTS)
     assert output.run_id == first.run_id and output.text == "Paris: sunny."
@@ -537,8 +533,8 @@ async def test_two_answers_at_once_resume_the_call_once(model, storage):
     first = await ask_which_city(model, agent)
 
     model.structured.push(
-        structured({"call": "c_city", "resume_data": {"city": "Paris"}}),
-        structured({"call": "c_city", "resume_data": {"city": "Paris"}}),
+        structured({"city": "Paris"}),
+        structured({"city": "Paris"}),
     )
     model.chat.push(reply("one"), reply("two"))
     outputs = await asyncio.gather(agent.generate("Paris", **OPTS), agent.generate("Paris!", **OPTS))
@@ -547,3 +543,144 @@ async def test_two_answers_at_once_resume_the_call_once(model, storage):
     assert [c["resume_data"] for c in weather.calls.inputs] == [None, {"city": "Paris"}]
     assert await state_of(agent, first.run_id) == "done"
     assert all(o.finish_reason == "stop" for o in outputs)
+
+
+# -- only what the message supports resumes --------------------------------------------------------
+
+
+def deploy_tool():
+    """Asks "Deploy build 142 to production now?"; once resumed, deploys only on a yes."""
+    from tools import create_tool
+
+    runs: list = []
+
+    async def execute(input, ctx):
+        runs.append(ctx.agent.resume_data)
+        if ctx.agent.resume_data is None:
+            return await ctx.agent.suspend({"question": "Deploy build 142 to production now?"})
+        return {"deployed": ctx.agent.resume_data["confirmed"]}
+
+    tool = create_tool(
+        id="deploy",
+        description="Deploy a build to production",
+        input_schema={"type": "object", "properties": {}},
+        resume_schema={
+            "type": "object",
+            "properties": {"confirmed": {"type": "boolean"}},
+            "required": ["confirmed"],
+            "additionalProperties": False,
+        },
+        execute=execute,
+    )
+    tool.runs = runs  # type: ignore[attr-defined]
+    return tool
+
+
+async def ask_to_deploy(model, agent):
+    model.chat.push(tool_calls(call("deploy", {}, id="c_deploy")))
+    first = await agent.generate("Deploy build 142", **OPTS)
+    assert first.finish_reason == "suspended"
+    return first
+
+
+async def test_a_no_to_a_confirmation_resumes_with_exactly_no(model, storage):
+    deploy = deploy_tool()
+    agent = auto_agent(storage, [deploy])
+    first = await ask_to_deploy(model, agent)
+
+    model.structured.push(structured({"confirmed": False}))
+    model.chat.push(reply("OK, not deploying."))
+    output = await agent.generate("no, not yet", **OPTS)
+
+    assert output.run_id == first.run_id and output.text == "OK, not deploying."
+    assert deploy.runs == [None, {"confirmed": False}]
+    prompt = extraction_prompt(model.structured.requests[-1])
+    assert prompt == (
+        "Question: Deploy build 142 to production now?\nReply: no, not yet\n\nFields:\n- confirmed: true, false or null"
+    )
+
+
+@pytest.mark.parametrize(
+    ("message", "read_as"),
+    [
+        ("no", {"confirmed": True}),  # a refusal read as a yes
+        ("not yet", {"confirmed": True}),
+        ("let me check with the team first", {"confirmed": True}),  # no yes given
+        ("let me check with the team first", {"confirmed": False}),  # nor a no
+        ("is it safe?", {"confirmed": True}),  # a question back
+    ],
+)
+async def test_a_reading_the_message_does_not_support_does_not_resume(model, storage, message, read_as):
+    deploy = deploy_tool()
+    agent = auto_agent(storage, [deploy])
+    first = await ask_to_deploy(model, agent)
+
+    model.structured.push(structured(read_as))
+    model.chat.push(reply("Should I deploy build 142 now? Please answer yes or no."))
+    output = await agent.generate(message, **OPTS)
+
+    assert output.run_id != first.run_id
+    assert deploy.runs == [None]  # the tool did not run again
+    assert await state_of(agent, first.run_id, "c_deploy") == "suspended"
+    assert has_waiting_note(model.chat.requests[-1], "deploy", "Deploy build 142 to production now?")
+
+    # a clear answer still resumes it
+    model.structured.push(structured({"confirmed": True}))
+    model.chat.push(reply("Deployed."))
+    done = await agent.generate("yes, go ahead", **OPTS)
+    assert done.run_id == first.run_id and deploy.runs == [None, {"confirmed": True}]
+
+
+async def test_a_value_the_message_does_not_state_does_not_resume_and_the_thread_is_told(model, storage):
+    weather = weather_tool()
+    agent = auto_agent(storage, [weather])
+    first = await ask_which_city(model, agent)
+
+    model.structured.push(structured({"city": "Paris"}))  # a small model's guess: not in the message
+    model.chat.push(reply("Which city, then?"))
+    output = await agent.generate("I'll tell you after lunch, I'm busy", **OPTS)
+
+    assert output.run_id != first.run_id and len(weather.calls) == 1
+    assert await state_of(agent, first.run_id) == "suspended"
+    body = model.chat.requests[-1]
+    assert has_waiting_note(body, "not taken as an answer", "get-weather", "still needs: city")
+
+
+async def test_a_message_that_fits_two_waiting_calls_resumes_neither(model, storage):
+    weather, other = weather_tool(), weather_tool(id="get-forecast")
+    agent = auto_agent(storage, [weather, other])
+    model.chat.push(tool_calls(call("get-weather", {}, id="c_city"), call("get-forecast", {}, id="c_city2")))
+    first = await agent.generate("Weather and forecast", **OPTS)
+
+    model.structured.push(structured({"get-weather": {"city": "Paris"}, "get-forecast": {"city": "Paris"}}))
+    model.chat.push(reply("Which one is Paris for?"))
+    output = await agent.generate("Paris", **OPTS)
+
+    assert output.run_id != first.run_id
+    assert len(weather.calls) == 1 and len(other.calls) == 1
+    assert has_waiting_note(model.chat.requests[-1], "still needs", "get-weather", "get-forecast")
+
+
+async def test_a_server_that_refuses_json_schema_gets_json_object_from_then_on(model, storage):
+    weather = weather_tool()
+    agent = auto_agent(storage, [weather])
+    first = await ask_which_city(model, agent)
+
+    model.structured.push(
+        failure(400, message="response_format of type json_schema is not supported by this server"),
+        structured({"city": None}),
+        structured({"city": "Paris"}),
+    )
+    model.chat.push(reply("Which city?"), reply("Paris: sunny."))
+    await agent.generate("hello", **OPTS)
+    assert await state_of(agent, first.run_id) == "suspended"
+    refused, retried = model.structured.requests
+    assert refused["response_format"]["type"] == "json_schema"
+    assert retried["response_format"] == {"type": "json_object"}
+    assert '"city": {"type": ["string", "null"]}' in extraction_prompt(retried)  # the schema, in the prompt
+
+    output = await agent.generate("Paris", **OPTS)  # remembered: one request, json_object at once
+    assert output.run_id == first.run_id and output.text == "Paris: sunny."
+    assert len(model.structured.requests) == 3
+    assert model.structured.requests[-1]["response_format"] == {"type": "json_object"}
+    assert model.unexpected == []

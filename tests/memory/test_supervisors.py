@@ -17,7 +17,7 @@ from bot.agent import ResumeDataInvalidError, SnapshotNotFoundError, ToolCallNot
 from tests.memory.chain_process import CITY_RESUME, INSTRUCTIONS, build_chain
 from tests.memory.chain_process import THREAD as RESTART_THREAD
 from tests.memory.chain_process import USER as RESTART_USER
-from tests.memory.helpers import extraction_context, has_waiting_note, requests_of
+from tests.memory.helpers import extraction_prompt, has_waiting_note, requests_of
 from tests.runtime.helpers import (
     Calls,
     assert_every_tool_call_answered,
@@ -221,18 +221,17 @@ async def test_an_inner_suspension_is_auto_resumed_from_the_supervisors_thread(m
     assert first.finish_reason == "suspended"
 
     # an unrelated message: a normal turn at the top, told what the inner tool waits for
-    model.structured.push(structured({"call": "none", "resume_data": None}))
+    model.structured.push(structured({"city": None}))
     model.chat.push(reply("Which city?"))
     unrelated = await top.generate("hello", **OPTS)
     assert unrelated.run_id != first.run_id
     assert has_waiting_note(model.chat.requests[-1], "get-weather", "Which city?")
-    waiting = extraction_context(model.structured.requests[-1])["waiting_calls"]
-    assert [(w["call"], w["tool"], w["asked"], w["arguments"], w["resume_schema"]) for w in waiting] == [
-        ("t1", "get-weather", {"question": "Which city?"}, {"when": "tomorrow"}, CITY_RESUME)
-    ]
+    extraction = model.structured.requests[-1]
+    assert extraction_prompt(extraction).startswith("Question: Which city?\nReply: hello\n")
+    assert list(extraction["response_format"]["json_schema"]["schema"]["properties"]) == list(CITY_RESUME["properties"])
 
     # the answer resumes the inner call through the chain
-    model.structured.push(structured({"call": "t1", "resume_data": {"city": "Paris"}}))
+    model.structured.push(structured({"city": "Paris"}))
     replies_up(model, depth, "sunny in Paris")
     stream = await top.stream("Paris", **OPTS)
     chunks = await collect(stream)
@@ -432,7 +431,7 @@ async def test_a_parked_call_deep_in_a_chain_resumes_after_a_restart(model, data
     if how == "resume":
         output = await top.resume_generate({"city": "Paris"}, run_id=started["run_id"])
     else:
-        model.structured.push(structured({"call": "t1", "resume_data": {"city": "Paris"}}))
+        model.structured.push(structured({"city": "Paris"}))
         output = await top.generate("Paris", thread_id=RESTART_THREAD, resource_id=RESTART_USER)
 
     assert output.run_id == started["run_id"]
@@ -476,7 +475,7 @@ async def test_an_inner_tool_that_asks_again_surfaces_again_at_the_top(model, st
     first = await top.generate("Weather?", **OPTS)
 
     # the first answer makes the inner tool ask again: the new question surfaces at the top
-    model.structured.push(structured({"call": "t1", "resume_data": {"city": "Atlantis"}}))
+    model.structured.push(structured({"city": "Atlantis"}))
     stream = await top.stream("Atlantis", **OPTS)
     chunks = await collect(stream)
     assert stream.run_id == first.run_id
@@ -489,13 +488,13 @@ async def test_an_inner_tool_that_asks_again_surfaces_again_at_the_top(model, st
     assert len(model.chat.requests) == depth  # nobody was asked to go on
 
     # the next answer is read against the new question and finishes the chain
-    model.structured.push(structured({"call": "t1", "resume_data": {"city": "Paris"}}))
+    model.structured.push(structured({"city": "Paris"}))
     replies_up(model, depth, "sunny in Paris")
     output = await top.generate("Paris then", **OPTS)
     assert output.run_id == first.run_id and output.text == "top: sunny in Paris"
-    assert extraction_context(model.structured.requests[-1])["waiting_calls"][0]["asked"] == {
-        "question": "Atlantis is not on the map. Which city?"
-    }
+    assert extraction_prompt(model.structured.requests[-1]).startswith(
+        "Question: Atlantis is not on the map. Which city?\nReply: Paris then\n"
+    )
     assert runs_of(calls, "get-weather") == [None, {"city": "Atlantis"}, {"city": "Paris"}]
     for run_id, _ in await chain_runs(storage, first.run_id, "t1"):
         assert await run_status(storage, run_id) == "completed"

@@ -51,24 +51,28 @@ def test_a_city_looking_word(text, city):
     assert city_in(text) == city
 
 
-def extraction(message):
-    context = {
-        "waiting_calls": [
-            {
-                "call": "call_1",
-                "tool": "get-weather",
-                "asked": {"question": "Which city?"},
-                "resume_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-            }
-        ],
-        "new_message": message,
+def extraction(message, *tools):
+    """The auto-resume extraction request for one waiting get-weather call, or for several tools."""
+    from bot.agent._autoresume import extraction_request
+    from memory.tables import ToolCallRow
+
+    city = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    calls = [
+        ToolCallRow(tool_call_id=f"call_{n}", tool_name=name, suspend_payload={"question": "?"}, resume_schema=schema)
+        for n, (name, schema) in enumerate(tools or [("get-weather", city)])
+    ]
+    return extraction_request(calls, message)
+
+
+def test_the_extraction_answers_the_waiting_call_or_nothing():
+    assert structured_answer(*extraction("Madrid")) == {"city": "Madrid"}
+    assert structured_answer(*extraction("delete record 2")) == {"city": None}
+    yes = {"type": "object", "properties": {"confirmed": {"type": "boolean"}}, "required": ["confirmed"]}
+    city = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    assert structured_answer(*extraction("Oslo", ("deploy", yes), ("get-weather", city))) == {
+        "deploy": {"confirmed": None},
+        "get-weather": {"city": "Oslo"},
     }
-    return [{"role": "system", "content": "..."}, {"role": "user", "content": json.dumps(context)}]
-
-
-def test_the_extraction_answers_the_waiting_call_or_none():
-    assert structured_answer(extraction("Madrid")) == {"call": "call_1", "resume_data": {"city": "Madrid"}}
-    assert structured_answer(extraction("delete record 2")) == {"call": "none", "resume_data": None}
 
 
 def test_a_tool_result_is_summarised():
@@ -124,13 +128,11 @@ async def test_the_endpoint_answers_in_one_piece_and_with_structured_output(clie
     completion = await client.chat.completions.create(model="demo", messages=[{"role": "user", "content": "hi"}])
     assert "demo model" in completion.choices[0].message.content
 
+    messages, schema = extraction("Rome")
     structured = await client.chat.completions.create(
         model="demo",
-        messages=extraction("Rome"),
+        messages=messages,
         temperature=0,
-        response_format={
-            "type": "json_schema",
-            "json_schema": {"name": "resume_answer", "schema": {}, "strict": False},
-        },
+        response_format={"type": "json_schema", "json_schema": {"name": "reply_reading", "schema": schema}},
     )
-    assert json.loads(structured.choices[0].message.content) == {"call": "call_1", "resume_data": {"city": "Rome"}}
+    assert json.loads(structured.choices[0].message.content) == {"city": "Rome"}

@@ -27,7 +27,7 @@ async def test_question_answered_in_the_thread_resumes_the_tool(bot: RunningBot,
     event = await bot.mention("what's the weather?")
     question = await bot.question_message()
 
-    model.structured.push(structured({"call": "call_1", "resume_data": {"city": "Paris"}}))
+    model.structured.push(structured({"city": "Paris"}))
     model.chat.push(reply("Paris: see above."))
     await bot.say("Paris", thread_ts=event["ts"])
     stops = await bot.slack.wait_for("chat.stopStream")
@@ -75,7 +75,7 @@ async def test_unrelated_thread_message_leaves_the_question_waiting(bot: Running
     ask_for_weather(model)
     event = await bot.mention("what's the weather?")
     question = await bot.question_message()
-    model.structured.push(structured({"call": "none", "resume_data": None}))  # not an answer
+    model.structured.push(structured({"city": None}))  # not an answer
     model.chat.push(reply("Sure, tell me the city when you know it."))
     await bot.say("hmm, let me think", thread_ts=event["ts"])
     await bot.slack.wait_for("chat.stopStream")

@@ -1,0 +1,243 @@
+"""How well auto-resume reads a user's answer, measured against a real OpenAI-compatible model.
+
+Each labelled case of `extraction_cases.py` (a question a tool asked with `suspend()`, the user's next
+message, what it means) goes through the project's own extraction (`bot.agent._autoresume`), the very
+request the bot sends, to the endpoint given. Every case is scored:
+
+- right:     resumed the right call with the right values, or kept waiting when it had to;
+- safe-wait: kept waiting although the message answered (the user is asked again);
+- unsafe:    resumed with a wrong value, resumed the wrong call, or resumed on a message that does
+             not answer. "unsafe refusal" (a no read as a yes) and "unrelated resume" are counted
+             apart: both must be 0.
+
+    python benchmarks/extraction_quality.py --base-url http://127.0.0.1:8089/v1
+    python benchmarks/extraction_quality.py --base-url ... --show-request deploy --json out.json
+
+The tool-call ids of the waiting calls are random on every run, as a real model's are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import openai  # noqa: E402
+from extraction_cases import CASES, CATEGORIES, SMOKE, Case  # noqa: E402
+
+from bot.agent import _autoresume  # noqa: E402
+from memory.tables import ToolCallRow  # noqa: E402
+
+
+@dataclass
+class Outcome:
+    case: Case
+    got: tuple[str, Any] | None
+    """(tool, resume data) resumed, or None when the calls keep waiting."""
+    verdict: str = ""
+    """right, safe-wait or unsafe."""
+    kind: str = ""
+    """For an unsafe outcome: unsafe-refusal, unrelated-resume, wrong-call or wrong-value."""
+
+
+def parked_calls(case: Case) -> list[ToolCallRow]:
+    now = datetime.now(UTC)
+    return [
+        ToolCallRow(
+            run_id=uuid.uuid4().hex,
+            tool_call_id=f"call_{uuid.uuid4().hex[:24]}",
+            agent_id="bench",
+            thread_id="bench-thread",
+            step=0,
+            position=index,
+            tool_name=waiting.tool,
+            args=waiting.args,
+            state="suspended",
+            requires_approval=False,
+            suspend_payload=waiting.asked,
+            resume_schema=waiting.resume_schema,
+            suspended_at=now,
+        )
+        for index, waiting in enumerate(case.waiting)
+    ]
+
+
+def same_value(expected: Any, got: Any) -> bool:
+    if isinstance(expected, tuple):
+        return any(same_value(option, got) for option in expected)
+    if isinstance(expected, bool) or isinstance(got, bool):
+        return expected is got
+    if isinstance(expected, int | float) and isinstance(got, int | float):
+        return float(expected) == float(got)
+    if isinstance(expected, str) and isinstance(got, str):
+        return " ".join(expected.lower().split()) == " ".join(got.lower().split())
+    return expected == got
+
+
+def score(case: Case, got: tuple[str, Any] | None) -> Outcome:
+    outcome = Outcome(case, got)
+    if got is None:
+        outcome.verdict = "right" if case.expect is None else "safe-wait"
+        return outcome
+    tool, data = got
+    if case.expect is None:
+        outcome.verdict, outcome.kind = "unsafe", "unrelated-resume"
+        return outcome
+    want_tool, want = case.expect
+    right = (
+        tool == want_tool
+        and isinstance(data, dict)
+        and set(data) == set(want)
+        and all(same_value(v, data[k]) for k, v in want.items())
+    )
+    if right:
+        outcome.verdict = "right"
+        return outcome
+    outcome.verdict = "unsafe"
+    said_no = any(v is False for v in want.values())
+    read_yes = isinstance(data, dict) and any(v is True for v in data.values())
+    if said_no and read_yes:
+        outcome.kind = "unsafe-refusal"
+    elif tool != want_tool:
+        outcome.kind = "wrong-call"
+    else:
+        outcome.kind = "wrong-value"
+    return outcome
+
+
+async def extract(agent: Any, case: Case, *, timeout: float) -> tuple[str, Any] | None:
+    """The bot's own extraction of one case: which waiting call resumes, with what."""
+    parked = parked_calls(case)
+    found = await _autoresume.find_answer(agent, parked, case.message, timeout=timeout)
+    found = getattr(found, "answer", found)
+    if found is None:
+        return None
+    return found.call.tool_name, found.resume_data
+
+
+def model_agent(base_url: str, model: str) -> Any:
+    """What the extraction needs of an agent: its model client and model name (no memory)."""
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="not-needed", max_retries=0)
+    return SimpleNamespace(model_client=client, model=model, memory=None)
+
+
+async def run(agent: Any, cases: list[Case], *, timeout: float) -> list[Outcome]:
+    return [score(case, await extract(agent, case, timeout=timeout)) for case in cases]
+
+
+def table(outcomes: list[Outcome]) -> str:
+    lines = [
+        "| category | cases | right | safe-wait | unsafe |",
+        "|---|---|---|---|---|",
+    ]
+    groups = [(c, [o for o in outcomes if o.case.category == c]) for c in CATEGORIES]
+    groups += [
+        ("**all**", outcomes),
+        ("tuned on", [o for o in outcomes if not o.case.held_out]),
+        ("held out", [o for o in outcomes if o.case.held_out]),
+    ]
+    for name, group in groups:
+        if not group:
+            continue
+        counts = Counter(o.verdict for o in group)
+        right = counts["right"]
+        lines.append(
+            f"| {name} | {len(group)} | {right} ({100 * right / len(group):.0f}%) | {counts['safe-wait']} "
+            f"| {counts['unsafe']} |"
+        )
+    return "\n".join(lines)
+
+
+def hard_rules(outcomes: list[Outcome]) -> dict[str, int]:
+    kinds = Counter(o.kind for o in outcomes if o.verdict == "unsafe")
+    return {"unsafe refusals": kinds["unsafe-refusal"], "unrelated resumes": kinds["unrelated-resume"]}
+
+
+def confusions(outcomes: list[Outcome], limit: int = 12) -> str:
+    order = {"unsafe": 0, "safe-wait": 1}
+    wrong = sorted((o for o in outcomes if o.verdict != "right"), key=lambda o: (order[o.verdict], o.case.id))
+    lines = ["| case | message | expected | got | verdict |", "|---|---|---|---|---|"]
+    for o in wrong[:limit]:
+        expected = "wait" if o.case.expect is None else f"{o.case.expect[0]} {json.dumps(o.case.expect[1])}"
+        got = "wait" if o.got is None else f"{o.got[0]} {json.dumps(o.got[1], ensure_ascii=False)}"
+        verdict = o.verdict + (f" ({o.kind})" if o.kind else "")
+        lines.append(f"| {o.case.id} | {o.case.message} | {expected} | {got} | {verdict} |")
+    return "\n".join(lines)
+
+
+def request_body(case: Case) -> dict[str, Any]:
+    """The request the bot sends for `case`, as JSON (with the fixed ids of a test, not random ones)."""
+    parked = parked_calls(case)
+    for index, call in enumerate(parked):
+        call.tool_call_id = f"call_{index}"
+    messages, schema = _autoresume.extraction_request(parked, case.message)
+    return {"messages": messages, "temperature": 0, "response_format": {"type": "json_schema", "schema": schema}}
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base-url", default="http://127.0.0.1:8089/v1", help="OpenAI-compatible endpoint")
+    parser.add_argument("--model", default="openai/local", help="model name sent to the endpoint")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+    parser.add_argument("--only", help="comma-separated case ids or categories")
+    parser.add_argument("--held-out", action="store_true", help="only the held-out cases")
+    parser.add_argument("--smoke", action="store_true", help="only the dozen cases of the real-model test")
+    parser.add_argument("--repeat", type=int, default=1, help="run every case N times; report answers that change")
+    parser.add_argument("--show-request", metavar="CASE", help="print the request body of a case id and exit")
+    parser.add_argument("--json", type=Path, help="write every outcome to this file")
+    args = parser.parse_args()
+
+    cases = CASES
+    if args.only:
+        wanted = set(args.only.split(","))
+        cases = [c for c in cases if c.id in wanted or c.category in wanted]
+    if args.held_out:
+        cases = [c for c in cases if c.held_out]
+    if args.smoke:
+        cases = [c for c in cases if c.id in SMOKE]
+    if args.show_request:
+        case = next(c for c in CASES if c.id == args.show_request)
+        print(json.dumps(request_body(case), indent=2, ensure_ascii=False))
+        return 0
+
+    agent = model_agent(args.base_url, args.model)
+    runs = [await run(agent, cases, timeout=args.timeout) for _ in range(max(1, args.repeat))]
+    outcomes = runs[0]
+    print(f"{len(outcomes)} cases against {args.base_url} ({args.model})\n")
+    print(table(outcomes))
+    print()
+    for rule, count in hard_rules(outcomes).items():
+        print(f"{rule}: {count}")
+    if len(runs) > 1:
+        changed = [o.case.id for i, o in enumerate(outcomes) if any(r[i].got != o.got for r in runs[1:])]
+        print(f"answers that changed between {len(runs)} runs: {len(changed)} {changed}")
+    print("\nworst confusions:\n")
+    print(confusions(outcomes))
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                [
+                    {"case": o.case.id, "message": o.case.message, "got": o.got, "verdict": o.verdict, "kind": o.kind}
+                    for o in outcomes
+                ],
+                indent=1,
+                ensure_ascii=False,
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
