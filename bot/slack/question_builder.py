@@ -79,12 +79,30 @@ def build_answered_question_blocks(view: QuestionView, answer: AnswerView) -> li
     """The question once answered: no button; who answered, when, and with what."""
     if answer.answered_by:
         line = f":white_check_mark: Answered by <@{answer.answered_by}> on {slack_date(answer.answered_at)}"
+    elif answer.resume_data is not None:
+        # what the bot read from the message, so a misreading shows at once
+        line = f":white_check_mark: Answered in the thread: {escape(answer_summary(answer.resume_data))}"
     else:
         line = ":white_check_mark: Answered in the thread"
     blocks = [*_describe(view), SectionBlock(text=MarkdownTextObject(text=line))]
-    if answer.resume_data is not None:
+    if answer.answered_by and answer.resume_data is not None:
         blocks.append(SectionBlock(text=MarkdownTextObject(text=format_args(answer.resume_data))))
     return blocks
+
+
+def answer_summary(resume_data: Any) -> str:
+    """The values an answer resumed with, in plain words: `confirmed = no, city = Paris`."""
+
+    def plain(value: Any) -> str:
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        if isinstance(value, str):
+            return value
+        return json.dumps(value, ensure_ascii=False, default=str)
+
+    if isinstance(resume_data, dict):
+        return ", ".join(f"{key} = {plain(value)}" for key, value in resume_data.items())[:2500]
+    return plain(resume_data)[:2500]
 
 
 def _describe(view: QuestionView) -> list[Block]:

@@ -167,7 +167,7 @@ async def refresh_message(
         answer = AnswerView(
             answered_by=answered_by,
             answered_at=getattr(record, "decided_at", None) if answered_by else None,
-            resume_data=resume_data,
+            resume_data=resume_data if resume_data is not None else getattr(record, "resume_data", None),
         )
         text, blocks = f"Answered: {row.tool_name}", build_answered_question_blocks(question_view_of(row), answer)
     await client.chat_update(channel=row.channel, ts=row.ts, text=text, blocks=blocks)

@@ -50,3 +50,16 @@ def test_without_a_resume_schema_the_answer_is_given_in_the_thread_only():
     view = QuestionView(ref="R1", tool_name="t", suspend_payload="Why?", requester="U1", answerable_by_form=False)
     blocks = [b.to_dict() for b in build_question_blocks(view)]
     assert all(b["type"] != "actions" for b in blocks) and "reply in this thread." in str(blocks)
+
+
+def test_a_thread_answer_shows_the_values_read_from_it():
+    """What the bot understood is visible at once: a "no" shows as no, not as a default."""
+    view = QuestionView(ref="R1", tool_name="deploy", suspend_payload={"question": "Deploy now?"}, requester="U1")
+
+    def shown(resume_data):
+        answer = AnswerView(answered_by=None, answered_at=None, resume_data=resume_data)
+        return str([b.to_dict() for b in build_answered_question_blocks(view, answer)])
+
+    assert "Answered in the thread: confirmed = no" in shown({"confirmed": False})
+    assert "Answered in the thread: confirmed = yes" in shown({"confirmed": True})
+    assert "Answered in the thread: city = S&lt;o&gt;, days = 3" in shown({"city": "S<o>", "days": 3})

@@ -35,7 +35,7 @@ async def test_question_answered_in_the_thread_resumes_the_tool(bot: RunningBot,
     tool_result = [m for m in model.chat.requests[-1]["messages"] if m.get("role") == "tool"][-1]
     assert json.loads(tool_result["content"])["city"] == "Paris"
     await bot.slack.wait_for("chat.update", lambda c: c.params.get("ts") == question.ts)
-    assert question.action_ids() == [] and "Answered in the thread" in question.all_text
+    assert question.action_ids() == [] and "Answered in the thread: city = Paris" in question.all_text
 
 
 async def test_question_answered_through_the_form(bot: RunningBot, model):
