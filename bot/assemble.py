@@ -8,10 +8,15 @@ from memory import Memory, Storage
 
 
 async def assemble_agent(storage: Storage, *, model: str, agent: Agent | None = None) -> Agent:
-    """`agent` (built without storage), or the demo agent on a seeded `storage`; storage and memory attached."""
+    """`agent` (built without storage), or the demo agent on a seeded `storage`; storage and memory attached.
+
+    The demo's tables are created only when the demo runs.
+    """
     if agent is None:
         from bot.demo import build_demo_agent, seed_demo_records
+        from bot.demo.migrations import SCHEMA as DEMO_SCHEMA
 
+        await storage.migrate(DEMO_SCHEMA)
         await seed_demo_records(storage)
         agent = build_demo_agent(storage, model=model)
     return agent.attach(storage=storage, memory=Memory(storage))

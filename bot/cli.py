@@ -109,10 +109,11 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
     from .slack import build_web_app, create_slack_app, serve_http, serve_socket
     from .slack.http_api import slack_api_front
     from .slack.server import EVENTS_PATH
+    from .slack.migrations import SCHEMA as SLACK_SCHEMA
 
     storage = Storage(settings.database_url)
     try:
-        await storage.migrate()
+        await storage.migrate(SLACK_SCHEMA)
         named = load_agent(options.agent) if options.agent else None
         agent = await assemble_agent(storage, model=settings.bot_model, agent=named)
         app = create_slack_app(

@@ -1,4 +1,8 @@
-"""The database handle: one async engine, one session factory, migrations applied on first use."""
+"""The database handle: one async engine, one session factory, migrations applied on first use.
+
+The schema check is done once per process per database and package: several `Storage` objects on
+one URL (a benchmark, a test, a process that builds one per request) pay Alembic's check once.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +11,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
-MIGRATIONS = Path(__file__).parent / "migrations"
+from .migrations import SCHEMA as RUNTIME
+from .schema import Schema
+
 _MIGRATION_LOCK = 7_300_451  # any constant: the advisory lock replicas take while one of them migrates
+_UP_TO_DATE: set[tuple[str, str]] = set()
+"""(database, package) pairs this process has brought up to date: the check is not repeated."""
 
 
 class Storage:
@@ -34,6 +40,9 @@ class Storage:
         if self.is_sqlite:
             _serialize_sqlite_writers(self.engine)
         self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
+        # An in-memory SQLite database lives and dies with its engine: it is its own database.
+        in_memory = self.is_sqlite and parsed.database in (None, "", ":memory:")
+        self._database_key = f"{url}#{id(self)}" if in_memory else url
         self._migrated = False
         self._migrate_lock = asyncio.Lock()
         from ._audit import AuditLog
@@ -47,15 +56,27 @@ class Storage:
     def __repr__(self) -> str:
         return f"Storage({self.engine.url.render_as_string(hide_password=True)!r})"
 
-    async def migrate(self) -> None:
-        """Bring the schema up to date (Alembic `upgrade head`); safe to call from several replicas at once."""
+    async def migrate(self, *schemas: Schema) -> None:
+        """Bring the runtime's tables, then those of `schemas` (other packages'), up to date.
+
+        Safe to call from several replicas at once: the upgrade runs in one transaction that holds a
+        PostgreSQL advisory lock (on SQLite, the write lock of BEGIN IMMEDIATE), so one replica
+        migrates and the others then find nothing to do. Each (database, package) is checked once per
+        process, so calling this again, or on a new `Storage` of the same URL, costs nothing.
+        """
+        wanted = [schema for schema in (RUNTIME, *schemas) if (self._database_key, schema.name) not in _UP_TO_DATE]
+        if not wanted:
+            self._migrated = True
+            return
         async with self._migrate_lock:
-            if self._migrated:
-                return
-            async with self.engine.begin() as connection:
-                if not self.is_sqlite:
-                    await connection.execute(text(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})"))
-                await connection.run_sync(_upgrade_head)
+            wanted = [schema for schema in wanted if (self._database_key, schema.name) not in _UP_TO_DATE]
+            if wanted:
+                async with self.engine.begin() as connection:
+                    if not self.is_sqlite:
+                        await connection.execute(text(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})"))
+                    for schema in wanted:
+                        await connection.run_sync(schema.upgrade)
+                _UP_TO_DATE.update((self._database_key, schema.name) for schema in wanted)
             self._migrated = True
 
     @asynccontextmanager
@@ -75,13 +96,6 @@ class Storage:
 
     async def stored_bytes(self, run_id: str) -> int:
         return await self.runs.stored_bytes(run_id)
-
-
-def _upgrade_head(connection) -> None:
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    config.attributes["connection"] = connection
-    command.upgrade(config, "head")
 
 
 def _serialize_sqlite_writers(engine: AsyncEngine) -> None:

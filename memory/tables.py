@@ -102,7 +102,7 @@ class ToolCallRow(Base):
     step: Mapped[int] = mapped_column(Integer)
     position: Mapped[int] = mapped_column(Integer)
     tool_name: Mapped[str] = mapped_column(String(255))
-    args: Mapped[Any] = mapped_column(JSON)
+    args: Mapped[Any] = mapped_column(JSON, nullable=True)
     fingerprint: Mapped[str | None] = mapped_column(String(64))
     state: Mapped[str] = mapped_column(String(32))
     requires_approval: Mapped[bool] = mapped_column(Boolean, default=False)

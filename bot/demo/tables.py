@@ -1,19 +1,27 @@
 """The demo agent's tables: records it can list and delete, and the refunds it issues.
 
-They live in the bot's own database so the effect of an approved call is visible.
+They live in the bot's own database so the effect of an approved call is visible; they have their own
+`MetaData` and migrations (`bot/demo/migrations/`), applied only where the demo runs.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Integer, Numeric, String, Text
+from sqlalchemy import Integer, MetaData, Numeric, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from memory.tables import Base, utcnow
 
 
-class DemoRecordRow(Base):
+class DemoTable(Base):
+    """Base of the demo's tables: the runtime's column types, the demo's own `MetaData`."""
+
+    __abstract__ = True
+    metadata = MetaData()
+
+
+class DemoRecordRow(DemoTable):
     """A record the demo agent can list and (with approval) delete."""
 
     __tablename__ = "demo_records"
@@ -22,7 +30,7 @@ class DemoRecordRow(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-class DemoRefundRow(Base):
+class DemoRefundRow(DemoTable):
     """A refund the demo agent issued (after approval)."""
 
     __tablename__ = "demo_refunds"

@@ -4,14 +4,18 @@ trace: a record gone from `list-records`, a row in the refund ledger."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from pydantic import BaseModel, Field
 from sqlalchemy import delete, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory import Storage
 from tools import Tool, ToolContext, create_tool
 
+from .migrations import SCHEMA
 from .tables import DemoRecordRow, DemoRefundRow
 
 SEED_TITLES = ("Quarterly report", "Customer list", "Old invoices", "Meeting notes", "Test data")
@@ -35,9 +39,17 @@ class WeatherAnswer(BaseModel):
     city: str = Field(description="The city to get the weather for")
 
 
+@asynccontextmanager
+async def _session(storage: Storage) -> AsyncIterator[AsyncSession]:
+    """A transaction on the demo's tables, created on first use (checked once per process)."""
+    await storage.migrate(SCHEMA)
+    async with storage.session() as session:
+        yield session
+
+
 async def seed_demo_records(storage: Storage) -> None:
     """Put a few records in an empty table, so there is something to list and delete."""
-    async with storage.session() as session:
+    async with _session(storage) as session:
         if await session.scalar(select(func.count()).select_from(DemoRecordRow)):
             return
         session.add_all(DemoRecordRow(id=i, title=title) for i, title in enumerate(SEED_TITLES, start=1))
@@ -45,17 +57,17 @@ async def seed_demo_records(storage: Storage) -> None:
 
 def build_demo_tools(storage: Storage) -> list[Tool]:
     async def list_records(_input: Any, _ctx: ToolContext) -> dict[str, Any]:
-        async with storage.session() as session:
+        async with _session(storage) as session:
             rows = await session.scalars(select(DemoRecordRow).order_by(DemoRecordRow.id))
             return {"records": [{"id": row.id, "title": row.title} for row in rows]}
 
     async def delete_record(input: DeleteRecordInput, _ctx: ToolContext) -> dict[str, Any]:
-        async with storage.session() as session:
+        async with _session(storage) as session:
             result = await session.execute(delete(DemoRecordRow).where(DemoRecordRow.id == input.id))
         return {"deleted": result.rowcount == 1, "id": input.id}
 
     async def issue_refund(input: IssueRefundInput, _ctx: ToolContext) -> dict[str, Any]:
-        async with storage.session() as session:
+        async with _session(storage) as session:
             refund = DemoRefundRow(order_id=input.order_id, amount=input.amount, reason=input.reason)
             session.add(refund)
             await session.flush()

@@ -18,6 +18,7 @@ from bot.assemble import assemble_agent
 from bot.slack import build_web_app, create_slack_app
 from bot.slack.http_api import slack_api_front
 from bot.slack_emulator import SlackWebApi, Workspace
+from bot.slack.migrations import SCHEMA as SLACK_SCHEMA
 from memory import Storage
 
 from .browser import add_browser_routes
@@ -74,7 +75,7 @@ class Playground:
         try:
             self.port = sock.getsockname()[1]
             self.storage = Storage(self.database_url)
-            await self.storage.migrate()
+            await self.storage.migrate(SLACK_SCHEMA)
             self.agent = await self._build_agent(self.storage)
             self.workspace = Workspace(bot_name=self.agent.name)
             web_app = self._build_web_app(self.agent, self.storage)

@@ -7,16 +7,20 @@ so two replicas (or a retry) racing for the same event get one winner from the d
 from __future__ import annotations
 
 import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, select, update
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory import Storage
 from memory.tables import utcnow
 
+from .migrations import SCHEMA
 from .tables import SlackConversationRow, SlackEventRow, ToolCallMessageRow
 from .threads import SlackThread
 
@@ -31,6 +35,13 @@ class SlackStore:
         self.prune_every = prune_every
         self._claims = 0
 
+    @asynccontextmanager
+    async def _session(self) -> AsyncIterator[AsyncSession]:
+        """A transaction on the adapter's tables, created on first use (checked once per process)."""
+        await self.storage.migrate(SCHEMA)
+        async with self.storage.session() as session:
+            yield session
+
     def _insert(self, table: Any):
         return sqlite_insert(table) if self.storage.is_sqlite else postgres_insert(table)
 
@@ -41,7 +52,7 @@ class SlackStore:
             .values(event_id=event_id, team_id=team_id, received_at=utcnow())
             .on_conflict_do_nothing(index_elements=["event_id"])
         )
-        async with self.storage.session() as session:
+        async with self._session() as session:
             result = await session.execute(statement)
         self._claims += 1
         if self._claims % self.prune_every == 0:
@@ -50,7 +61,7 @@ class SlackStore:
 
     async def prune_events(self) -> int:
         """Forget handled events older than `keep_events`; returns how many were forgotten."""
-        async with self.storage.session() as session:
+        async with self._session() as session:
             result = await session.execute(
                 delete(SlackEventRow).where(SlackEventRow.received_at < utcnow() - self.keep_events)
             )
@@ -70,13 +81,13 @@ class SlackStore:
             )
             .on_conflict_do_nothing(index_elements=["thread_id"])
         )
-        async with self.storage.session() as session:
+        async with self._session() as session:
             await session.execute(statement)
             return await session.get(SlackConversationRow, thread.thread_id)
 
     async def conversation(self, thread: SlackThread) -> SlackConversationRow | None:
         """The conversation held in `thread`, or None if the bot takes no part in it."""
-        async with self.storage.session() as session:
+        async with self._session() as session:
             return await session.get(SlackConversationRow, thread.thread_id)
 
     async def add_tool_call_message(
@@ -107,22 +118,22 @@ class SlackStore:
             request_text=request_text,
             created_at=utcnow(),
         )
-        async with self.storage.session() as session:
+        async with self._session() as session:
             session.add(row)
         return row
 
     async def set_message_ts(self, ref: str, ts: str) -> None:
-        async with self.storage.session() as session:
+        async with self._session() as session:
             await session.execute(update(ToolCallMessageRow).where(ToolCallMessageRow.id == ref).values(ts=ts))
 
     async def get_message(self, ref: str) -> ToolCallMessageRow | None:
         if not ref or len(ref) > 64:
             return None
-        async with self.storage.session() as session:
+        async with self._session() as session:
             return await session.get(ToolCallMessageRow, ref)
 
     async def messages_of_call(self, run_id: str, tool_call_id: str) -> list[ToolCallMessageRow]:
-        async with self.storage.session() as session:
+        async with self._session() as session:
             result = await session.scalars(
                 select(ToolCallMessageRow).where(
                     ToolCallMessageRow.run_id == run_id, ToolCallMessageRow.tool_call_id == tool_call_id
@@ -131,7 +142,7 @@ class SlackStore:
             return list(result)
 
     async def open_messages_in_thread(self, thread_id: str) -> list[ToolCallMessageRow]:
-        async with self.storage.session() as session:
+        async with self._session() as session:
             result = await session.scalars(
                 select(ToolCallMessageRow).where(
                     ToolCallMessageRow.thread_id == thread_id, ToolCallMessageRow.closed_at.is_(None)
@@ -151,7 +162,7 @@ class SlackStore:
             return sorted(rows.values(), key=lambda row: row.created_at)
 
     async def close_message(self, ref: str, at: datetime | None = None) -> None:
-        async with self.storage.session() as session:
+        async with self._session() as session:
             await session.execute(
                 update(ToolCallMessageRow).where(ToolCallMessageRow.id == ref).values(closed_at=at or utcnow())
             )

@@ -1,7 +1,8 @@
 """The Slack adapter's own tables: events already handled, conversations the bot is part of, and the
 messages that show a waiting tool call (an approval or a question).
 
-Schema changes go through Alembic (`memory/migrations/versions/0002_slack.py`).
+They have their own `MetaData` and their own migrations (`bot/slack/migrations/`): a database used
+only by the runtime never gets them.
 """
 
 from __future__ import annotations
@@ -9,13 +10,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Index, String, Text
+from sqlalchemy import JSON, Index, MetaData, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from memory.tables import Base, utcnow
 
 
-class SlackEventRow(Base):
+class SlackTable(Base):
+    """Base of the Slack adapter's tables: the runtime's column types, the adapter's own `MetaData`."""
+
+    __abstract__ = True
+    metadata = MetaData()
+
+
+class SlackEventRow(SlackTable):
     """An Events API delivery already accepted: a retry with the same `event_id` is not processed again."""
 
     __tablename__ = "slack_events"
@@ -24,7 +32,7 @@ class SlackEventRow(Base):
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-class SlackConversationRow(Base):
+class SlackConversationRow(SlackTable):
     """A Slack thread the bot takes part in: later messages there continue it without a mention."""
 
     __tablename__ = "slack_conversations"
@@ -37,7 +45,7 @@ class SlackConversationRow(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-class ToolCallMessageRow(Base):
+class ToolCallMessageRow(SlackTable):
     """The Slack message that shows one waiting tool call: an approval (buttons) or a question (Answer).
 
     `id` is the opaque reference put in the buttons' value; a click is trusted only after the row it
@@ -51,7 +59,7 @@ class ToolCallMessageRow(Base):
     run_id: Mapped[str] = mapped_column(String(64))
     tool_call_id: Mapped[str] = mapped_column(String(255))
     tool_name: Mapped[str] = mapped_column(String(255))
-    args: Mapped[Any] = mapped_column(JSON)
+    args: Mapped[Any] = mapped_column(JSON, nullable=True)
     """What the message showed when posted: the call's arguments (approval) or what the tool asked (question)."""
     thread_id: Mapped[str] = mapped_column(String(255))
     team_id: Mapped[str] = mapped_column(String(32))

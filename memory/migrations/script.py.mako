@@ -4,8 +4,8 @@ Revision ID: ${up_revision}
 Revises: ${down_revision | comma,n}
 """
 
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 ${imports if imports else ""}
 
 revision = ${repr(up_revision)}

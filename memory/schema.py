@@ -1,0 +1,93 @@
+"""Which tables a package owns and where its Alembic migrations live; applying them.
+
+Every package that keeps tables in the bot's database (the runtime here in `memory`, the Slack
+adapter, the demo, the playground) declares one `Schema`: its name, its folder of revision files,
+and the SQLAlchemy `MetaData` of its tables. `Storage.migrate(*schemas)` brings the runtime's tables
+up to date and then those of the schemas it is given, so a user of the runtime alone gets only the
+runtime's tables. Adding a package is one line in its `migrations/__init__.py`:
+
+    SCHEMA = Schema("playground", Path(__file__).parent / "versions", PlaygroundTable.metadata)
+
+Each package keeps its own version table (`alembic_version_<name>`; the runtime keeps Alembic's
+`alembic_version`, which databases made by v0.1.0 already have). Alembic supports this directly
+(`version_table` in `context.configure`), and it keeps packages independent. The alternative, one
+shared version table with a branch label per package, would oblige every process that migrates to
+load every package's revision files: Alembic refuses a version table naming a revision it cannot
+locate, so a runtime-only user (who never imports `bot`) could not migrate a database the bot also
+uses. With one version table per package, each package's history is a plain linear chain that
+only its own revisions touch.
+
+All packages share one Alembic environment (`memory/migrations/env.py`) and one revision template;
+a package contributes only its `versions/` folder.
+
+Imports nothing from `bot`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+from sqlalchemy import MetaData
+
+ENVIRONMENT = Path(__file__).parent / "migrations"
+"""The Alembic environment (`env.py`, `script.py.mako`) every package's migrations run in."""
+
+
+@dataclass(frozen=True)
+class Schema:
+    """One package's tables and the migrations that create and change them."""
+
+    name: str
+    """Short name of the owning package (`runtime`, `slack`, `demo`); names its version table."""
+    versions: Path
+    """The folder of this package's revision files: one linear chain, one head."""
+    metadata: MetaData = field(compare=False, repr=False)
+    """The package's tables as SQLAlchemy models (tests compare the migrated database with them)."""
+    version_table: str = ""
+    """Where Alembic records this package's revision; default `alembic_version_<name>`."""
+
+    def __post_init__(self) -> None:
+        if not self.version_table:
+            object.__setattr__(self, "version_table", f"alembic_version_{self.name}")
+
+    def config(self, connection=None) -> Config:
+        """An Alembic `Config` for this package alone (run on `connection` when one is given)."""
+        config = Config()
+        config.set_main_option("script_location", str(ENVIRONMENT))
+        config.set_main_option("path_separator", "os")  # one folder, whatever characters its path holds
+        config.set_main_option("version_locations", str(self.versions))
+        config.attributes["version_table"] = self.version_table
+        config.attributes["target_metadata"] = self.metadata
+        if connection is not None:
+            config.attributes["connection"] = connection
+        return config
+
+    def head(self) -> str:
+        """The id of this package's newest revision."""
+        heads = ScriptDirectory.from_config(self.config()).get_heads()
+        if len(heads) != 1:
+            raise RuntimeError(f"the {self.name} migrations must form one chain, found heads {sorted(heads)}")
+        return heads[0]
+
+    def new_revision(self, message: str) -> Path:
+        """Write an empty revision file after the current head (`slack_0002_<slug>.py`); returns its path."""
+        heads = ScriptDirectory.from_config(self.config()).get_heads()
+        if heads:
+            head = self.head()
+            prefix = head.rstrip("0123456789")
+            revision_id = f"{prefix}{int(head[len(prefix) :]) + 1:04d}"
+        else:
+            revision_id = f"{self.name}_0001"
+        script = command.revision(self.config(), message, rev_id=revision_id)
+        return Path(script.path)
+
+    def upgrade(self, connection) -> None:
+        """Apply this package's revisions that `connection`'s database lacks (a sync connection)."""
+        command.upgrade(self.config(connection), "head")
+
+
+__all__ = ["ENVIRONMENT", "Schema"]
