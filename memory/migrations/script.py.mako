@@ -7,9 +7,8 @@ Revises: ${down_revision | comma,n}
 import sqlalchemy as sa
 from alembic import op
 ${imports if imports else ""}
-
-revision = ${repr(up_revision)}
-down_revision = ${repr(down_revision)}
+revision = "${up_revision}"
+down_revision = ${'"%s"' % down_revision if down_revision else None}
 branch_labels = None
 depends_on = None
 
