@@ -25,6 +25,7 @@ Imports nothing from `bot`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,10 +77,9 @@ class Schema:
     def new_revision(self, message: str) -> Path:
         """Write an empty revision file after the current head (`slack_0002_<slug>.py`); returns its path."""
         heads = ScriptDirectory.from_config(self.config()).get_heads()
-        if heads:
-            head = self.head()
-            prefix = head.rstrip("0123456789")
-            revision_id = f"{prefix}{int(head[len(prefix) :]) + 1:04d}"
+        number = re.search(r"\d+", self.head()) if heads else None
+        if number:  # 0003_policies -> 0004, slack_0001 -> slack_0002
+            revision_id = f"{self.head()[: number.start()]}{int(number.group()) + 1:0{len(number.group())}d}"
         else:
             revision_id = f"{self.name}_0001"
         script = command.revision(self.config(), message, rev_id=revision_id)

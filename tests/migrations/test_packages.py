@@ -22,9 +22,14 @@ from memory import Storage
 from memory.migrations import SCHEMA as RUNTIME
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNTIME_TABLES = {"alembic_version", "threads", "runs", "messages", "tool_calls", "audit"}
-SLACK_TABLES = {"alembic_version_slack", "slack_events", "slack_conversations", "slack_tool_call_messages"}
-DEMO_TABLES = {"alembic_version_demo", "demo_records", "demo_refunds"}
+
+
+def tables_of(schema) -> set[str]:
+    """What a package's migrations create: the tables its models declare, and its version table."""
+    return {*schema.metadata.tables, schema.version_table}
+
+
+RUNTIME_TABLES, SLACK_TABLES, DEMO_TABLES = tables_of(RUNTIME), tables_of(SLACK), tables_of(DEMO)
 
 
 async def table_names(storage: Storage) -> set[str]:
@@ -70,9 +75,12 @@ async def test_the_demo_creates_its_tables_only_where_it_runs(database_url):
         await storage.close()
 
 
-def test_each_package_has_one_chain_of_revisions():
+def test_each_package_has_one_chain_of_revisions_and_its_own_tables():
     assert RUNTIME.head() and SLACK.head() and DEMO.head()
     assert len({RUNTIME.version_table, SLACK.version_table, DEMO.version_table}) == 3
+    assert {"threads", "runs", "tool_calls"} <= RUNTIME_TABLES
+    assert {"slack_events", "slack_tool_call_messages"} <= SLACK_TABLES and "demo_records" in DEMO_TABLES
+    assert not RUNTIME_TABLES & SLACK_TABLES and not RUNTIME_TABLES & DEMO_TABLES and not SLACK_TABLES & DEMO_TABLES
 
 
 @pytest.mark.parametrize("schema", [RUNTIME, SLACK, DEMO], ids=lambda schema: schema.name)
