@@ -108,8 +108,8 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
     from .assemble import assemble_agent
     from .slack import build_web_app, create_slack_app, serve_http, serve_socket
     from .slack.http_api import slack_api_front
-    from .slack.server import EVENTS_PATH
     from .slack.migrations import SCHEMA as SLACK_SCHEMA
+    from .slack.server import EVENTS_PATH
 
     storage = Storage(settings.database_url)
     try:

@@ -17,8 +17,8 @@ from bot.api import add_api_routes
 from bot.assemble import assemble_agent
 from bot.slack import build_web_app, create_slack_app
 from bot.slack.http_api import slack_api_front
-from bot.slack_emulator import SlackWebApi, Workspace
 from bot.slack.migrations import SCHEMA as SLACK_SCHEMA
+from bot.slack_emulator import SlackWebApi, Workspace
 from memory import Storage
 
 from .browser import add_browser_routes
