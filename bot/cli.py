@@ -8,33 +8,41 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import importlib
-import logging
 import signal
 import sys
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
-from .settings import MissingSettingError, Settings
+from .logs import LOG_FORMATS, LOG_LEVELS, configure_logging
+from .settings import MissingSettingError, Settings, SettingsError, load_settings
 
 
 class AgentNotFoundError(RuntimeError):
     """`--agent` does not name an importable Agent (or a function returning one)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+class StartupError(RuntimeError):
+    """The bot cannot start; the message is one line that names the cause and the fix."""
+
+
+def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
+    settings = settings or Settings.model_construct()
     parser = argparse.ArgumentParser(prog="python -m bot", description="A Slack bot whose agent asks before it acts.")
     commands = parser.add_subparsers(dest="command", required=True)
     agent_help = "the Agent to run, as module:attribute (built without storage); default: the built-in demo agent"
 
-    serve = commands.add_parser("serve", help="run the Slack app over HTTP (POST /slack/events)")
+    serve = commands.add_parser("serve", help="run the Slack app over HTTP (POST /slack/events, GET /metrics)")
     serve.add_argument("--agent", metavar="MODULE:ATTR", help=agent_help)
     serve.add_argument("--port", type=int, default=3000, help="port to listen on (default 3000)")
     serve.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
 
-    socket = commands.add_parser("socket", help="run the Slack app over Socket Mode")
+    socket = commands.add_parser("socket", help="run the Slack app over Socket Mode (GET /metrics on --port)")
     socket.add_argument("--agent", metavar="MODULE:ATTR", help=agent_help)
-    socket.add_argument("--port", type=int, default=3000, help="port of /health and the HTTP API (default 3000)")
+    socket.add_argument(
+        "--port", type=int, default=3000, help="port of /health, /metrics and the HTTP API (default 3000)"
+    )
     socket.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
 
     policy = commands.add_parser("policy", help="read and change tool policies in DATABASE_URL")
@@ -69,6 +77,20 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument(
         "--port", type=int, default=3000, help="port on 127.0.0.1 (default 3000; the next free one if taken)"
     )
+    for command in (serve, socket, dev):
+        command.add_argument(
+            "--log-level",
+            type=str.upper,
+            choices=LOG_LEVELS,
+            default=settings.bot_log_level,
+            help="INFO (default, or BOT_LOG_LEVEL): a line at start, per turn and per decision; DEBUG: everything",
+        )
+        command.add_argument(
+            "--log-format",
+            choices=LOG_FORMATS,
+            default=settings.bot_log_format,
+            help="text (default, or BOT_LOG_FORMAT), or json: one object a line with run_id, thread_id, tool, decision",
+        )
     return parser
 
 
@@ -93,27 +115,30 @@ def load_agent(spec: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise AgentNotFoundError(f"--agent {spec!r}: cannot import {module_name!r}: {exc}") from exc
+    except Exception as exc:  # the module itself is broken: say where, without a traceback
+        raise AgentNotFoundError(f"--agent {spec!r}: importing {module_name!r} failed: {_one_line(exc)}") from exc
     agent = getattr(module, attribute, None)
     if agent is not None and not isinstance(agent, Agent) and callable(agent):
-        agent = agent()
+        try:
+            agent = agent()
+        except Exception as exc:
+            raise AgentNotFoundError(f"--agent {spec!r}: {module_name}.{attribute}() failed: {_one_line(exc)}") from exc
     if not isinstance(agent, Agent):
         raise AgentNotFoundError(f"--agent {spec!r}: {module_name}.{attribute} is not an Agent")
     return agent
 
 
 async def _run(command: str, options: argparse.Namespace, settings: Settings) -> None:
-    from memory import Storage
-
     from .api import add_api_routes
     from .assemble import assemble_agent
+    from .metrics import add_metrics_routes
     from .slack import build_web_app, create_slack_app, serve_http, serve_socket
     from .slack.http_api import slack_api_front
     from .slack.migrations import SCHEMA as SLACK_SCHEMA
-    from .slack.server import EVENTS_PATH
+    from .slack.server import EVENTS_PATH, SlackUnreachableError
 
-    storage = Storage(settings.database_url)
+    storage = await open_storage(settings.database_url, SLACK_SCHEMA)
     try:
-        await storage.migrate(SLACK_SCHEMA)
         named = load_agent(options.agent) if options.agent else None
         agent = await assemble_agent(storage, model=settings.bot_model, agent=named)
         app = create_slack_app(
@@ -127,20 +152,61 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
         web_app = build_web_app(app, path=EVENTS_PATH if command == "serve" else None)
         if settings.bot_api_token:
             add_api_routes(web_app, slack_api_front(app, token=settings.bot_api_token))
-        http = serve_http(web_app, host=options.host, port=options.port)
-        logging.getLogger("bot").info(
-            "listening on %s:%s%s%s",
-            options.host,
-            options.port,
-            ", POST /slack/events" if command == "serve" else "",
-            ", the HTTP API under /api" if settings.bot_api_token else "",
-        )
-        if command == "serve":
-            await http
-        else:
-            await _together(http, serve_socket(app, app_token=settings.slack_app_token))
+        add_metrics_routes(web_app, storage)
+        routes = ["POST /slack/events"] if command == "serve" else []
+        routes += ["GET /metrics"] + (["the HTTP API under /api"] if settings.bot_api_token else [])
+        http = serve_http(web_app, host=options.host, port=options.port, what=", ".join(routes))
+        try:
+            if command == "serve":
+                await http
+            else:
+                await _together(http, serve_socket(app, app_token=settings.slack_app_token))
+        except SlackUnreachableError as exc:
+            raise StartupError(str(exc)) from None
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise StartupError(
+                    f"port {options.port} on {options.host} is in use: stop the process that holds it, "
+                    "or choose another with --port"
+                ) from None
+            raise
     finally:
         await storage.close()
+
+
+async def open_storage(database_url: str, *schemas: Any) -> Any:
+    """The bot's storage, migrated (the runtime's tables and `schemas`); a URL that cannot be used is a
+    `StartupError` naming it."""
+    from memory import Storage
+
+    shown = _without_password(database_url)
+    fix = "set DATABASE_URL to e.g. sqlite+aiosqlite:///data/bot.db or postgresql+asyncpg://user@host/db"
+    try:
+        storage = Storage(database_url)
+    except Exception as exc:  # unparsable, or not an async driver
+        raise StartupError(f"DATABASE_URL={shown} cannot be used ({_one_line(exc)}): {fix}") from None
+    try:
+        await storage.migrate(*schemas)
+    except Exception as exc:  # unreachable server, unknown database, a directory that cannot be made
+        await storage.close()
+        raise StartupError(
+            f"cannot open the database at DATABASE_URL={shown} ({_one_line(exc)}): check that it is reachable "
+            "and exists, or " + fix
+        ) from None
+    return storage
+
+
+def _without_password(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    credentials, at, host = rest.rpartition("@")
+    if not at or ":" not in credentials:
+        return url
+    return f"{scheme}{sep}{credentials.split(':')[0]}:***@{host}"
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
 
 
 async def _admin(options: argparse.Namespace, settings: Settings) -> None:
@@ -175,30 +241,40 @@ def _demo_agent(storage: Any, settings: Settings) -> Any:
     return build_demo_agent(storage, model=settings.bot_model)
 
 
-REQUIRED = {"serve": ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET"), "socket": ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN")}
+REQUIRED = {
+    "serve": ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "OPENAI_API_KEY"),
+    "socket": ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "OPENAI_API_KEY"),
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    options = build_parser().parse_args(argv)
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    options = build_parser(settings).parse_args(argv)
     if options.command in ("policy", "audit"):
         return _run_admin(options)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    settings = Settings()
+    configure_logging(options.log_level, options.log_format)
     try:
         settings.require(*REQUIRED.get(options.command, ()))
-        if options.agent:
-            load_agent(options.agent)  # fail before connecting anything
+        named = load_agent(options.agent) if options.agent else None  # fail before connecting anything
     except (MissingSettingError, AgentNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if options.command == "dev":
         from bot.playground import run_playground
 
-        named = load_agent(options.agent) if options.agent else None
-        _run_until_stopped(run_playground(settings, port=options.port, agent=named))
+        work = run_playground(settings, port=options.port, agent=named)
     else:
-        _run_until_stopped(_run(options.command, options, settings))
+        work = _run(options.command, options, settings)
+    try:
+        _run_until_stopped(work)
+    except StartupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -6,10 +6,14 @@ the values it needs down to the code it starts.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+class SettingsError(RuntimeError):
+    """A variable has a value the bot cannot use; the message names it and what it accepts."""
 
 
 class MissingSettingError(RuntimeError):
@@ -20,6 +24,7 @@ _WHERE = {
     "SLACK_BOT_TOKEN": "the Bot User OAuth Token (xoxb-...) from the app's OAuth & Permissions page",
     "SLACK_SIGNING_SECRET": "the Signing Secret from the app's Basic Information page",
     "SLACK_APP_TOKEN": "an app-level token (xapp-...) with the connections:write scope, from Basic Information",
+    "OPENAI_API_KEY": "your model provider's API key (for another OpenAI-compatible server, its key and OPENAI_BASE_URL)",
 }
 
 
@@ -47,6 +52,15 @@ class Settings(BaseSettings):
     """BOT_ADMINS: comma-separated Slack user IDs who may edit policies (empty: workspace admins)."""
     bot_api_token: str | None = None
     """BOT_API_TOKEN: bearer token of the HTTP API; unset turns the API off."""
+    bot_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    """BOT_LOG_LEVEL: the default of `--log-level`."""
+    bot_log_format: Literal["text", "json"] = "text"
+    """BOT_LOG_FORMAT: the default of `--log-format` (`json`: one object a line)."""
+
+    @field_validator("bot_log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
 
     @field_validator("bot_admins", mode="before")
     @classmethod
@@ -66,3 +80,12 @@ class Settings(BaseSettings):
         if missing:
             lines = [f"{name} is not set: set it to {_WHERE.get(name, 'a value')}." for name in missing]
             raise MissingSettingError("\n".join(lines))
+
+
+def load_settings() -> Settings:
+    """The settings from the environment; a value that does not parse is a `SettingsError` naming it."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = [f"{'.'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in exc.errors()]
+        raise SettingsError("; ".join(problems)) from None

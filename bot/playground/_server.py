@@ -15,6 +15,7 @@ from aiohttp import web
 from bot.agent import Agent
 from bot.api import add_api_routes
 from bot.assemble import assemble_agent
+from bot.metrics import add_metrics_routes
 from bot.slack import build_web_app, create_slack_app
 from bot.slack.http_api import slack_api_front
 from bot.slack.migrations import SCHEMA as SLACK_SCHEMA
@@ -131,6 +132,7 @@ class Playground:
         web_app = build_web_app(bolt_app)
         if self.settings.bot_api_token:  # before the emulated Web API, whose /api/{method} would take /api/openapi.json
             add_api_routes(web_app, slack_api_front(bolt_app, token=self.settings.bot_api_token))
+        add_metrics_routes(web_app, storage)
         SlackWebApi(self.workspace, token=token).add_routes(web_app)
         if self.uses_demo_model:
             add_demo_model_routes(web_app, word_delay=self.word_delay)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.response import BoltResponse
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
@@ -16,6 +17,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot import metrics
 from memory import Storage
 
 from .directory import Directory
@@ -31,15 +33,34 @@ if TYPE_CHECKING:
 
 def create_web_client(token: str, *, api_url: str = "https://slack.com/api/", retries: int = 3) -> AsyncWebClient:
     """A Web API client that retries 429 (after Retry-After), 500/503, and dropped connections."""
-    return AsyncWebClient(
-        token=token,
-        base_url=api_url,
-        retry_handlers=[
-            AsyncConnectionErrorRetryHandler(max_retry_count=retries),
-            AsyncRateLimitErrorRetryHandler(max_retry_count=retries),
-            AsyncServerErrorRetryHandler(max_retry_count=retries),
-        ],
-    )
+    return configure_web_client(AsyncWebClient(token=token), api_url=api_url, retries=retries)
+
+
+def configure_web_client(client: AsyncWebClient, *, api_url: str, retries: int = 3) -> AsyncWebClient:
+    """Point `client` at `api_url`, count its failures (`bot_slack_api_errors_total`) and let it retry
+    429, 500/503 and dropped connections. Bolt copies both into the client each request gets."""
+    client.base_url = api_url
+    client.retry_handlers = [
+        CountSlackApiErrors(),
+        AsyncConnectionErrorRetryHandler(max_retry_count=retries),
+        AsyncRateLimitErrorRetryHandler(max_retry_count=retries),
+        AsyncServerErrorRetryHandler(max_retry_count=retries),
+    ]
+    return client
+
+
+class CountSlackApiErrors(AsyncRetryHandler):
+    """Not a retry: asked first after every attempt, it counts the failed ones and lets the others decide."""
+
+    async def can_retry_async(self, *, state, request, response=None, error=None) -> bool:
+        method = request.url.rsplit("/", 1)[-1]
+        if error is not None:
+            metrics.slack_api_error(method, type(error).__name__)
+        elif response is not None:
+            body = response.body if isinstance(response.body, dict) else {}
+            if body.get("ok") is False or response.status_code != 200:
+                metrics.slack_api_error(method, str(body.get("error") or f"http_{response.status_code}"))
+        return False
 
 
 def create_slack_app(
@@ -59,14 +80,17 @@ def create_slack_app(
     the tool policies' rule (`permissions.PolicyRule`) unless `decision_rule` says otherwise; `admins`
     (`BOT_ADMINS`) may change policies, else the workspace's admins and owners."""
     logger = logger or logging.getLogger("bot.slack")
+    # The token, not a client: given a client, Bolt also reads SLACK_BOT_TOKEN itself and warns that it
+    # is unused. The client Bolt builds is then pointed at `api_url`, with retries.
     app = AsyncApp(
-        client=create_web_client(token, api_url=api_url),
+        token=token,
         signing_secret=signing_secret or "",
         request_verification_enabled=bool(signing_secret),
         process_before_response=False,  # ack at once; the listener's work goes on after the response
         logger=logger,
         name="approval-bot",
     )
+    configure_web_client(app.client, api_url=api_url)
     directory = Directory(app.client, admins=admins)
     services = SlackServices(
         agent=agent,

@@ -85,7 +85,9 @@ async def run_turn(
     thinking = await set_thinking(client, thread)
     try:
         stream = await start()
-        await relay(services, client, stream, thread=thread, requester=requester, request_text=request_text)
+        finish = await relay(services, client, stream, thread=thread, requester=requester, request_text=request_text)
+        context = {"run_id": stream.run_id, "thread_id": thread.thread_id, "outcome": finish}
+        services.logger.info("turn %s", finish or "ended", extra=context)
     except Exception as exc:  # the thread must hear about it; the log gets the details
         services.logger.exception("the agent failed in %s", thread.thread_id)
         await _say_failed(client, thread, exc)
@@ -120,9 +122,10 @@ async def relay(
     thread: SlackThread,
     requester: str,
     request_text: str | None,
-) -> None:
-    """Write an `AgentStream` into the thread until it finishes or stops at a waiting call."""
+) -> str | None:
+    """Write an `AgentStream` into the thread until it finishes or stops at a waiting call; the finish reason."""
     reply = ThreadReply(client, thread, recipient=requester, streaming=services.streaming, logger=services.logger)
+    finish = None
     try:
         async for chunk in stream.full_stream:
             if chunk.type == "text-delta":
@@ -152,5 +155,8 @@ async def relay(
                 await set_thinking(client, thread, f"is running {chunk.payload.get('tool_name', 'a tool')}…")
             elif chunk.type == "error":
                 await reply.append(f"\n\n:warning: {chunk.payload.get('message', 'Something went wrong.')}")
+            elif chunk.type == "finish":
+                finish = chunk.payload.get("finish_reason")
     finally:
         await reply.close()
+    return finish

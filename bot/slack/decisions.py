@@ -16,6 +16,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot import metrics
 from bot.agent import SnapshotNotFoundError, ToolCallNotSuspendedError
 
 from .conversation import continue_run
@@ -28,6 +29,7 @@ from .waiting_messages import find_tool, record_of, refresh_message, still_waits
 UNKNOWN = "This button does not belong to a request that is waiting here."
 ALREADY_DECIDED = "This request was already decided."
 ALREADY_ANSWERED = "This question was already answered."
+_REFUSAL_REASONS = {UNKNOWN: "unknown", ALREADY_DECIDED: "already_decided", ALREADY_ANSWERED: "already_decided"}
 
 
 class ClickRefused(Exception):
@@ -128,7 +130,7 @@ async def approve(
             run_id=call.row.run_id, tool_call_id=call.row.tool_call_id, **options
         )
 
-    await _settle(services, client, call, decide, lost=ALREADY_DECIDED)
+    await _settle(services, client, call, decide, lost=ALREADY_DECIDED, outcome="approved", user_id=user_id)
 
 
 async def decline(
@@ -141,7 +143,7 @@ async def decline(
             run_id=call.row.run_id, tool_call_id=call.row.tool_call_id, approver=user_id, reason=reason
         )
 
-    await _settle(services, client, call, decide, lost=ALREADY_DECIDED)
+    await _settle(services, client, call, decide, lost=ALREADY_DECIDED, outcome="declined", user_id=user_id)
 
 
 async def answer(
@@ -154,7 +156,17 @@ async def answer(
             resume_data, run_id=call.row.run_id, tool_call_id=call.row.tool_call_id, actor=user_id
         )
 
-    await _settle(services, client, call, decide, lost=ALREADY_ANSWERED, answered_by=user_id, resume_data=resume_data)
+    await _settle(
+        services,
+        client,
+        call,
+        decide,
+        lost=ALREADY_ANSWERED,
+        outcome="answered",
+        user_id=user_id,
+        answered_by=user_id,
+        resume_data=resume_data,
+    )
 
 
 async def _settle(
@@ -164,6 +176,8 @@ async def _settle(
     decide: Callable[[], Awaitable[Any]],
     *,
     lost: str,
+    outcome: str,
+    user_id: str,
     answered_by: str | None = None,
     resume_data: Any = None,
 ) -> None:
@@ -172,6 +186,9 @@ async def _settle(
         stream = await decide()
     except (ToolCallNotSuspendedError, SnapshotNotFoundError):
         raise ClickRefused(lost, row=call.row) from None
+    metrics.decided(outcome, kind=call.row.kind, waiting_since=call.row.created_at)
+    context = {"run_id": call.row.run_id, "thread_id": call.row.thread_id, "tool": call.row.tool_name}
+    services.logger.info("%s %s by %s", outcome, call.row.tool_name, user_id, extra={**context, "decision": outcome})
     try:
         await refresh_message(services, client, call.row, answered_by=answered_by, resume_data=resume_data)
     except SlackApiError:  # the decision stands and the run goes on; the message is fixed by the next refresh
@@ -194,6 +211,7 @@ async def refuse(
     thread_ts: str | None = None,
 ) -> None:
     """Explain a refused click to the user alone, and bring the message up to date if its call is settled."""
+    metrics.refused(_REFUSAL_REASONS.get(refused.explanation, "not_allowed"))
     target_channel = channel or (refused.about.channel if refused.about else None)
     if target_channel:
         await tell(

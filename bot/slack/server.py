@@ -1,16 +1,21 @@
 """Run the Bolt app: over HTTP (aiohttp, `POST /slack/events` for events, interactivity and commands)
-or over Socket Mode."""
+or over Socket Mode. A malformed request is refused with a 400, and a start that cannot succeed (a port
+in use, Slack out of reach) is one error the command line turns into one line."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_sdk.errors import SlackApiError
+
+from bot.logs import one_line
 
 EVENTS_PATH = "/slack/events"
 _logger = logging.getLogger("bot.slack")
@@ -59,21 +64,71 @@ def _short(exc: Exception) -> str:
     return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
-async def serve_http(web_app: web.Application, *, host: str = "0.0.0.0", port: int = 3000) -> None:
-    """Serve until cancelled."""
+async def serve_http(web_app: web.Application, *, host: str = "0.0.0.0", port: int = 3000, what: str = "") -> None:
+    """Serve until cancelled; one log line once listening (an OSError if the port is taken)."""
     runner = web.AppRunner(web_app)
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port).start()
+        _logger.getChild("server").info("listening on http://%s:%s%s", host, port, f" ({what})" if what else "")
         await asyncio.Event().wait()
     finally:
         await runner.cleanup()
 
 
+SOCKET_CONNECT_TIMEOUT = 30.0
+"""How long `serve_socket` tries to reach Slack at start before it gives up."""
+
+
+class SlackUnreachableError(RuntimeError):
+    """Socket Mode could not connect at start; the message says why, in one line."""
+
+
 async def serve_socket(app: AsyncApp, *, app_token: str) -> None:
-    """Connect over Socket Mode and serve until cancelled."""
-    handler = AsyncSocketModeHandler(app, app_token)
+    """Connect over Socket Mode and serve until cancelled.
+
+    At start the connection is tried for `SOCKET_CONNECT_TIMEOUT` seconds: if Slack cannot be reached
+    or refuses a token, `SlackUnreachableError` says so. Once connected, a dropped connection is
+    retried for as long as the bot runs, one warning line per attempt.
+    """
+    socket_logger = _logger.getChild("socket")
+    socket_logger.addFilter(one_line)
+    handler = AsyncSocketModeHandler(app, app_token, logger=socket_logger)
     try:
-        await handler.start_async()
+        await _connect(app, handler)
+        _logger.getChild("server").info("connected to Slack over Socket Mode")
+        await asyncio.Event().wait()
     finally:
         await handler.close_async()
+
+
+async def _connect(app: AsyncApp, handler: AsyncSocketModeHandler) -> None:
+    url = app.client.base_url
+    try:
+        async with asyncio.timeout(SOCKET_CONNECT_TIMEOUT):
+            await app.client.auth_test()
+            # the app token, checked once here: the client's own connect loop would retry a refusal for ever
+            opened = await app.client.apps_connections_open(app_token=handler.client.app_token)
+            if not opened.get("url"):
+                raise SlackUnreachableError(f"Slack gave no Socket Mode URL (at {url}): {_token_hint(None)}")
+            handler.client.wss_uri = opened["url"]
+            await handler.connect_async()
+    except SlackApiError as exc:
+        error = exc.response.get("error") if exc.response is not None else str(exc)
+        raise SlackUnreachableError(f"Slack refused the connection ({error}) at {url}: {_token_hint(error)}") from None
+    except TimeoutError:
+        raise SlackUnreachableError(
+            f"no Socket Mode connection to Slack within {SOCKET_CONNECT_TIMEOUT:.0f} s (at {url}): check the "
+            "network, a proxy, or SLACK_API_URL, then start again"
+        ) from None
+    except (aiohttp.ClientError, OSError) as exc:
+        raise SlackUnreachableError(
+            f"cannot reach Slack at {url} ({type(exc).__name__}: {exc}): check the network, a proxy, or "
+            "SLACK_API_URL, then start again"
+        ) from None
+
+
+def _token_hint(error: str | None) -> str:
+    if error in ("invalid_auth", "not_authed", "account_inactive", "token_revoked"):
+        return "check SLACK_BOT_TOKEN (the Bot User OAuth Token, xoxb-...) and SLACK_APP_TOKEN (xapp-...)"
+    return "check SLACK_APP_TOKEN (an app-level token with connections:write) and that Socket Mode is enabled"

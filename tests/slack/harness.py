@@ -12,6 +12,7 @@ from aiohttp import web
 
 from bot.api import add_api_routes
 from bot.demo import build_demo_agent, seed_demo_records
+from bot.metrics import add_metrics_routes
 from bot.slack import build_web_app, create_slack_app
 from bot.slack.http_api import slack_api_front
 from bot.slack_emulator import Message, SlackEmulator
@@ -97,6 +98,7 @@ async def running_bot(
     web_app = build_web_app(app)
     if api_token:
         add_api_routes(web_app, slack_api_front(app, token=api_token))
+    add_metrics_routes(web_app, storage)
     runner = web.AppRunner(web_app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -1,0 +1,152 @@
+"""A start that cannot succeed ends at once with one line on stderr that names the cause and the fix, and
+no traceback; a start that succeeds says one line. Each case runs the real `python -m bot` process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from tests.support.slack_stub import SlackStub
+
+from .test_serve import free_port
+
+
+def bot_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "OPENAI_", "DATABASE_URL", "BOT_"))}
+    env.update(
+        SLACK_BOT_TOKEN="xoxb-1",
+        SLACK_SIGNING_SECRET="s",
+        SLACK_APP_TOKEN="xapp-1",
+        OPENAI_API_KEY="k",
+        OPENAI_BASE_URL="http://127.0.0.1:9/v1",
+        DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path}/bot.db",
+    )
+    env.update(extra)
+    return env
+
+
+async def run_bot(*args: str, env: dict[str, str], timeout: float = 60) -> tuple[int, list[str], float]:
+    """Run `python -m bot ARGS` to its end: exit code, stderr lines, seconds taken."""
+    started = time.monotonic()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    try:
+        _, stderr = await asyncio.wait_for(process.communicate(), timeout)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise AssertionError(f"python -m bot {' '.join(args)} did not stop within {timeout} s") from None
+    return process.returncode, stderr.decode().splitlines(), time.monotonic() - started
+
+
+def assert_one_error_line(lines: list[str], *words: str) -> None:
+    assert len(lines) == 1, "\n".join(lines)
+    assert lines[0].startswith("error: "), lines[0]
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+async def test_serve_on_a_port_in_use(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, lines, _ = await run_bot("serve", "--host", "127.0.0.1", "--port", str(port), env=bot_env(tmp_path))
+    assert code == 1
+    assert_one_error_line(lines, f"port {port}", "in use", "--port")
+
+
+async def test_serve_without_a_model_key(tmp_path):
+    env = bot_env(tmp_path)
+    del env["OPENAI_API_KEY"]
+    code, lines, _ = await run_bot("serve", env=env)
+    assert code == 2
+    assert_one_error_line(lines, "OPENAI_API_KEY is not set")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "not a url",
+        "postgresql://postgres@127.0.0.1/db",  # not an async driver
+        "sqlite+aiosqlite:///{tmp}/a-file/bot.db",  # its directory cannot be made
+        "postgresql+asyncpg://postgres@127.0.0.1:{closed}/bot",
+    ],
+    ids=["unparsable", "sync-driver", "not-a-directory", "unreachable"],
+)
+async def test_serve_with_a_database_url_that_cannot_be_used(tmp_path, url):
+    (tmp_path / "a-file").write_text("")
+    url = url.format(tmp=tmp_path, closed=free_port())
+    code, lines, _ = await run_bot("serve", "--port", str(free_port()), env=bot_env(tmp_path, DATABASE_URL=url))
+    assert code == 1
+    assert_one_error_line(lines, "DATABASE_URL", "set DATABASE_URL to")
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ("raise RuntimeError('no config file')", "importing 'broken_agent' failed: RuntimeError: no config file"),
+        ("def agent():\n    raise KeyError('MODEL')", "broken_agent.agent() failed: KeyError"),
+    ],
+    ids=["import-fails", "factory-fails"],
+)
+async def test_an_agent_that_cannot_be_loaded(tmp_path, source, says):
+    (tmp_path / "broken_agent.py").write_text(source + "\n")
+    env = bot_env(tmp_path, PYTHONPATH=str(tmp_path))
+    code, lines, _ = await run_bot("serve", "--agent", "broken_agent:agent", env=env)
+    assert code == 2
+    assert_one_error_line(lines, says)
+
+
+async def test_socket_when_slack_cannot_be_reached(tmp_path):
+    env = bot_env(tmp_path, SLACK_API_URL=f"http://127.0.0.1:{free_port()}/api/")
+    code, lines, took = await run_bot("socket", "--port", str(free_port()), env=env)
+    assert code == 1
+    assert_one_error_line(lines, "cannot reach Slack", "check the network")
+    assert took < 30
+
+
+async def test_socket_when_slack_keeps_failing(tmp_path):
+    async with SlackStub() as slack:
+        slack.fail("apps.connections.open", status=500, times=10)
+        env = bot_env(tmp_path, SLACK_API_URL=slack.api_url)
+        code, lines, _ = await run_bot("socket", "--port", str(free_port()), env=env)
+    assert code == 1
+    assert_one_error_line(lines, "Slack refused the connection (fatal_error)", "SLACK_APP_TOKEN")
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+async def test_a_good_start_is_one_line(tmp_path, log_format):
+    """No migration chatter, no warning about the token: one line with the address."""
+    port = free_port()
+    env = bot_env(tmp_path)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "serve", "--host", "127.0.0.1", "--port", str(port), "--log-format", log_format,
+        env=env, stderr=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        async with aiohttp.ClientSession() as session:
+            for _ in range(150):
+                try:
+                    async with session.get(f"http://127.0.0.1:{port}/health") as response:
+                        if response.status == 200:
+                            break
+                except aiohttp.ClientError:
+                    await asyncio.sleep(0.2)
+    finally:
+        process.terminate()
+        _, stderr = await asyncio.wait_for(process.communicate(), 30)
+    lines = stderr.decode().splitlines()
+    assert len(lines) == 1, "\n".join(lines)
+    assert f"listening on http://127.0.0.1:{port}" in lines[0]
+    if log_format == "json":
+        assert json.loads(lines[0])["level"] == "INFO"
