@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from bot.settings import Settings
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///data/playground.db"
+STOP_GRACE = 0.5
+"""Seconds the server gives requests still running when it stops (a long poll is answered at once)."""
 PORTS_TRIED = 10
 """When the asked port is taken, the next ones are tried (the port used is printed)."""
 
@@ -80,7 +82,7 @@ class Playground:
             self.agent = await self._build_agent(self.storage)
             self.workspace = Workspace(bot_name=self.agent.name)
             web_app = self._build_web_app(self.agent, self.storage)
-            self._runner = web.AppRunner(web_app, access_log=None)
+            self._runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=STOP_GRACE)
             await self._runner.setup()
             await web.SockSite(self._runner, sock).start()
         except BaseException:
@@ -90,7 +92,10 @@ class Playground:
         return self
 
     async def stop(self) -> None:
+        """Stop within about a second, open pages or not: their long polls are answered at once, and what
+        the bot was doing is left to the recovery of the next start."""
         if self._runner is not None:
+            self.workspace.changed()  # every page waiting for a change gets its answer now
             await self._runner.cleanup()
             self._runner = None
         if self._delivery is not None:

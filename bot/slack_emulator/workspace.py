@@ -205,8 +205,9 @@ class Workspace:
             listener(what)
 
     async def wait_for_change(self, since: int, timeout: float) -> None:
-        """Return once `version` is past `since`, or after `timeout` seconds."""
-        if self.version > since:
+        """Return once `version` is no longer `since` (a change, or a page that saw an earlier run of the
+        playground), or after `timeout` seconds."""
+        if self.version != since:
             return
         try:
             await asyncio.wait_for(self._changed.wait(), timeout)

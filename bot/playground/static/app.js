@@ -47,7 +47,9 @@ async function pollForever() {
       document.body.classList.remove("offline");
     } catch (error) {
       if (error.name === "AbortError") continue;
+      // the playground is away (restarted, or stopped): keep asking, and take a whole new state when it is back
       document.body.classList.add("offline");
+      ui.version = -1;
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }
   }
@@ -123,6 +125,7 @@ function renderSidebar(data) {
 }
 
 function openChannel(id) {
+  if (ui.channel !== id) $("reply-text").value = "";
   ui.channel = id;
   ui.home = false;
   ui.thread = null;
@@ -201,9 +204,16 @@ function renderSuggestions(channel) {
 }
 
 function openThread(ts) {
+  if (ui.thread !== ts) $("reply-text").value = ""; // a draft belongs to the thread it was typed in
   ui.thread = ts;
   render();
   $("reply-text").focus();
+}
+
+function closeThread() {
+  ui.thread = null;
+  $("reply-text").value = "";
+  render();
 }
 
 function renderThread(data) {
@@ -272,8 +282,7 @@ async function clickHome(block, element, value) {
 
 async function openHome() {
   ui.home = true;
-  ui.thread = null;
-  render();
+  closeThread();
   try {
     await send("/play/home/open", {});
   } catch (error) {
@@ -356,7 +365,10 @@ async function post(field, threadTs) {
   field.value = "";
   try {
     const posted = await send("/play/messages", { channel: ui.channel, text, thread_ts: threadTs || null });
-    if (!threadTs) ui.thread = posted.ts; // follow the conversation the message starts
+    if (!threadTs) { // follow the conversation the message starts
+      if (ui.thread !== posted.ts) $("reply-text").value = "";
+      ui.thread = posted.ts;
+    }
   } catch (error) {
     field.value = text;
     alert(error.message);
@@ -373,10 +385,13 @@ function submitOnEnter(field, form) {
 }
 
 $("composer").addEventListener("submit", (event) => { event.preventDefault(); post($("composer-text"), null); });
-$("reply-composer").addEventListener("submit", (event) => { event.preventDefault(); post($("reply-text"), ui.thread); });
+$("reply-composer").addEventListener("submit", (event) => {
+  event.preventDefault();
+  if (ui.thread && !$("thread").hidden) post($("reply-text"), ui.thread); // never a reply without its thread
+});
 submitOnEnter($("composer-text"), $("composer"));
 submitOnEnter($("reply-text"), $("reply-composer"));
-$("thread-close").addEventListener("click", () => { ui.thread = null; render(); });
+$("thread-close").addEventListener("click", closeThread);
 $("modal").addEventListener("submit", submitModal);
 $("modal-close").addEventListener("click", closeModal);
 $("modal-x").addEventListener("click", closeModal);
