@@ -25,6 +25,8 @@ from memory import Storage
 from .browser import add_browser_routes
 from .delivery import Delivery
 from .demo_model import add_demo_model_routes
+from .migrations import SCHEMA as PLAYGROUND_SCHEMA
+from .store import WorkspaceStore
 
 if TYPE_CHECKING:
     from bot.settings import Settings
@@ -62,6 +64,7 @@ class Playground:
         self._model_client: openai.AsyncOpenAI | None = None
         self._delivery: Delivery | None = None
         self._runner: web.AppRunner | None = None
+        self._workspace_store: WorkspaceStore | None = None
 
     @property
     def url(self) -> str:
@@ -78,9 +81,11 @@ class Playground:
         try:
             self.port = sock.getsockname()[1]
             self.storage = Storage(self.database_url)
-            await self.storage.migrate(SLACK_SCHEMA)
+            await self.storage.migrate(SLACK_SCHEMA, PLAYGROUND_SCHEMA)
             self.agent = await self._build_agent(self.storage)
             self.workspace = Workspace(bot_name=self.agent.name)
+            self._workspace_store = WorkspaceStore(self.storage, self.workspace)
+            await self._workspace_store.load()  # the conversation of the last run, and its open modals
             web_app = self._build_web_app(self.agent, self.storage)
             self._runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=STOP_GRACE)
             await self._runner.setup()
@@ -98,6 +103,9 @@ class Playground:
             self.workspace.changed()  # every page waiting for a change gets its answer now
             await self._runner.cleanup()
             self._runner = None
+        if self._workspace_store is not None:
+            await self._workspace_store.close()
+            self._workspace_store = None
         if self._delivery is not None:
             await self._delivery.close()
         if self.agent is not None:
