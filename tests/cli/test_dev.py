@@ -35,3 +35,52 @@ def test_dev_serves_the_playground_with_nothing_configured(tmp_path):
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=20)
+
+
+def test_ctrl_c_ends_the_playground_at_once_with_pages_open(tmp_path):
+    """Open pages hold long polls of 20 s; Ctrl-C must not wait for them."""
+    import json
+    import threading
+    import time
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "OPENAI_", "DATABASE_URL", "BOT_"))}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bot", "dev", "--port", "0"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        printed = ""
+        for line in process.stdout:
+            printed += line
+            if line.startswith("Stop with Ctrl-C"):
+                break
+        url = re.search(r"Playground: (http://127\.0\.0\.1:\d+)", printed).group(1)
+        with urllib.request.urlopen(url + "/play/state?user=UALICE", timeout=10) as page:
+            version = json.load(page)["version"]
+        answered = []
+
+        def open_page() -> None:
+            with urllib.request.urlopen(f"{url}/play/state?user=UALICE&since={version}", timeout=30) as poll:
+                answered.append(poll.status)
+
+        pages = [threading.Thread(target=open_page) for _ in range(3)]
+        for page in pages:
+            page.start()
+        time.sleep(1.0)  # the polls are waiting
+
+        stopped_at = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=15)
+        took = time.monotonic() - stopped_at
+        for page in pages:
+            page.join(timeout=5)
+    finally:
+        process.kill()
+    rest = process.stdout.read()
+    assert process.returncode == 0 and "Traceback" not in rest, rest
+    assert answered == [200, 200, 200]  # each open page got its answer, not a broken connection
+    assert took < 5, f"Ctrl-C took {took:.1f} s with pages open"  # before: the 20 s of the polls
