@@ -2,9 +2,10 @@
 
 A user's Home is published when they open it, and again whenever something in it changes (an approval
 posted or settled, a policy changed), but only for users who have opened it, and only when their
-view's content differs from what was last published. Refreshes are coalesced: while one runs, further
-changes schedule one more. `views.publish` answering 429 is retried after its Retry-After by the web
-client's rate-limit handler.
+view's content differs from what was last published. Who opened it and a digest of what they were
+last shown are kept in the database (`HomeViewRow`), so any replica refreshes any user's Home.
+Refreshes are coalesced: while one runs, further changes schedule one more. `views.publish`
+answering 429 is retried after its Retry-After by the web client's rate-limit handler.
 """
 
 from __future__ import annotations
@@ -36,20 +37,16 @@ class HomePublisher:
     def __init__(self, services: SlackServices, client: AsyncWebClient):
         self.services = services
         self.client = client
-        self._shown: dict[str, str] = {}
-        """User -> digest of the view last published for them (only users who opened the Home)."""
         self._refresh: asyncio.Task | None = None
         self._again = False
 
     async def opened(self, user_id: str) -> None:
         """The user opened their Home tab: publish it (if it changed since they last saw it)."""
-        self._shown.setdefault(user_id, "")
+        await self.services.store.home_opened(user_id)
         await self.publish(user_id)
 
     def changed(self) -> None:
         """Something a Home shows changed: refresh every opened Home, soon, in the background."""
-        if not self._shown:
-            return
         if self._refresh is not None and not self._refresh.done():
             self._again = True
             return
@@ -63,26 +60,32 @@ class HomePublisher:
     async def _refresh_all(self) -> None:
         while True:
             self._again = False
-            for user_id in list(self._shown):
-                await self.publish(user_id)
+            try:
+                shown = await self.services.store.home_digests()
+            except Exception:
+                log.exception("could not read who opened the App Home")
+                return
+            for user_id, digest in shown.items():
+                await self.publish(user_id, shown=digest)
             if not self._again:
                 return
 
-    async def publish(self, user_id: str) -> bool:
-        """Publish the user's Home if its content changed; True if it was published."""
+    async def publish(self, user_id: str, *, shown: str | None = None) -> bool:
+        """Publish the user's Home if its content changed since `shown` (the digest last published; read
+        from the database when not given); True if it was published."""
         try:
             view = await self.view_for(user_id)
             digest = hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest()
-            if self._shown.get(user_id) == digest:
+            if (shown or await self.services.store.home_digest(user_id)) == digest:
                 return False
             await self.client.views_publish(user_id=user_id, view=view)
+            await self.services.store.home_published(user_id, digest)
         except SlackApiError as exc:
             log.warning("could not publish the App Home of %s: %s", user_id, exc.response.get("error"))
             return False
         except Exception:
             log.exception("could not build the App Home of %s", user_id)
             return False
-        self._shown[user_id] = digest
         return True
 
     async def view_for(self, user_id: str) -> dict[str, Any]:

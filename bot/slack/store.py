@@ -21,7 +21,7 @@ from memory import Storage
 from memory.tables import utcnow
 
 from .migrations import SCHEMA
-from .tables import SlackConversationRow, SlackEventRow, ToolCallMessageRow
+from .tables import HomeViewRow, SlackConversationRow, SlackEventRow, ToolCallMessageRow
 from .threads import SlackThread
 
 
@@ -160,6 +160,32 @@ class SlackStore:
             )
             rows = {(row.run_id, row.tool_call_id): row for row in reversed(list(result))}
             return sorted(rows.values(), key=lambda row: row.created_at)
+
+    async def home_opened(self, user_id: str) -> None:
+        """Remember that `user_id` opened the App Home (their Home is refreshed from now on)."""
+        statement = (
+            self._insert(HomeViewRow)
+            .values(user_id=user_id, digest=None, opened_at=utcnow())
+            .on_conflict_do_nothing(index_elements=["user_id"])
+        )
+        async with self._session() as session:
+            await session.execute(statement)
+
+    async def home_digests(self) -> dict[str, str | None]:
+        """Every user who opened the App Home, with the digest of the view last published for them."""
+        async with self._session() as session:
+            return {row.user_id: row.digest for row in await session.scalars(select(HomeViewRow))}
+
+    async def home_digest(self, user_id: str) -> str | None:
+        async with self._session() as session:
+            row = await session.get(HomeViewRow, user_id)
+            return row.digest if row is not None else None
+
+    async def home_published(self, user_id: str, digest: str) -> None:
+        async with self._session() as session:
+            await session.execute(
+                update(HomeViewRow).where(HomeViewRow.user_id == user_id).values(digest=digest, published_at=utcnow())
+            )
 
     async def close_message(self, ref: str, at: datetime | None = None) -> None:
         async with self._session() as session:

@@ -79,3 +79,18 @@ class ToolCallMessageRow(SlackTable):
         Index("ix_slack_tool_call_messages_call", "run_id", "tool_call_id"),
         Index("ix_slack_tool_call_messages_thread", "thread_id", "closed_at"),
     )
+
+
+class HomeViewRow(SlackTable):
+    """A user who opened the bot's App Home, and a digest of the view last published for them.
+
+    Kept in the database so that every replica refreshes the Homes of everyone who opened one, and
+    publishes only when what that user would see changed.
+    """
+
+    __tablename__ = "slack_home_views"
+    user_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    digest: Mapped[str | None] = mapped_column(String(64))
+    """SHA-256 of the view last published; None until the first publish."""
+    opened_at: Mapped[datetime] = mapped_column(default=utcnow)
+    published_at: Mapped[datetime | None]

@@ -210,3 +210,20 @@ async def test_a_rate_limited_home_is_published_after_retry_after(home_bot: Runn
     assert time.monotonic() - started >= 1.0
     assert [method for method, _ in home_bot.slack.failed] == ["views.publish"]
     assert "Nothing is waiting for your decision" in text_of(view)
+
+
+async def test_a_home_opened_on_one_replica_is_refreshed_by_another(database_url, slack, model):
+    async with (
+        running_bot(database_url=database_url, slack=slack) as first,
+        running_bot(database_url=database_url, slack=slack) as second,
+    ):
+        await first.storage.policies.set("delete-record", PolicyChange(approvers=["U2"]))
+        await open_home(first, "U2")  # U2 opens their Home through the first replica
+        await home_of(first, "U2")
+        ask_to_delete(model)
+        await second.mention("delete record 3", user="U1")  # the request goes to the second
+        view = await home_of(second, "U2", count=2)
+        assert "`delete-record` requested by <@U1>" in text_of(view)
+        await open_home(second, "U2")  # opened again, nothing new: not published again
+        await slack.settle()
+        assert len(published(first, "U2")) == 2
