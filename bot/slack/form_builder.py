@@ -2,7 +2,8 @@
 
 Strings, numbers, integers, booleans and enums get their own inputs; anything else (objects, arrays,
 unions) is edited as JSON text. A schema that is not an object with properties is edited whole, as
-JSON. Pure functions; the caller validates the data against the schema and shows the errors.
+JSON. Pure functions: `form_errors` checks the data read back against the schema and says what is
+wrong in words a person understands ("Must be more than 0."), never in JSON Schema's wording.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import jsonschema
 from slack_sdk.models.blocks import (
     Block,
     CheckboxesElement,
@@ -242,3 +244,86 @@ def _missing_property(message: str, names: set[str]) -> str | None:
         if f"'{name}'" in message:
             return name
     return None
+
+
+def form_errors(schema: dict[str, Any], data: Any) -> dict[str, str]:
+    """Why `data` does not fit `schema`, one message per input of the form (by block id); empty when it fits."""
+    problems = []
+    for error in jsonschema.Draft202012Validator(schema).iter_errors(data):
+        path = "/" + "/".join(str(part) for part in error.absolute_path)
+        if error.validator == "required" and isinstance(error.instance, dict):
+            missing = [name for name in error.validator_value if name not in error.instance]
+            problems += [(path.rstrip("/") + "/" + name, "Fill this in.") for name in missing]
+            continue
+        problems.append((path, human_message(error)))
+    shown: dict[str, str] = {}
+    for problem in problems:  # the first problem of each input: one thing to fix at a time
+        for block_id, text in errors_by_block(schema, [problem]).items():
+            shown.setdefault(block_id, text)
+    return shown
+
+
+_TYPE_WORDS = {
+    "integer": "a whole number",
+    "number": "a number",
+    "string": "text",
+    "boolean": "yes or no",
+    "array": "a list",
+    "object": "a JSON object",
+    "null": "empty",
+}
+_FORMAT_WORDS = {
+    "email": "an email address",
+    "uri": "a full URL (https://...)",
+    "url": "a full URL (https://...)",
+    "date": "a date like 2026-01-31",
+    "date-time": "a date and time like 2026-01-31T09:00:00Z",
+    "time": "a time like 09:00:00",
+    "uuid": "a UUID",
+    "ipv4": "an IPv4 address",
+}
+
+
+def human_message(error: jsonschema.ValidationError) -> str:
+    """One validation problem as a person would say it; JSON Schema's own wording only for rare keywords."""
+    keyword, limit = error.validator, error.validator_value
+    if keyword == "minimum":
+        return f"Must be {_number(limit)} or more."
+    if keyword == "exclusiveMinimum":
+        return f"Must be more than {_number(limit)}."
+    if keyword == "maximum":
+        return f"Must be {_number(limit)} or less."
+    if keyword == "exclusiveMaximum":
+        return f"Must be less than {_number(limit)}."
+    if keyword == "multipleOf":
+        return f"Must be a multiple of {_number(limit)}."
+    if keyword == "minLength":
+        return "Cannot be empty." if limit == 1 else f"Must be at least {limit} characters long."
+    if keyword == "maxLength":
+        return f"Must be at most {limit} characters long."
+    if keyword == "pattern":
+        return f"Is not in the expected form (it must match {limit})."
+    if keyword == "format":
+        return f"Must be {_FORMAT_WORDS.get(str(limit), f'a valid {limit}')}."
+    if keyword in ("enum", "const"):
+        choices = limit if keyword == "enum" else [limit]
+        shown = ", ".join(json.dumps(choice, ensure_ascii=False) for choice in choices[:10])
+        return f"Must be {shown}." if len(choices) == 1 else f"Must be one of {shown}."
+    if keyword == "type":
+        wanted = [limit] if isinstance(limit, str) else list(limit)
+        return "Must be " + " or ".join(_TYPE_WORDS.get(kind, kind) for kind in wanted) + "."
+    if keyword == "minItems":
+        return "Add at least one item." if limit == 1 else f"Add at least {limit} items."
+    if keyword == "maxItems":
+        return f"At most {limit} items."
+    if keyword == "uniqueItems":
+        return "Each item may appear only once."
+    if keyword == "additionalProperties" and isinstance(error.instance, dict):
+        return "Unexpected field: " + ", ".join(sorted(map(str, error.instance))) + "."
+    if keyword in ("anyOf", "oneOf"):
+        return "Does not match any of the allowed shapes."
+    return error.message
+
+
+def _number(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)

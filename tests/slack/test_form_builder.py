@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from enum import Enum
 
+import pytest
 from pydantic import BaseModel
 
-from bot.slack.form_builder import build_form_blocks, errors_by_block, fields_of, read_form
+from bot.slack.form_builder import build_form_blocks, errors_by_block, fields_of, form_errors, read_form
 from bot.slack.modal_builder import ModalTarget, build_answer_modal, build_decline_reason_modal, build_edit_args_modal
 
 
@@ -111,3 +112,52 @@ def test_modals_carry_the_reference_only():
     ):
         as_dict = view.to_dict()
         assert as_dict["private_metadata"] == "R1" and len(as_dict["title"]["text"]) <= 24
+
+
+LIMITS = {
+    "type": "object",
+    "properties": {
+        "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": 500},
+        "count": {"type": "integer", "minimum": 1, "multipleOf": 2},
+        "code": {"type": "string", "minLength": 1, "maxLength": 4, "pattern": "^[A-Z]+$"},
+        "email": {"type": "string", "format": "email"},
+        "size": {"enum": ["S", "M", "L"]},
+        "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "uniqueItems": True},
+        "city": {"type": "string"},
+    },
+    "required": ["city"],
+}
+
+
+@pytest.mark.parametrize(
+    ("data", "shown"),
+    [
+        ({"amount": -5}, {"field:amount": "Must be more than 0."}),
+        ({"amount": 0}, {"field:amount": "Must be more than 0."}),
+        ({"amount": 600.5}, {"field:amount": "Must be 500 or less."}),
+        ({"count": 0}, {"field:count": "Must be 1 or more."}),
+        ({"count": 3}, {"field:count": "Must be a multiple of 2."}),
+        ({"count": "two"}, {"field:count": "Must be a whole number."}),
+        ({"code": ""}, {"field:code": "Cannot be empty."}),
+        ({"code": "ABCDE"}, {"field:code": "Must be at most 4 characters long."}),
+        ({"code": "ab"}, {"field:code": "Is not in the expected form (it must match ^[A-Z]+$)."}),
+        ({"size": "XL"}, {"field:size": 'Must be one of "S", "M", "L".'}),
+        ({"tags": []}, {"field:tags": "Add at least one item."}),
+        ({"tags": ["a", "a"]}, {"field:tags": "Each item may appear only once."}),
+        ({"tags": [1]}, {"field:tags": "0: Must be text."}),
+    ],
+)
+def test_validation_messages_are_in_plain_words(data, shown):
+    assert form_errors(LIMITS, {"city": "Paris", **data}) == shown
+
+
+def test_a_missing_required_field_is_shown_at_that_field():
+    assert form_errors(LIMITS, {}) == {"field:city": "Fill this in."}
+    assert form_errors(LIMITS, {"city": "Paris", "amount": 3}) == {}
+
+
+def test_no_message_repeats_json_schema_wording():
+    problems = form_errors(LIMITS, {"amount": -5, "count": 0, "code": "", "size": "XL", "tags": []})
+    assert len(problems) == 6
+    for text in problems.values():
+        assert "less than or equal" not in text and "is not one of" not in text and "is a required property" not in text

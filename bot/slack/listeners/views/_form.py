@@ -4,21 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from tools import Schema, SchemaValidationError
-
-from ...form_builder import errors_by_block, read_form
+from ...form_builder import errors_by_block, form_errors, read_form
 
 
 def validated_form(schema: dict[str, Any], state_values: dict[str, Any]) -> tuple[Any, dict[str, str]]:
-    """The form's data, and the errors to show in the modal (empty when the data fits `schema`)."""
+    """The form's data, and the errors to show in the modal, per field in plain words (empty when the
+    data fits `schema`)."""
     data, errors = read_form(schema, state_values)
     if errors:
         return data, errors
-    try:
-        Schema(schema).validate(data)
-    except SchemaValidationError as exc:
-        return data, errors_by_block(schema, [(error.path, error.message) for error in exc.errors])
-    return data, {}
+    return data, form_errors(schema, data)
 
 
 def schema_errors(schema: dict[str, Any], error: Exception) -> dict[str, str]:

@@ -60,12 +60,13 @@ async def test_invalid_edited_arguments_stay_in_the_modal_and_nothing_runs(bot: 
     status, body = await bot.sender.submit(view, values, user="U2")
     assert status == 200
     answer = json.loads(body)
-    assert answer["response_action"] == "errors" and "field:amount" in answer["errors"]
+    assert answer["response_action"] == "errors"
+    assert answer["errors"] == {"field:amount": "Must be more than 0."}  # in words, next to the field
 
     values["field:order_id"] = {"value": {"type": "plain_text_input", "value": None}}
     values["field:amount"] = {"value": {"type": "number_input", "value": "12.5"}}
     status, body = await bot.sender.submit(view, values, user="U2")
-    assert "field:order_id" in json.loads(body)["errors"]
+    assert json.loads(body)["errors"] == {"field:order_id": "Fill this in."}
 
     await bot.slack.settle()
     assert message.action_ids()[0] == "tool_approve"  # still waiting
