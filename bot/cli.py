@@ -174,6 +174,15 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
         await storage.close()
 
 
+async def _dev(settings: Settings, *, port: int, agent: Any) -> None:
+    from bot.playground import DEFAULT_DATABASE_URL, run_playground
+
+    # the playground's database checked first, so a bad DATABASE_URL is one line like serve's
+    url = settings.database_url if "database_url" in settings.model_fields_set else DEFAULT_DATABASE_URL
+    await (await open_storage(url)).close()
+    await run_playground(settings, port=port, agent=agent)
+
+
 async def open_storage(database_url: str, *schemas: Any) -> Any:
     """The bot's storage, migrated (the runtime's tables and `schemas`); a URL that cannot be used is a
     `StartupError` naming it."""
@@ -265,9 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if options.command == "dev":
-        from bot.playground import run_playground
-
-        work = run_playground(settings, port=options.port, agent=named)
+        work = _dev(settings, port=options.port, agent=named)
     else:
         work = _run(options.command, options, settings)
     try:

@@ -94,6 +94,13 @@ async def test_serve_with_a_database_url_that_cannot_be_used(tmp_path, url):
     assert_one_error_line(lines, "DATABASE_URL", "set DATABASE_URL to")
 
 
+async def test_dev_with_a_database_url_that_cannot_be_used(tmp_path):
+    env = bot_env(tmp_path, DATABASE_URL=f"postgresql+asyncpg://postgres@127.0.0.1:{free_port()}/bot")
+    code, lines, _ = await run_bot("dev", "--port", "0", env=env)
+    assert code == 1
+    assert_one_error_line(lines, "DATABASE_URL", "set DATABASE_URL to")
+
+
 @pytest.mark.parametrize(
     ("source", "says"),
     [
