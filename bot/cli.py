@@ -132,7 +132,7 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
     from .api import add_api_routes
     from .assemble import assemble_agent
     from .metrics import add_metrics_routes
-    from .slack import build_web_app, create_slack_app, serve_http, serve_socket
+    from .slack import build_web_app, create_slack_app, run_slack_recovery, serve_http, serve_socket
     from .slack.http_api import slack_api_front
     from .slack.migrations import SCHEMA as SLACK_SCHEMA
     from .slack.server import EVENTS_PATH, SlackUnreachableError
@@ -157,10 +157,13 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
         routes += ["GET /metrics"] + (["the HTTP API under /api"] if settings.bot_api_token else [])
         http = serve_http(web_app, host=options.host, port=options.port, what=", ".join(routes))
         try:
+            recovery = run_slack_recovery(
+                app, every=settings.bot_recovery_interval, repost_after=settings.bot_stale_after
+            )
             if command == "serve":
-                await http
+                await _together(http, recovery)
             else:
-                await _together(http, serve_socket(app, app_token=settings.slack_app_token))
+                await _together(http, recovery, serve_socket(app, app_token=settings.slack_app_token))
         except SlackUnreachableError as exc:
             raise StartupError(str(exc)) from None
         except OSError as exc:

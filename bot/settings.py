@@ -62,6 +62,13 @@ class Settings(BaseSettings):
     def _upper(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
 
+    bot_recovery_interval: float = Field(default=10.0, gt=0)
+    """BOT_RECOVERY_INTERVAL: seconds between two recovery passes (each replica runs one at start, then
+    at this interval)."""
+    bot_stale_after: float = Field(default=30.0, gt=0)
+    """BOT_STALE_AFTER: seconds after which work another process took on and did not finish (a run, the
+    post of an approval message) is taken over by the recovery."""
+
     @field_validator("bot_admins", mode="before")
     @classmethod
     def _split_admins(cls, value: object) -> object:

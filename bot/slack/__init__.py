@@ -7,7 +7,7 @@ calls); `*_builder.py` build Block Kit; `store.py`/`tables.py` keep the adapter'
 `permissions.py` holds the one rule of who may decide. The agent runtime knows nothing of Slack.
 """
 
-from .app import create_slack_app, create_web_client
+from .app import create_slack_app, create_web_client, run_slack_recovery
 from .directory import Directory, DirectoryError
 from .permissions import DecisionCheck, DecisionRule, PolicyRule, Verdict, anyone_in_conversation
 from .server import build_web_app, serve_http, serve_socket
@@ -31,6 +31,7 @@ __all__ = [
     "create_slack_app",
     "create_web_client",
     "refresh_tool_call_messages",
+    "run_slack_recovery",
     "serve_http",
     "serve_socket",
 ]

@@ -24,7 +24,8 @@ from .directory import Directory
 from .home import HomePublisher
 from .listeners import register_listeners
 from .permissions import DecisionRule, PolicyRule
-from .services import SlackServices, attach_services, remember_services
+from .recovery import background_stream_hook, run_recovery
+from .services import SlackServices, attach_services, remember_services, services_of_app
 from .store import SlackStore
 
 if TYPE_CHECKING:
@@ -105,7 +106,15 @@ def create_slack_app(
     app.use(attach_services(services))
     app.use(skip_handled_events(services.store))
     register_listeners(app)
+    # Runs the runtime continues on its own (recovery, expiry, an unread continuation) show in their thread.
+    agent.hooks["on_background_stream"] = background_stream_hook(services, app.client)
     return app
+
+
+async def run_slack_recovery(app: AsyncApp, *, every: float = 10.0, repost_after: float = 30.0) -> None:
+    """Keep every waiting call shown in Slack: the recovery pass (`recovery.py`) at once and then every
+    `every` seconds, until cancelled. The bot runs it on every replica."""
+    await run_recovery(services_of_app(app), app.client, every=every, repost_after=repost_after)
 
 
 def skip_handled_events(store: SlackStore):

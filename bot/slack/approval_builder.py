@@ -48,6 +48,9 @@ class ApprovalView:
     """The Slack user whose request led to the call."""
     request_text: str | None = None
     """What they asked: the "why"."""
+    interrupted: bool = False
+    """The tool had started and its result was never stored (a crash, a stop): it may or may not have
+    taken effect, and approving runs it again."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,13 +94,38 @@ def slack_date(moment: datetime | None) -> str:
     return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
 
 
+INTERRUPTED_NOTE = (
+    "This tool started but was interrupted before it finished (the bot stopped or crashed), so it *may or "
+    "may not have taken effect*. Check first, then *Run it again* or *Decline*."
+)
+
+
 def approval_text(view: ApprovalView) -> str:
     """The notification text of an approval message."""
+    if view.interrupted:
+        return f"Interrupted, may or may not have taken effect: {view.tool_name}. Run it again?"
     return f"Approval needed: {view.tool_name}"
 
 
 def build_approval_blocks(view: ApprovalView) -> list[Block]:
-    """The waiting approval: tool, description, arguments, who asked and why, and the four buttons."""
+    """The waiting approval: tool, description, arguments, who asked and why, and the four buttons.
+
+    An interrupted call says it may or may not have taken effect, and offers to run it again or decline
+    (its arguments are not edited: what may have run is what would run again)."""
+    if view.interrupted:
+        blocks = _describe(view, headline=f":warning: *Interrupted*: `{escape(view.tool_name)}`")
+        blocks.insert(1, SectionBlock(text=MarkdownTextObject(text=INTERRUPTED_NOTE)))
+        blocks.append(
+            ActionsBlock(
+                block_id=ACTIONS_BLOCK_ID,
+                elements=[
+                    ButtonElement(text="Run it again", action_id=APPROVE, value=view.ref, style="primary"),
+                    ButtonElement(text="Decline", action_id=DECLINE, value=view.ref, style="danger"),
+                    ButtonElement(text="Decline with reason", action_id=DECLINE_WITH_REASON, value=view.ref),
+                ],
+            )
+        )
+        return blocks
     blocks = _describe(view, headline=f":raised_hand: *Approval needed* to run `{escape(view.tool_name)}`")
     blocks.append(
         ActionsBlock(
@@ -115,7 +143,9 @@ def build_approval_blocks(view: ApprovalView) -> list[Block]:
 
 def build_decided_approval_blocks(view: ApprovalView, decision: DecisionView) -> list[Block]:
     """The approval once settled: no buttons; the decision, who made it, when (and why, if declined)."""
-    if decision.approved:
+    if decision.approved and view.interrupted:
+        headline = f":white_check_mark: *Run again*: `{escape(view.tool_name)}` (it had been interrupted)"
+    elif decision.approved:
         verb = "Approved with edited arguments" if decision.edited else "Approved"
         headline = f":white_check_mark: *{verb}*: `{escape(view.tool_name)}`"
     else:

@@ -8,7 +8,6 @@ replicas): the loser is told the request was already decided and sees the messag
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -71,21 +70,28 @@ async def check_click(
     user_id: str,
     channel: str | None = None,
     message_ts: str | None = None,
+    thread_ts: str | None = None,
+    carried: bool = True,
 ) -> WaitingCall:
     """The waiting call a click (or a modal submission) may act on; raises `ClickRefused` otherwise.
 
-    `channel`/`message_ts` are those of the clicked message; a modal submission has none and relies on
-    the reference checked when the modal was opened, checked again here.
+    `channel`/`message_ts`/`thread_ts` are those of the clicked message, `carried` whether its buttons
+    carry `ref`; a modal submission has none and relies on the reference checked when the modal was
+    opened, checked again here.
     """
     row = await services.store.get_message(ref or "")
     if row is None or row.kind != kind:
         raise ClickRefused(UNKNOWN)
-    if message_ts is not None and row.ts is None:
-        row = await _posted(services, row)
     if channel is not None and row.channel != channel:
         raise ClickRefused(UNKNOWN)
-    if message_ts is not None and row.ts != message_ts:
-        raise ClickRefused(UNKNOWN)
+    if message_ts is not None and message_ts != row.ts:
+        # Only the bot posts messages with its buttons, so another message in the row's thread carrying
+        # the reference is a copy (a retried post, the recovery): it decides the call like the first,
+        # and is remembered so that it is updated with the decision.
+        if thread_ts not in (None, row.thread_ts) or not carried:
+            raise ClickRefused(UNKNOWN)
+        await services.store.set_message_ts(row.id, message_ts)
+        row = await services.store.get_message(row.id) or row
     record = await record_of(services, row)
     if not still_waits(row, record):
         raise ClickRefused(ALREADY_DECIDED if kind == "approval" else ALREADY_ANSWERED, row=row)
@@ -104,16 +110,6 @@ async def check_click(
     if not verdict.allowed:
         raise ClickRefused(verdict.explanation or "You may not decide this request.", about=row)
     return WaitingCall(row=row, record=record)
-
-
-async def _posted(services: SlackServices, row: ToolCallMessageRow, *, wait: float = 3.0) -> ToolCallMessageRow:
-    """The row once its message's ts is recorded: a click can arrive before chat.postMessage has returned."""
-    for _ in range(int(wait / 0.1)):
-        await asyncio.sleep(0.1)
-        fresh = await services.store.get_message(row.id)
-        if fresh is None or fresh.ts is not None:
-            return fresh or row
-    return row
 
 
 async def approve(

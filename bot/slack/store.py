@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, or_, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -21,7 +21,7 @@ from memory import Storage
 from memory.tables import utcnow
 
 from .migrations import SCHEMA
-from .tables import HomeViewRow, SlackConversationRow, SlackEventRow, ToolCallMessageRow
+from .tables import HomeViewRow, SlackConversationRow, SlackEventRow, ToolCallMessageCopyRow, ToolCallMessageRow
 from .threads import SlackThread
 
 
@@ -101,9 +101,19 @@ class SlackStore:
         thread: SlackThread,
         requester: str,
         request_text: str | None,
-    ) -> ToolCallMessageRow:
-        """A new row with a fresh opaque reference, before the message is posted (its ts comes later)."""
-        row = ToolCallMessageRow(
+        waiting_since: datetime | None = None,
+        interrupted: bool = False,
+        claim: bool = True,
+    ) -> tuple[ToolCallMessageRow, bool]:
+        """The row of the message that shows this wait of the call, with a fresh opaque reference,
+        recorded before the message is posted (its ts comes later); and whether this caller may post it.
+
+        One wait of a call (`waiting_since`) has one row: when the turn that met the call and the
+        recovery both record it, the second gets the first's row. With `claim` the caller takes on
+        posting it (True unless someone already has).
+        """
+        now = utcnow()
+        values = dict(
             id=secrets.token_urlsafe(18),
             kind=kind,
             run_id=run_id,
@@ -116,15 +126,128 @@ class SlackStore:
             thread_ts=thread.thread_ts,
             requester=requester,
             request_text=request_text,
-            created_at=utcnow(),
+            created_at=now,
+            waiting_since=waiting_since,
+            interrupted=interrupted,
+            post_claimed_at=now if claim else None,
+            post_attempts=1 if claim else 0,
+            maybe_copies=False,
+        )
+        statement = self._insert(ToolCallMessageRow).values(**values)
+        if waiting_since is not None:
+            statement = statement.on_conflict_do_nothing(index_elements=["run_id", "tool_call_id", "waiting_since"])
+        async with self._session() as session:
+            inserted = (await session.execute(statement)).rowcount == 1
+        if inserted:
+            return await self.get_message(values["id"]), claim
+        existing = await self.message_of_wait(run_id, tool_call_id, waiting_since)
+        return existing, claim and await self.claim_post(existing)
+
+    async def message_of_wait(
+        self, run_id: str, tool_call_id: str, waiting_since: datetime | None
+    ) -> ToolCallMessageRow | None:
+        async with self._session() as session:
+            return await session.scalar(
+                select(ToolCallMessageRow).where(
+                    ToolCallMessageRow.run_id == run_id,
+                    ToolCallMessageRow.tool_call_id == tool_call_id,
+                    ToolCallMessageRow.waiting_since == waiting_since,
+                )
+            )
+
+    async def claim_post(self, row: ToolCallMessageRow) -> bool:
+        """Take on posting `row`'s message: one conditional UPDATE, so of several replicas (or the turn and
+        the recovery) exactly one wins; it fails if someone took it on since `row` was read, or it is posted."""
+        claimed = (
+            ToolCallMessageRow.post_claimed_at.is_(None)
+            if row.post_claimed_at is None
+            else ToolCallMessageRow.post_claimed_at == row.post_claimed_at
         )
         async with self._session() as session:
-            session.add(row)
-        return row
+            result = await session.execute(
+                update(ToolCallMessageRow)
+                .where(ToolCallMessageRow.id == row.id, ToolCallMessageRow.ts.is_(None), claimed)
+                .values(post_claimed_at=utcnow(), post_attempts=ToolCallMessageRow.post_attempts + 1)
+            )
+        return result.rowcount == 1
+
+    async def unposted_messages(self, limit: int = 100) -> list[ToolCallMessageRow]:
+        """Messages recorded but never posted (and not closed), oldest first."""
+        async with self._session() as session:
+            result = await session.scalars(
+                select(ToolCallMessageRow)
+                .where(ToolCallMessageRow.ts.is_(None), ToolCallMessageRow.closed_at.is_(None))
+                .order_by(ToolCallMessageRow.created_at)
+                .limit(limit)
+            )
+            return list(result)
+
+    async def open_messages(self, limit: int = 500) -> list[ToolCallMessageRow]:
+        """Messages not yet closed (their buttons may still show), oldest first."""
+        async with self._session() as session:
+            result = await session.scalars(
+                select(ToolCallMessageRow)
+                .where(ToolCallMessageRow.closed_at.is_(None))
+                .order_by(ToolCallMessageRow.created_at)
+                .limit(limit)
+            )
+            return list(result)
+
+    async def calls_with_open_messages(self, calls: list[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of the (run_id, tool_call_id) pairs have a message that is not closed."""
+        found: set[tuple[str, str]] = set()
+        for start in range(0, len(calls), 200):
+            batch = calls[start : start + 200]
+            async with self._session() as session:
+                result = await session.execute(
+                    select(ToolCallMessageRow.run_id, ToolCallMessageRow.tool_call_id).where(
+                        tuple_(ToolCallMessageRow.run_id, ToolCallMessageRow.tool_call_id).in_(batch),
+                        ToolCallMessageRow.closed_at.is_(None),
+                    )
+                )
+                found.update((run_id, call_id) for run_id, call_id in result)
+        return found
 
     async def set_message_ts(self, ref: str, ts: str) -> None:
+        """Record a posted message of `ref`: the first becomes its ts, any other a copy."""
         async with self._session() as session:
-            await session.execute(update(ToolCallMessageRow).where(ToolCallMessageRow.id == ref).values(ts=ts))
+            result = await session.execute(
+                update(ToolCallMessageRow)
+                .where(ToolCallMessageRow.id == ref, or_(ToolCallMessageRow.ts.is_(None), ToolCallMessageRow.ts == ts))
+                .values(ts=ts)
+            )
+        if result.rowcount == 0:
+            await self.add_copy(ref, ts)
+
+    async def add_copy(self, ref: str, ts: str) -> bool:
+        """Remember another message showing `ref`'s call; False if it was known."""
+        row = await self.get_message(ref)
+        if row is None or row.ts == ts:
+            return False
+        statement = (
+            self._insert(ToolCallMessageCopyRow)
+            .values(message_id=ref, ts=ts, created_at=utcnow())
+            .on_conflict_do_nothing(index_elements=["message_id", "ts"])
+        )
+        async with self._session() as session:
+            return (await session.execute(statement)).rowcount == 1
+
+    async def message_ts_all(self, row: ToolCallMessageRow) -> list[str]:
+        """The ts of every known message that shows `row`'s call: its own first, then the copies."""
+        async with self._session() as session:
+            copies = await session.scalars(
+                select(ToolCallMessageCopyRow.ts)
+                .where(ToolCallMessageCopyRow.message_id == row.id)
+                .order_by(ToolCallMessageCopyRow.created_at)
+            )
+            found = [row.ts] if row.ts else []
+            return found + [ts for ts in copies if ts not in found]
+
+    async def mark_maybe_copies(self, ref: str) -> None:
+        async with self._session() as session:
+            await session.execute(
+                update(ToolCallMessageRow).where(ToolCallMessageRow.id == ref).values(maybe_copies=True)
+            )
 
     async def get_message(self, ref: str) -> ToolCallMessageRow | None:
         if not ref or len(ref) > 64:
@@ -152,7 +275,7 @@ class SlackStore:
 
     async def open_approvals(self) -> list[ToolCallMessageRow]:
         """Every approval message not yet closed, oldest first, one per call (for the App Home)."""
-        async with self.storage.session() as session:
+        async with self._session() as session:
             result = await session.scalars(
                 select(ToolCallMessageRow)
                 .where(ToolCallMessageRow.kind == "approval", ToolCallMessageRow.closed_at.is_(None))

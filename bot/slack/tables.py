@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Index, MetaData, String, Text
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, MetaData, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from memory.tables import Base, utcnow
@@ -74,10 +74,24 @@ class ToolCallMessageRow(SlackTable):
     closed_at: Mapped[datetime | None]
     """When the message was last updated to show the outcome (no buttons)."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    waiting_since: Mapped[datetime | None]
+    """When the call began the wait this message shows (the runtime's `suspended_at`): a call that waits
+    again later (an interrupted call, a question asked again) gets a new message."""
+    interrupted: Mapped[bool] = mapped_column(Boolean, default=False)
+    """The call had started and may or may not have taken effect: approving runs it again."""
+    post_claimed_at: Mapped[datetime | None]
+    """When a process last took on posting the message; another may take over once this is old."""
+    post_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    """How many times posting was taken on (the recovery waits longer between tries as this grows)."""
+    maybe_copies: Mapped[bool] = mapped_column(Boolean, default=False)
+    """A post ended without a clear answer (a dropped connection, a 5xx, a crash), so Slack may hold
+    copies nobody recorded: the thread is searched for them before posting again and after a decision."""
 
     __table_args__ = (
         Index("ix_slack_tool_call_messages_call", "run_id", "tool_call_id"),
         Index("ix_slack_tool_call_messages_thread", "thread_id", "closed_at"),
+        Index("ix_slack_tool_call_messages_wait", "run_id", "tool_call_id", "waiting_since", unique=True),
+        Index("ix_slack_tool_call_messages_unposted", "ts", "closed_at"),
     )
 
 
@@ -94,3 +108,16 @@ class HomeViewRow(SlackTable):
     """SHA-256 of the view last published; None until the first publish."""
     opened_at: Mapped[datetime] = mapped_column(default=utcnow)
     published_at: Mapped[datetime | None]
+
+
+class ToolCallMessageCopyRow(SlackTable):
+    """Another Slack message that shows the same waiting call (a post retried after Slack had created
+    it, or posted again by the recovery): a click on it decides the call too, and it is updated with
+    the decision like the first."""
+
+    __tablename__ = "slack_tool_call_message_copies"
+    message_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("slack_tool_call_messages.id", ondelete="CASCADE"), primary_key=True
+    )
+    ts: Mapped[str] = mapped_column(String(32), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -23,6 +23,7 @@ from .approval_builder import (
     build_decided_approval_blocks,
     decided_text,
 )
+from .posting import UNCLEAR, deliver, find_copies
 from .question_builder import (
     AnswerView,
     QuestionView,
@@ -48,8 +49,14 @@ async def post_approval(
     requester: str,
     request_text: str | None,
 ) -> ToolCallMessageRow:
-    """Post the approval message of a `tool-call-approval` chunk's call."""
-    row = await services.store.add_tool_call_message(
+    """Post the approval message of a `tool-call-approval` chunk's call (an interrupted call's says so)."""
+    record = await _record(services, run_id, payload["tool_call_id"])
+    interrupted = is_interrupted(payload.get("suspend_payload")) or is_interrupted(
+        getattr(record, "suspend_payload", None)
+    )
+    if interrupted:  # the message of the call's earlier wait shows how that one was decided
+        await refresh_tool_call_messages(services, client, run_id, payload["tool_call_id"])
+    row, mine = await services.store.add_tool_call_message(
         kind="approval",
         run_id=run_id,
         tool_call_id=payload["tool_call_id"],
@@ -58,13 +65,11 @@ async def post_approval(
         thread=thread,
         requester=requester,
         request_text=request_text,
+        waiting_since=getattr(record, "suspended_at", None),
+        interrupted=interrupted,
     )
-    view = approval_view_of(services, row)
-    response = await client.chat_postMessage(
-        channel=thread.channel, thread_ts=thread.thread_ts, text=approval_text(view), blocks=build_approval_blocks(view)
-    )
-    await services.store.set_message_ts(row.id, str(response["ts"]))
-    home_changed(services)
+    if mine:
+        await post_recorded(services, client, row, record)
     return row
 
 
@@ -78,7 +83,8 @@ async def post_question(
     requester: str,
 ) -> ToolCallMessageRow:
     """Post what a `tool-call-suspended` chunk's tool asks, with an Answer button."""
-    row = await services.store.add_tool_call_message(
+    record = await _record(services, run_id, payload["tool_call_id"])
+    row, mine = await services.store.add_tool_call_message(
         kind="question",
         run_id=run_id,
         tool_call_id=payload["tool_call_id"],
@@ -87,13 +93,71 @@ async def post_question(
         thread=thread,
         requester=requester,
         request_text=None,
+        waiting_since=getattr(record, "suspended_at", None),
     )
-    view = question_view_of(row, answerable_by_form=payload.get("resume_schema") is not None)
-    response = await client.chat_postMessage(
-        channel=thread.channel, thread_ts=thread.thread_ts, text=question_text(view), blocks=build_question_blocks(view)
-    )
-    await services.store.set_message_ts(row.id, str(response["ts"]))
+    if mine:
+        await post_recorded(services, client, row, record, answerable_by_form=payload.get("resume_schema") is not None)
     return row
+
+
+async def post_recorded(
+    services: SlackServices,
+    client: AsyncWebClient,
+    row: ToolCallMessageRow,
+    record: Any,
+    *,
+    answerable_by_form: bool | None = None,
+    search_first: bool = False,
+) -> str | None:
+    """Post the message of a recorded row whose posting the caller has claimed; its ts, or None when it
+    could not be posted now (the thread is told, if Slack lets us, and the recovery pass posts it later)."""
+    if row.kind == "approval":
+        view = approval_view_of(services, row)
+        text, blocks = approval_text(view), build_approval_blocks(view)
+    else:
+        if answerable_by_form is None:
+            answerable_by_form = _has_resume_schema(services, row, record)
+        question = question_view_of(row, answerable_by_form=answerable_by_form)
+        text, blocks = question_text(question), build_question_blocks(question)
+    ts = await deliver(services, client, row, text=text, blocks=blocks, search_first=search_first)
+    if row.kind == "approval":
+        home_changed(services)
+    if ts is None and not search_first:
+        await _say_not_posted_yet(services, client, row)
+    return ts
+
+
+async def _say_not_posted_yet(services: SlackServices, client: AsyncWebClient, row: ToolCallMessageRow) -> None:
+    what = "approval to run" if row.kind == "approval" else "an answer for"
+    try:
+        await client.chat_postMessage(
+            channel=row.channel,
+            thread_ts=row.thread_ts,
+            text=f":hourglass: I need {what} `{row.tool_name}`, but Slack did not take the request; "
+            "I will post it here again shortly.",
+        )
+    except SlackApiError:
+        services.logger.warning("could not tell %s that its message is not posted yet", row.thread_id)
+    except UNCLEAR:
+        services.logger.warning("could not tell %s that its message is not posted yet", row.thread_id)
+
+
+def is_interrupted(suspend_payload: Any) -> bool:
+    """Whether a call's suspend payload marks it interrupted: its tool started and never stored a result."""
+    return isinstance(suspend_payload, dict) and suspend_payload.get("interrupted") is True
+
+
+def _has_resume_schema(services: SlackServices, row: ToolCallMessageRow, record: Any) -> bool:
+    if isinstance(getattr(record, "resume_schema", None), dict):
+        return True
+    return getattr(find_tool(services.agent, row.tool_name), "resume_schema", None) is not None
+
+
+async def _record(services: SlackServices, run_id: str, tool_call_id: str) -> Any:
+    try:
+        return await services.agent.get_tool_call(run_id, tool_call_id)
+    except (SnapshotNotFoundError, ToolCallNotSuspendedError):
+        return None
 
 
 def approval_view_of(services: SlackServices, row: ToolCallMessageRow, args: Any = None) -> ApprovalView:
@@ -105,6 +169,7 @@ def approval_view_of(services: SlackServices, row: ToolCallMessageRow, args: Any
         args=row.args if args is None else args,
         requester=row.requester,
         request_text=row.request_text,
+        interrupted=row.interrupted,
     )
 
 
@@ -136,14 +201,15 @@ def question_view_of(row: ToolCallMessageRow, *, answerable_by_form: bool = True
 
 async def record_of(services: SlackServices, row: ToolCallMessageRow) -> Any:
     """The runtime's record of the message's call, or None if the run is gone."""
-    try:
-        return await services.agent.get_tool_call(row.run_id, row.tool_call_id)
-    except (SnapshotNotFoundError, ToolCallNotSuspendedError):
-        return None
+    return await _record(services, row.run_id, row.tool_call_id)
 
 
 def still_waits(row: ToolCallMessageRow, record: Any) -> bool:
-    return record is not None and record.state == WAITING_STATE[row.kind]
+    """Whether the call waits, in the very wait the message shows (not a later one)."""
+    if record is None or record.state != WAITING_STATE[row.kind]:
+        return False
+    since = getattr(record, "suspended_at", None)
+    return row.waiting_since is None or since is None or row.waiting_since == since
 
 
 async def refresh_message(
@@ -156,10 +222,17 @@ async def refresh_message(
 ) -> bool:
     """Update the message of `row` in place if its call no longer waits: no buttons, the outcome, who, when.
 
-    Returns False (and changes nothing) while the call still waits, or before the message is posted.
+    Every message known to show the call is updated (copies too; the thread is searched for unrecorded
+    ones when a post may have left some). Returns False (and changes nothing) while the call still
+    waits, or before any message is posted.
     """
     record = await record_of(services, row)
-    if still_waits(row, record) or row.ts is None:
+    if still_waits(row, record):
+        return False
+    if row.maybe_copies:
+        await find_copies(services, client, row)
+    shown = await services.store.message_ts_all(await services.store.get_message(row.id) or row)
+    if not shown:
         return False
     if row.kind == "approval":
         text, blocks = _settled_approval(services, row, record)
@@ -170,7 +243,15 @@ async def refresh_message(
             resume_data=resume_data if resume_data is not None else getattr(record, "resume_data", None),
         )
         text, blocks = f"Answered: {row.tool_name}", build_answered_question_blocks(question_view_of(row), answer)
-    await client.chat_update(channel=row.channel, ts=row.ts, text=text, blocks=blocks)
+    failures = []
+    for ts in shown:
+        try:
+            await client.chat_update(channel=row.channel, ts=ts, text=text, blocks=blocks)
+        except SlackApiError as exc:
+            if exc.response.get("error") != "message_not_found":  # a copy someone deleted needs no update
+                failures.append(exc)
+    if failures:
+        raise failures[0]
     await services.store.close_message(row.id)
     home_changed(services)
     return True
@@ -181,6 +262,11 @@ def _settled_approval(services: SlackServices, row: ToolCallMessageRow, record: 
         view = approval_view_of(services, row)
         return f"No longer waiting: {row.tool_name}", build_closed_approval_blocks(
             view, "This request is no longer waiting."
+        )
+    if record.state == WAITING_STATE[row.kind]:  # the call waits again, in a later message
+        view = approval_view_of(services, row)
+        return f"Interrupted: {row.tool_name}", build_closed_approval_blocks(
+            view, "The tool started but was interrupted; it waits for a decision again in a newer message below."
         )
     # A supervisor's call shows the inner tool's arguments; a direct call its own (edited ones if edited).
     shown = record.displayed_args

@@ -89,3 +89,23 @@ def test_declined_with_reason_and_edited_approval():
 def test_closed_approval_without_a_known_outcome():
     blocks = dicts(build_closed_approval_blocks(view(), "This request is no longer waiting."))
     assert all(block["type"] != "actions" for block in blocks) and "no longer waiting" in str(blocks)
+
+
+def test_an_interrupted_call_says_it_may_have_taken_effect_and_offers_to_run_it_again():
+    blocks = dicts(build_approval_blocks(view(interrupted=True)))
+    text = str(blocks)
+    assert "Interrupted" in text and "may or may not have taken effect" in text
+    actions = blocks[-1]
+    assert [(e["action_id"], e["text"]["text"]) for e in actions["elements"]] == [
+        ("tool_approve", "Run it again"),
+        ("tool_decline", "Decline"),
+        ("tool_decline_with_reason", "Decline with reason"),
+    ]
+    assert {e["value"] for e in actions["elements"]} == {"REF123"}
+    assert '"id": 3' in text and "<@U1>" in text  # what would run again, and who asked
+
+
+def test_an_interrupted_call_run_again_says_so_once_decided():
+    decision = DecisionView(approved=True, decided_by="U2", decided_at=datetime(2026, 1, 1, tzinfo=UTC))
+    text = str(dicts(build_decided_approval_blocks(view(interrupted=True), decision)))
+    assert "Run again" in text and "interrupted" in text and "<@U2>" in text

@@ -9,6 +9,7 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from ...decisions import ClickRefused, WaitingCall, check_click, refuse
+from ...posting import carries
 from ...services import SlackServices
 
 
@@ -21,6 +22,8 @@ class Click:
     ref: str | None
     """The button's value: an opaque reference, checked before use."""
     trigger_id: str | None
+    carried: bool
+    """Whether the clicked message's buttons carry `ref` (a value that is not on the message is forged)."""
 
 
 def click_of(body: dict[str, Any]) -> Click:
@@ -34,6 +37,7 @@ def click_of(body: dict[str, Any]) -> Click:
         thread_ts=message.get("thread_ts") or container.get("thread_ts"),
         ref=actions[0].get("value"),
         trigger_id=body.get("trigger_id"),
+        carried=carries(message, actions[0].get("value") or ""),
     )
 
 
@@ -52,6 +56,8 @@ async def checked_click(
             user_id=click.user_id,
             channel=click.channel,
             message_ts=click.message_ts,
+            thread_ts=click.thread_ts,
+            carried=click.carried,
         )
     except ClickRefused as refused:
         await explain(services, client, click, refused)

@@ -126,3 +126,22 @@ async def test_a_button_copied_onto_another_message_changes_nothing(bot: Running
     assert await record_ids(bot) == [1, 2, 3, 4, 5]
     assert first.action_ids()[0] == second.action_ids()[0] == "tool_approve"  # both still wait
     assert bot.slack.calls_of("chat.update") == []
+
+
+async def test_a_button_copied_onto_another_message_of_the_same_thread_changes_nothing(bot: RunningBot, model):
+    model.chat.push(
+        tool_calls(call("delete-record", {"id": 3}, id="call_1")),
+        tool_calls(call("delete-record", {"id": 4}, id="call_2")),
+    )
+    event = await bot.mention("delete record 3")
+    first = await bot.approval_message()
+    await bot.slack.settle()
+    await bot.say("and record 4", thread_ts=event["ts"])
+    second = await bot.approval_message(count=2)
+    assert second.thread_ts == first.thread_ts
+    # the first message's reference, clicked on the second message (whose buttons do not carry it)
+    await bot.sender.click(second, "tool_approve", value=first.button_value("tool_approve"))
+    await bot.slack.wait_for("chat.postEphemeral", lambda c: "does not belong" in c.params["text"])
+    await bot.slack.settle()
+    assert await record_ids(bot) == [1, 2, 3, 4, 5]
+    assert first.action_ids() and second.action_ids()

@@ -1,0 +1,121 @@
+"""Posting the message of a waiting call without losing it and without leaving copies unaccounted for.
+
+A post can end without a clear answer: the connection drops after Slack created the message, Slack
+answers 5xx, the process dies. Retrying blindly then shows the same call twice or more. So the message
+is posted with a client that retries only what certainly did nothing (429 after Retry-After); after an
+unclear failure the thread is searched (`conversations.replies`) for a message whose buttons carry the
+row's reference: found, it is adopted (every one found is recorded); not found, the post is tried
+again. What still fails is left to the recovery pass (`recovery.py`), which posts it later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
+from slack_sdk.web.async_client import AsyncWebClient
+
+from .services import SlackServices
+from .tables import ToolCallMessageRow
+
+ATTEMPTS = 3
+"""Posts tried in a row before the message is left to the recovery pass."""
+BACKOFF = 0.5
+"""Seconds before the second try, doubled before each further one."""
+UNCLEAR = (aiohttp.ClientError, TimeoutError)
+"""Failures after which Slack may or may not have created the message."""
+
+
+def careful_client(client: AsyncWebClient) -> AsyncWebClient:
+    """A copy of `client` that retries a 429 only: a retried dropped connection or 5xx can post twice."""
+    return AsyncWebClient(
+        token=client.token,
+        base_url=client.base_url,
+        timeout=client.timeout,
+        ssl=client.ssl,
+        proxy=client.proxy,
+        session=client.session,
+        headers=dict(client.headers or {}),
+        team_id=getattr(client, "team_id", None),
+        logger=client.logger,
+        retry_handlers=[AsyncRateLimitErrorRetryHandler(max_retry_count=3)],
+    )
+
+
+async def deliver(
+    services: SlackServices,
+    client: AsyncWebClient,
+    row: ToolCallMessageRow,
+    *,
+    text: str,
+    blocks: list[Any],
+    search_first: bool = False,
+) -> str | None:
+    """Post `row`'s message (the caller has claimed it) and record its ts; None if it is not in Slack
+    now (the recovery pass tries again later). A copy already in the thread is adopted, not posted again;
+    `search_first` looks for one before the first try (an earlier try may have posted it and died)."""
+    poster = careful_client(client)
+    delay = BACKOFF
+    for attempt in range(ATTEMPTS):
+        if attempt or search_first or row.maybe_copies:
+            found = await find_copies(services, client, row)
+            if found:
+                return found[0]
+            # Not found, or the thread could not be read: post. A copy we missed is still a message of
+            # the call (its click decides the call) and `maybe_copies` has it searched for again later.
+        try:
+            response = await poster.chat_postMessage(
+                channel=row.channel, thread_ts=row.thread_ts, text=text, blocks=blocks
+            )
+        except SlackApiError as exc:
+            status = getattr(exc.response, "status_code", 0) or 0
+            if status < 500:  # Slack refused it (or kept refusing with 429): nothing was posted
+                services.logger.warning("could not post the message of %s/%s: %s", row.run_id, row.tool_call_id, exc)
+                return None
+            services.logger.warning("Slack answered %s to the message of %s/%s", status, row.run_id, row.tool_call_id)
+        except UNCLEAR as exc:
+            services.logger.warning(
+                "posting the message of %s/%s ended without an answer: %r", row.run_id, row.tool_call_id, exc
+            )
+        else:
+            ts = str(response["ts"])
+            await services.store.set_message_ts(row.id, ts)
+            return ts
+        await services.store.mark_maybe_copies(row.id)
+        row.maybe_copies = True
+        await asyncio.sleep(delay)
+        delay *= 2
+    return None
+
+
+async def find_copies(services: SlackServices, client: AsyncWebClient, row: ToolCallMessageRow) -> list[str] | None:
+    """The ts of every message in `row`'s thread whose buttons carry `row`'s reference, oldest first,
+    each recorded; None when the thread could not be read."""
+    found: list[str] = []
+    cursor = None
+    try:
+        while True:
+            page = await client.conversations_replies(channel=row.channel, ts=row.thread_ts, cursor=cursor, limit=200)
+            found += [str(m["ts"]) for m in page.get("messages") or [] if carries(m, row.id)]
+            cursor = (page.get("response_metadata") or {}).get("next_cursor")
+            if not cursor:
+                break
+    except (SlackApiError, *UNCLEAR) as exc:
+        services.logger.warning("could not read the thread of %s/%s: %r", row.run_id, row.tool_call_id, exc)
+        return None
+    for ts in found:
+        await services.store.set_message_ts(row.id, ts)
+    return found
+
+
+def carries(message: dict[str, Any], ref: str) -> bool:
+    """Whether a message's buttons carry `ref` as their value."""
+    for block in message.get("blocks") or []:
+        if block.get("type") != "actions":
+            continue
+        if any(element.get("value") == ref for element in block.get("elements") or []):
+            return True
+    return False
