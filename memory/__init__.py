@@ -6,13 +6,15 @@ Imports nothing from `bot`; the runtime imports this package.
 
 from ._audit import SYSTEM, AuditAction, AuditEntry, AuditLog, AuditVia
 from ._memory import Memory
-from ._policies import PolicyChange, PolicyError, PolicyMode, PolicyStore, ToolPolicy
-from ._runs import RunStore, ThreadOwnerError
+from ._policies import PolicyChange, PolicyMode, PolicyStore, ToolPolicy
+from ._runs import RunStore
 from ._storage import Storage
+from .exceptions import AgentError, PolicyError, ThreadOwnerError
 from .states import RunStatus, ToolCallState
 
 __all__ = [
     "SYSTEM",
+    "AgentError",
     "AuditAction",
     "AuditEntry",
     "AuditLog",

@@ -19,6 +19,7 @@ from sqlalchemy import select, update
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from .exceptions import PolicyError
 from .tables import PolicyRow, utcnow
 
 if TYPE_CHECKING:
@@ -36,10 +37,6 @@ class PolicyMode(StrEnum):
     """Every call waits for approval, whatever the code says."""
     DISABLED = "disabled"
     """The tool never runs; the model is told it is disabled."""
-
-
-class PolicyError(ValueError):
-    """A policy change that cannot be stored; the message says what is wrong in one line."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,15 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, func, select, update
 
+from .exceptions import ThreadOwnerError
 from .states import WAITING_STATES, RunStatus, ToolCallState, sources_of
 from .tables import MessageRow, RunRow, ThreadRow, ToolCallRow, utcnow
 
 if TYPE_CHECKING:
     from ._storage import Storage
-
-
-class ThreadOwnerError(PermissionError):
-    """A thread was used with a resource_id other than the one that owns it."""
 
 
 class RunStore:
@@ -257,4 +254,4 @@ def _row_json(row: Any) -> str:
     return json.dumps(values, default=lambda v: v.isoformat() if isinstance(v, datetime) else str(v))
 
 
-__all__ = ["RunStore", "ThreadOwnerError"]
+__all__ = ["RunStore"]

@@ -28,6 +28,7 @@ from .exceptions import (
     NoSuspendedRunError,
     ResumeDataInvalidError,
     SnapshotNotFoundError,
+    SubAgentNotFoundError,
     ToolArgsInvalidError,
     ToolCallNotSuspendedError,
 )
@@ -172,9 +173,7 @@ class Agent:
     def find_agent_of_run_child(self, call: ToolCallRow) -> Agent:
         sub_agent = self.sub_agent_for(call.tool_name)
         if sub_agent is None:
-            raise LookupError(
-                f"{self.id}: call {call.tool_call_id} has a child run but {call.tool_name} is no sub-agent"
-            )
+            raise SubAgentNotFoundError(self.id, call.tool_call_id, call.tool_name)
         return sub_agent
 
     # --- starting runs ----------------------------------------------------------------------

@@ -25,7 +25,8 @@ from memory.tables import ToolCallRow
 from tools import Schema, SchemaValidationError
 
 from . import _grounding as grounding
-from ._model import ModelError, StructuredOutputRefused, structured
+from ._model import StructuredOutputRefused, structured
+from .exceptions import ModelError
 
 if TYPE_CHECKING:
     from ._agent import Agent

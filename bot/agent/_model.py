@@ -9,6 +9,8 @@ from typing import Any
 
 import openai
 
+from .exceptions import ModelError
+
 
 def model_name(model: str) -> str:
     """`openai/gpt-5-mini` -> `gpt-5-mini`; other providers' names go to the OpenAI-compatible server as they are."""
@@ -31,10 +33,6 @@ class StepReply:
         if self.tool_calls:
             message["tool_calls"] = self.tool_calls
         return message
-
-
-class ModelError(RuntimeError):
-    """The model failed or answered something unusable."""
 
 
 class StructuredOutputRefused(ModelError):

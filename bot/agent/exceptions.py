@@ -1,12 +1,16 @@
-"""Every error the agent runtime raises on purpose, each saying what to do about it."""
+"""Every error the agent runtime raises on purpose, each saying what to do about it.
+
+All are `AgentError`s. Three are defined in `memory.exceptions` and re-exported here: `AgentError`
+itself, and `ThreadOwnerError` and `PolicyError`, which storage raises; `memory` cannot import
+`bot`, so the root of the hierarchy lives in the lower layer and this module is still the one place
+that lists them all.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-
-class AgentError(Exception):
-    """Base class of the runtime's own errors."""
+from memory.exceptions import AgentError, PolicyError, ThreadOwnerError
 
 
 class SnapshotNotFoundError(AgentError, LookupError):
@@ -79,3 +83,37 @@ class ToolArgsInvalidError(AgentError, ValueError):
         self.errors = errors
         listed = "; ".join(str(e) for e in errors)
         super().__init__(f"arguments for {tool_name!r} do not fit its input_schema: {listed}")
+
+
+class ModelError(AgentError, RuntimeError):
+    """The model failed (a network error, an HTTP error, a timeout) or answered something unusable.
+
+    A run meets it as `finish_reason="error"` with the message in an `error` chunk; auto-resume meets
+    it as "no answer" and leaves the call waiting.
+    """
+
+
+class SubAgentNotFoundError(AgentError, LookupError):
+    """A stored run names a sub-agent call, but this agent has no such sub-agent (its `agents=` changed)."""
+
+    def __init__(self, agent_id: str, tool_call_id: str, tool_name: str):
+        self.tool_name = tool_name
+        super().__init__(
+            f"{agent_id}: call {tool_call_id} has a child run but {tool_name} is no sub-agent of this agent; "
+            "build the agent with the same agents= it had when the run started"
+        )
+
+
+__all__ = [
+    "AgentError",
+    "AmbiguousSuspendedRunsError",
+    "ModelError",
+    "NoSuspendedRunError",
+    "PolicyError",
+    "ResumeDataInvalidError",
+    "SnapshotNotFoundError",
+    "SubAgentNotFoundError",
+    "ThreadOwnerError",
+    "ToolArgsInvalidError",
+    "ToolCallNotSuspendedError",
+]

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from memory import Memory, ThreadOwnerError
+from bot.agent import AgentError, ThreadOwnerError
+from memory import Memory
 from memory._memory import estimate_tokens
 from tests.memory.helpers import has_waiting_note, memory_agent, weather_tool
 from tests.runtime.helpers import (
@@ -328,6 +329,7 @@ async def test_a_thread_used_with_another_resource_raises_and_changes_nothing(mo
     with pytest.raises(ThreadOwnerError):
         await agent.stream("Paris", thread_id=THREAD, resource_id="intruder")
     assert THREAD in str(raised.value) and "owner" in str(raised.value)
+    assert isinstance(raised.value, AgentError)
 
     assert await agent.memory.messages(THREAD) == before
     assert len(model.requests) == requests_before  # no extraction, no chat request

@@ -1,0 +1,24 @@
+"""The root of the runtime's errors, and the errors storage itself raises on purpose.
+
+`AgentError` is defined here, in the lowest layer, so that storage-level errors can be ones too:
+`memory` imports nothing from `bot`, while `bot.agent` imports `memory`. Every error the runtime
+raises on purpose is listed in `bot.agent.exceptions` (which re-exports the ones defined here) and is an
+`AgentError`; catch that one name to catch them all.
+"""
+
+from __future__ import annotations
+
+
+class AgentError(Exception):
+    """Base class of the agent runtime's own errors (see `bot.agent.exceptions` for all of them)."""
+
+
+class ThreadOwnerError(AgentError, PermissionError):
+    """A thread was used with a resource_id other than the one that owns it."""
+
+
+class PolicyError(AgentError, ValueError):
+    """A policy change that cannot be stored; the message says what is wrong in one line."""
+
+
+__all__ = ["AgentError", "PolicyError", "ThreadOwnerError"]
