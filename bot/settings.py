@@ -11,6 +11,8 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from .defaults import DEFAULT_DATABASE_URL, DEFAULT_MODEL, DEFAULT_SLACK_API_URL
+
 
 class SettingsError(RuntimeError):
     """A variable has a value the bot cannot use; the message names it and what it accepts."""
@@ -39,14 +41,14 @@ class Settings(BaseSettings):
     """SLACK_SIGNING_SECRET: verifies that HTTP requests come from Slack; required for `serve`."""
     slack_app_token: str | None = None
     """SLACK_APP_TOKEN: the app-level token Socket Mode connects with; required for `socket`."""
-    slack_api_url: str = "https://slack.com/api/"
+    slack_api_url: str = DEFAULT_SLACK_API_URL
     """SLACK_API_URL: base URL of Slack's Web API (a local stub in tests)."""
-    database_url: str = "sqlite+aiosqlite:///data/bot.db"
+    database_url: str = DEFAULT_DATABASE_URL
     """DATABASE_URL: SQLAlchemy async URL of the bot's database."""
     openai_api_key: str | None = None
     """OPENAI_API_KEY: the model key (the openai client reads it, and OPENAI_BASE_URL, itself); the
     playground uses its offline demo model when it is unset."""
-    bot_model: str = "openai/gpt-5-mini"
+    bot_model: str = DEFAULT_MODEL
     """BOT_MODEL: `provider/model` of the built-in demo agent."""
     bot_admins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     """BOT_ADMINS: comma-separated Slack user IDs who may edit policies (empty: workspace admins)."""

@@ -12,6 +12,7 @@ import os
 import tempfile
 
 from bot.agent import Agent
+from bot.defaults import DEFAULT_MODEL
 from memory import Storage
 from tools import create_tool
 
@@ -75,7 +76,7 @@ async def main() -> None:
         id="finance-agent",
         name="Finance Agent",
         instructions="You move money and manage records.",
-        model=os.environ.get("BOT_MODEL", "openai/gpt-5-mini"),
+        model=os.environ.get("BOT_MODEL", DEFAULT_MODEL),
         tools=tools,
         storage=storage,
     )

@@ -12,6 +12,7 @@ import os
 import tempfile
 
 from bot.agent import Agent
+from bot.defaults import DEFAULT_MODEL
 from memory import Storage
 from tools import create_tool
 
@@ -36,7 +37,7 @@ async def main() -> None:
         id="records-agent",
         name="Records Agent",
         instructions="You manage records. Use delete-record to delete one.",
-        model=os.environ.get("BOT_MODEL", "openai/gpt-5-mini"),
+        model=os.environ.get("BOT_MODEL", DEFAULT_MODEL),
         tools=[delete_tool],
         storage=storage,
     )

@@ -12,6 +12,7 @@ import os
 import tempfile
 
 from bot.agent import Agent, ResumeDataInvalidError
+from bot.defaults import DEFAULT_MODEL
 from memory import Storage
 from tools import create_tool
 
@@ -41,7 +42,7 @@ def build_agent(storage: Storage) -> Agent:
         id="booking-agent",
         name="Booking Agent",
         instructions="You book restaurant tables with book-table.",
-        model=os.environ.get("BOT_MODEL", "openai/gpt-5-mini"),
+        model=os.environ.get("BOT_MODEL", DEFAULT_MODEL),
         tools=[book_tool],
         storage=storage,
     )

@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from bot.agent import Agent
+from bot.defaults import DEFAULT_MODEL
 from memory import Memory, Storage
 from tools import create_tool
 
@@ -73,7 +74,7 @@ async def main(messages: list[str]) -> None:
         id="weather-agent",
         name="Weather Agent",
         instructions="You tell people the weather. Use get-weather; keep answers short.",
-        model=os.environ.get("BOT_MODEL", "openai/gpt-5-mini"),
+        model=os.environ.get("BOT_MODEL", DEFAULT_MODEL),
         tools=[weather],
         memory=Memory(storage),
         default_options={"auto_resume_suspended_tools": True},

@@ -15,6 +15,7 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from .defaults import DEFAULT_DATABASE_URL
 from .migrations import SCHEMA as RUNTIME
 from .schema import Schema
 
@@ -30,7 +31,7 @@ class Storage:
     database: every decision another actor could race is a conditional UPDATE (see `memory.states`).
     """
 
-    def __init__(self, url: str = "sqlite+aiosqlite:///data/bot.db", *, echo: bool = False):
+    def __init__(self, url: str = DEFAULT_DATABASE_URL, *, echo: bool = False):
         self.url = url
         parsed = make_url(url)
         self.is_sqlite = parsed.get_backend_name() == "sqlite"

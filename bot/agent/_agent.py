@@ -15,6 +15,7 @@ from typing import Any
 
 import openai
 
+from bot.defaults import DEFAULT_MODEL
 from memory import Memory, RunStatus, Storage, ToolCallState
 from memory.tables import RunRow, ToolCallRow, utcnow
 from tools import Schema, SchemaValidationError, Tool, create_tool, to_jsonable
@@ -52,7 +53,7 @@ class Agent:
         id: str,
         name: str | None = None,
         instructions: str = "",
-        model: str = "openai/gpt-5-mini",
+        model: str = DEFAULT_MODEL,
         tools: Mapping[str, Tool] | Sequence[Tool] | None = None,
         agents: Mapping[str, Agent] | Sequence[Agent] | None = None,
         memory: Memory | None = None,

@@ -4,6 +4,7 @@ ledger, and a weather tool that asks for the city. Its tools use the bot's own d
 from __future__ import annotations
 
 from bot.agent import Agent
+from bot.defaults import DEFAULT_MODEL
 from memory import Storage
 
 from .tools import build_demo_tools, seed_demo_records
@@ -13,7 +14,7 @@ You can list records, delete a record (a human approves first), issue refunds (a
 and tell the weather (ask for the city when the user did not say). Be brief."""
 
 
-def build_demo_agent(storage: Storage, *, model: str = "openai/gpt-5-mini") -> Agent:
+def build_demo_agent(storage: Storage, *, model: str = DEFAULT_MODEL) -> Agent:
     """The demo agent, its tools bound to `storage` (the bot attaches storage and memory to it as to any agent)."""
     return Agent(
         id="demo-agent",

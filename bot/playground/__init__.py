@@ -13,13 +13,13 @@ import asyncio
 import gc
 from typing import TYPE_CHECKING
 
-from ._server import DEFAULT_DATABASE_URL, Playground
+from ._server import Playground
 
 if TYPE_CHECKING:
     from bot.agent import Agent
     from bot.settings import Settings
 
-__all__ = ["DEFAULT_DATABASE_URL", "Playground", "run_playground"]
+__all__ = ["Playground", "run_playground"]
 
 
 async def run_playground(settings: Settings, *, port: int = 3000, agent: Agent | None = None) -> None:

@@ -15,6 +15,7 @@ from aiohttp import web
 from bot.agent import Agent
 from bot.api import add_api_routes
 from bot.assemble import assemble_agent
+from bot.defaults import PLAYGROUND_DATABASE_URL
 from bot.metrics import add_metrics_routes
 from bot.slack import build_web_app, create_slack_app
 from bot.slack.http_api import slack_api_front
@@ -31,7 +32,6 @@ from .store import WorkspaceStore
 if TYPE_CHECKING:
     from bot.settings import Settings
 
-DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///data/playground.db"
 STOP_GRACE = 0.5
 """Seconds the server gives requests still running when it stops (a long poll is answered at once)."""
 PORTS_TRIED = 10
@@ -74,7 +74,7 @@ class Playground:
     def database_url(self) -> str:
         """DATABASE_URL when it is set, else a database of the playground's own."""
         chosen = "database_url" in self.settings.model_fields_set
-        return self.settings.database_url if chosen else DEFAULT_DATABASE_URL
+        return self.settings.database_url if chosen else PLAYGROUND_DATABASE_URL
 
     async def start(self) -> Self:
         sock = _bind(self.host, self.asked_port)

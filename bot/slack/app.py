@@ -18,6 +18,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
+from bot.defaults import DEFAULT_SLACK_API_URL
 from memory import Storage
 
 from .directory import Directory
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from bot.agent import Agent
 
 
-def create_web_client(token: str, *, api_url: str = "https://slack.com/api/", retries: int = 3) -> AsyncWebClient:
+def create_web_client(token: str, *, api_url: str = DEFAULT_SLACK_API_URL, retries: int = 3) -> AsyncWebClient:
     """A Web API client that retries 429 (after Retry-After), 500/503, and dropped connections."""
     return configure_web_client(AsyncWebClient(token=token), api_url=api_url, retries=retries)
 
@@ -70,7 +71,7 @@ def create_slack_app(
     storage: Storage,
     token: str,
     signing_secret: str | None = None,
-    api_url: str = "https://slack.com/api/",
+    api_url: str = DEFAULT_SLACK_API_URL,
     decision_rule: DecisionRule | None = None,
     admins: Sequence[str] = (),
     streaming: bool = True,
