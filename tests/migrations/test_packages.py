@@ -15,6 +15,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
 from bot.demo.migrations import SCHEMA as DEMO
+from bot.playground.migrations import SCHEMA as PLAYGROUND
 from bot.slack.migrations import SCHEMA as SLACK
 from bot.slack.store import SlackStore
 from bot.slack.threads import SlackThread
@@ -77,13 +78,14 @@ async def test_the_demo_creates_its_tables_only_where_it_runs(database_url):
 
 def test_each_package_has_one_chain_of_revisions_and_its_own_tables():
     assert RUNTIME.head() and SLACK.head() and DEMO.head()
-    assert len({RUNTIME.version_table, SLACK.version_table, DEMO.version_table}) == 3
+    assert PLAYGROUND.head()
+    assert len({schema.version_table for schema in (RUNTIME, SLACK, DEMO, PLAYGROUND)}) == 4
     assert {"threads", "runs", "tool_calls"} <= RUNTIME_TABLES
     assert {"slack_events", "slack_tool_call_messages"} <= SLACK_TABLES and "demo_records" in DEMO_TABLES
     assert not RUNTIME_TABLES & SLACK_TABLES and not RUNTIME_TABLES & DEMO_TABLES and not SLACK_TABLES & DEMO_TABLES
 
 
-@pytest.mark.parametrize("schema", [RUNTIME, SLACK, DEMO], ids=lambda schema: schema.name)
+@pytest.mark.parametrize("schema", [RUNTIME, SLACK, DEMO, PLAYGROUND], ids=lambda schema: schema.name)
 async def test_the_migrated_tables_are_what_the_models_declare(database_url, schema):
     """A model changed without a migration (or the reverse) fails here."""
     storage = Storage(database_url)
