@@ -22,6 +22,7 @@ from tools import Schema, SchemaValidationError, Tool, create_tool, to_jsonable
 
 from ._autoresume import find_answer, waiting_note
 from ._fingerprint import fingerprint
+from ._model import shared_client
 from ._run import Decision, RequestOptions, RunDriver
 from ._stream import AgentStream
 from .exceptions import (
@@ -89,7 +90,7 @@ class Agent:
             **(default_options or {}),
         }
         self._model_client = model_client
-        self._owns_client = model_client is None
+        self._owns_client = model_client is None  # then it uses the process's shared client
         self.memory: Memory | None = None
         self._storage: Storage | None = None
         self._storage_configured = False
@@ -140,15 +141,15 @@ class Agent:
 
     @property
     def model_client(self) -> openai.AsyncOpenAI:
+        """The client given to the agent, else the process's shared one (reads OPENAI_API_KEY and
+        OPENAI_BASE_URL); a shared one is not this agent's to close."""
         if self._model_client is None:
-            self._model_client = openai.AsyncOpenAI()  # reads OPENAI_API_KEY and OPENAI_BASE_URL
+            return shared_client()
         return self._model_client
 
     async def aclose(self) -> None:
-        """Close the model client this agent opened (storage is the caller's to close)."""
-        if self._model_client is not None and self._owns_client:
-            await self._model_client.close()
-            self._model_client = None
+        """Nothing to close of the agent's own: a model client given to it is the giver's, the shared
+        one the process's, and storage the caller's."""
 
     # --- tools as the loop sees them --------------------------------------------------------
     def find_tool(self, name: str) -> Tool | None:

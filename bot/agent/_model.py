@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,6 +12,31 @@ from typing import Any
 import openai
 
 from .exceptions import ModelError
+
+_shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _SharedClients] = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class _SharedClients:
+    http: Any = None
+    """One connection pool (httpx) for every model client of this loop."""
+    clients: dict[tuple[str, str], openai.AsyncOpenAI] = field(default_factory=dict)
+
+
+def shared_client() -> openai.AsyncOpenAI:
+    """The process's model client for its (base URL, key), shared by every agent that has none of its own.
+
+    Building an `AsyncOpenAI` with its own connection pool costs tens of milliseconds (mostly the TLS
+    context); agents built per request, or again after a restart, share one instead. The client reads
+    OPENAI_BASE_URL and OPENAI_API_KEY itself as always. A connection pool belongs to one event loop,
+    so the sharing is per running loop; a pool someone closed is replaced.
+    """
+    shared = _shared.setdefault(asyncio.get_running_loop(), _SharedClients())
+    if shared.http is None or shared.http.is_closed:
+        shared.http = openai.DefaultAsyncHttpxClient()
+        shared.clients.clear()
+    client = openai.AsyncOpenAI(http_client=shared.http)  # cheap with a pool given
+    return shared.clients.setdefault((str(client.base_url), client.api_key), client)
 
 
 def model_name(model: str) -> str:
