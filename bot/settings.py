@@ -54,6 +54,9 @@ class Settings(BaseSettings):
     """BOT_ADMINS: comma-separated Slack user IDs who may edit policies (empty: workspace admins)."""
     bot_api_token: str | None = None
     """BOT_API_TOKEN: bearer token of the HTTP API; unset turns the API off."""
+    bot_max_concurrent_turns: int = Field(default=16, ge=1)
+    """BOT_MAX_CONCURRENT_TURNS: agent turns one replica runs at once (other threads' messages wait,
+    queued; Slack's ack never waits for them)."""
     bot_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """BOT_LOG_LEVEL: the default of `--log-level`."""
     bot_log_format: Literal["text", "json"] = "text"

@@ -1,5 +1,6 @@
 """Build the Bolt app: a web client with retries, the services the listeners use, the middleware
-that drops already-handled events, and the listeners. Everything it needs is passed in."""
+that records each event (dropping those already handled, queueing the messages the bot answers), and
+the listeners. Everything it needs is passed in."""
 
 from __future__ import annotations
 
@@ -24,10 +25,12 @@ from memory import Storage
 from .directory import Directory
 from .home import HomePublisher
 from .listeners import register_listeners
+from .listeners.events.turn import kept, take_turn, team_of, thread_to_answer
 from .permissions import DecisionRule, PolicyRule
 from .recovery import background_stream_hook, run_recovery
 from .services import SlackServices, attach_services, remember_services, services_of_app
 from .store import SlackStore
+from .turn_queue import TurnQueue
 
 if TYPE_CHECKING:
     from bot.agent import Agent
@@ -76,11 +79,19 @@ def create_slack_app(
     admins: Sequence[str] = (),
     streaming: bool = True,
     logger: logging.Logger | None = None,
+    max_concurrent_turns: int = 16,
+    queued_notice_after: float = 10.0,
+    stale_after: float = 30.0,
 ) -> AsyncApp:
     """The bot's Bolt app. `signing_secret` is needed over HTTP (requests are verified with it) and
     not over Socket Mode. `agent` must already have storage and memory attached. Who may decide is
     the tool policies' rule (`permissions.PolicyRule`) unless `decision_rule` says otherwise; `admins`
-    (`BOT_ADMINS`) may change policies, else the workspace's admins and owners."""
+    (`BOT_ADMINS`) may change policies, else the workspace's admins and owners.
+
+    At most `max_concurrent_turns` agent turns run at once; a message waiting `queued_notice_after`
+    seconds behind earlier ones in its thread is told so; a thread's turn held by a replica silent for
+    `stale_after` seconds is taken over (see `turn_queue`). Serve the app with `build_web_app` or
+    `serve_socket`, which start and stop its background work."""
     logger = logger or logging.getLogger("bot.slack")
     # The token, not a client: given a client, Bolt also reads SLACK_BOT_TOKEN itself and warns that it
     # is unused. The client Bolt builds is then pointed at `api_url`, with retries.
@@ -104,8 +115,17 @@ def create_slack_app(
     )
     services.home = HomePublisher(services, app.client)
     remember_services(app, services)
+    services.turns = TurnQueue(
+        services.store,
+        app.client,
+        lambda message: take_turn(services, app.client, message),
+        max_concurrent_turns=max_concurrent_turns,
+        queued_notice_after=queued_notice_after,
+        stale_after=stale_after,
+        logger=logger,
+    )
     app.use(attach_services(services))
-    app.use(skip_handled_events(services.store))
+    app.use(record_events(services.store))
     register_listeners(app)
     # Runs the runtime continues on its own (recovery, expiry, an unread continuation) show in their thread.
     agent.hooks["on_background_stream"] = background_stream_hook(services, app.client)
@@ -118,15 +138,28 @@ async def run_slack_recovery(app: AsyncApp, *, every: float = 10.0, repost_after
     await run_recovery(services_of_app(app), app.client, every=every, repost_after=repost_after)
 
 
-def skip_handled_events(store: SlackStore):
-    """A global middleware: an event whose `event_id` was already claimed (a retry, or a delivery another
-    replica took) is answered 200 and goes no further."""
+def record_events(store: SlackStore):
+    """A global middleware, the only database write before the ack: record the event's `event_id`,
+    with the message when the bot answers it (queued for its turn, so a crash after the ack loses
+    nothing). An event already recorded (a retry, or a delivery another replica took) is answered 200
+    and goes no further."""
 
-    async def skip_handled_slack_events(body, next, logger):
+    async def record_slack_events(body, context, next, logger):
         event_id = body.get("event_id") if body.get("type") == "event_callback" else None
-        if event_id and not await store.claim_event(event_id, body.get("team_id")):
-            logger.info("event %s already handled; skipped", event_id)
-            return BoltResponse(status=200, body="")
+        if event_id:
+            event = body.get("event") or {}
+            team_id = team_of(body, event, context.team_id)
+            thread = thread_to_answer(event, team_id, context.bot_user_id)
+            claimed = await store.claim_event(
+                event_id,
+                team_id or None,
+                thread_id=thread.thread_id if thread else None,
+                event=kept(event) if thread else None,
+                bot_user_id=context.bot_user_id,
+            )
+            if not claimed:
+                logger.info("event %s already handled; skipped", event_id)
+                return BoltResponse(status=200, body="")
         await next()
 
-    return skip_handled_slack_events
+    return record_slack_events

@@ -17,13 +17,16 @@ from slack_sdk.errors import SlackApiError
 
 from bot.logs import one_line
 
+from .services import services_of_app
+
 EVENTS_PATH = "/slack/events"
 _logger = logging.getLogger("bot.slack")
 
 
 def build_web_app(app: AsyncApp, *, path: str | None = EVENTS_PATH) -> web.Application:
     """An aiohttp application that hands Slack's requests to `app` (`path` None: no Slack route, as
-    over Socket Mode, where nothing verifies a request's signature); other front ends may add routes."""
+    over Socket Mode, where nothing verifies a request's signature); other front ends may add routes.
+    It starts the app's background work (the sweep of queued messages) and stops it on cleanup."""
 
     async def slack_events(request: web.Request) -> web.Response:
         bolt_request = await _parsed(request)
@@ -38,6 +41,16 @@ def build_web_app(app: AsyncApp, *, path: str | None = EVENTS_PATH) -> web.Appli
     if path is not None:
         web_app.router.add_post(path, slack_events)
     web_app.router.add_get("/health", health)
+    turns = services_of_app(app).turns
+
+    async def start_turns(_web_app: web.Application) -> None:
+        turns.start()
+
+    async def stop_turns(_web_app: web.Application) -> None:
+        await turns.close()
+
+    web_app.on_startup.append(start_turns)
+    web_app.on_cleanup.append(stop_turns)
     return web_app
 
 
@@ -94,11 +107,14 @@ async def serve_socket(app: AsyncApp, *, app_token: str) -> None:
     socket_logger = _logger.getChild("socket")
     socket_logger.addFilter(one_line)
     handler = AsyncSocketModeHandler(app, app_token, logger=socket_logger)
+    turns = services_of_app(app).turns
+    turns.start()
     try:
         await _connect(app, handler)
         _logger.getChild("server").info("connected to Slack over Socket Mode")
         await asyncio.Event().wait()
     finally:
+        await turns.close()
         await handler.close_async()
 
 

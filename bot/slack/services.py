@@ -19,6 +19,8 @@ from .store import SlackStore
 if TYPE_CHECKING:
     from bot.agent import Agent
 
+    from .turn_queue import TurnQueue
+
 SERVICES_KEY = "services"
 """The key under which listeners find `SlackServices` in Bolt's `context`."""
 
@@ -38,6 +40,8 @@ class SlackServices:
     streaming: bool = True
     """Stream replies with chat.startStream; False posts and updates instead."""
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("bot.slack"))
+    turns: TurnQueue = field(init=False)
+    """Takes the turns of queued messages, one at a time per thread (set by `create_slack_app`)."""
 
 
 def services_of(context: Any) -> SlackServices:

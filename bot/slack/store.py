@@ -1,18 +1,22 @@
 """The Slack adapter's reads and writes of its own tables (see `tables.py`).
 
 Each method is one short transaction. Claiming an event is an INSERT that does nothing on conflict,
-so two replicas (or a retry) racing for the same event get one winner from the database.
+so two replicas (or a retry) racing for the same event get one winner from the database. Claims that
+arrive together are written together, in one transaction (a burst of mentions costs a few commits,
+not one each), because the ack waits for them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, or_, select, tuple_, update
+from sqlalchemy import delete, exists, or_, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -21,8 +25,29 @@ from memory import Storage
 from memory.tables import utcnow
 
 from .migrations import SCHEMA
-from .tables import HomeViewRow, SlackConversationRow, SlackEventRow, ToolCallMessageCopyRow, ToolCallMessageRow
+from .tables import (
+    HomeViewRow,
+    SlackConversationRow,
+    SlackEventRow,
+    SlackThreadTurnRow,
+    ToolCallMessageCopyRow,
+    ToolCallMessageRow,
+)
 from .threads import SlackThread
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueuedMessage:
+    """A message waiting for (or taking) its turn in a thread."""
+
+    event_id: str
+    thread_id: str
+    team_id: str
+    event: dict[str, Any]
+    """What the turn needs of the Slack event (type, user, text, channel, ts, thread_ts, channel_type)."""
+    bot_user_id: str | None
+    started: bool
+    """A turn was started on it before: the replica that started it stopped without finishing."""
 
 
 class SlackStore:
@@ -34,6 +59,8 @@ class SlackStore:
         """How long a handled event id is kept: Slack retries within minutes, so a day is plenty."""
         self.prune_every = prune_every
         self._claims = 0
+        self._waiting_claims: list[tuple[dict[str, Any], asyncio.Future[bool]]] = []
+        self._claim_writer: asyncio.Task[None] | None = None
 
     @asynccontextmanager
     async def _session(self) -> AsyncIterator[AsyncSession]:
@@ -45,19 +72,63 @@ class SlackStore:
     def _insert(self, table: Any):
         return sqlite_insert(table) if self.storage.is_sqlite else postgres_insert(table)
 
-    async def claim_event(self, event_id: str, team_id: str | None) -> bool:
-        """Record `event_id` as handled; False if it already was (a retry, or another replica got it)."""
-        statement = (
-            self._insert(SlackEventRow)
-            .values(event_id=event_id, team_id=team_id, received_at=utcnow())
-            .on_conflict_do_nothing(index_elements=["event_id"])
-        )
-        async with self._session() as session:
-            result = await session.execute(statement)
+    async def claim_event(
+        self,
+        event_id: str,
+        team_id: str | None,
+        *,
+        thread_id: str | None = None,
+        event: dict[str, Any] | None = None,
+        bot_user_id: str | None = None,
+    ) -> bool:
+        """Record `event_id` as handled; False if it already was (a retry, or another replica got it).
+
+        With `thread_id`, the message `event` is queued for its turn in that thread (see `next_queued`).
+        """
+        values = {
+            "event_id": event_id,
+            "team_id": team_id,
+            "received_at": utcnow(),
+            "thread_id": thread_id,
+            "message_ts": (event or {}).get("ts") if thread_id else None,
+            "event": event if thread_id else None,
+            "bot_user_id": bot_user_id if thread_id else None,
+        }
+        claimed = asyncio.get_running_loop().create_future()
+        self._waiting_claims.append((values, claimed))
+        if self._claim_writer is None or self._claim_writer.done():
+            self._claim_writer = asyncio.create_task(self._write_claims())
+        won = await claimed
         self._claims += 1
         if self._claims % self.prune_every == 0:
             await self.prune_events()
-        return result.rowcount == 1
+        return won
+
+    async def _write_claims(self) -> None:
+        """Write every claim waiting now in one transaction; claims that come meanwhile go in the next."""
+        while self._waiting_claims:
+            batch, self._waiting_claims = self._waiting_claims, []
+            first: dict[str, dict[str, Any]] = {}
+            for values, _ in batch:
+                first.setdefault(values["event_id"], values)
+            statement = (
+                self._insert(SlackEventRow)
+                .values(list(first.values()))
+                .on_conflict_do_nothing(index_elements=["event_id"])
+                .returning(SlackEventRow.event_id)
+            )
+            try:
+                async with self._session() as session:
+                    inserted = set((await session.execute(statement)).scalars())
+            except Exception as exc:
+                for _, claimed in batch:
+                    if not claimed.done():
+                        claimed.set_exception(exc)
+                continue
+            for values, claimed in batch:
+                won = values["event_id"] in inserted and first.get(values["event_id"]) is values
+                if not claimed.done():
+                    claimed.set_result(won)
 
     async def prune_events(self) -> int:
         """Forget handled events older than `keep_events`; returns how many were forgotten."""
@@ -66,6 +137,118 @@ class SlackStore:
                 delete(SlackEventRow).where(SlackEventRow.received_at < utcnow() - self.keep_events)
             )
         return result.rowcount
+
+    # --- messages queued for their turn, one turn at a time per thread --------------------------
+    async def claim_thread(self, thread_id: str, holder: str, *, stale_after: float) -> bool:
+        """Take `thread_id`'s turn for `holder`: free, or held by someone whose heartbeat is older than
+        `stale_after` seconds (a crashed replica). False while another holder is alive."""
+        now = utcnow()
+        take = (
+            self._insert(SlackThreadTurnRow)
+            .values(thread_id=thread_id, holder=holder, heartbeat_at=now)
+            .on_conflict_do_nothing(index_elements=["thread_id"])
+        )
+        take_over = (
+            update(SlackThreadTurnRow)
+            .where(
+                SlackThreadTurnRow.thread_id == thread_id,
+                SlackThreadTurnRow.heartbeat_at < now - timedelta(seconds=stale_after),
+            )
+            .values(holder=holder, heartbeat_at=now)
+        )
+        async with self._session() as session:
+            if (await session.execute(take)).rowcount == 1:
+                return True
+            return (await session.execute(take_over)).rowcount == 1
+
+    async def keep_thread(self, thread_id: str, holder: str) -> bool:
+        """Refresh `holder`'s heartbeat on `thread_id`; False if the thread is no longer theirs."""
+        async with self._session() as session:
+            result = await session.execute(
+                update(SlackThreadTurnRow)
+                .where(SlackThreadTurnRow.thread_id == thread_id, SlackThreadTurnRow.holder == holder)
+                .values(heartbeat_at=utcnow())
+            )
+        return result.rowcount == 1
+
+    async def release_thread(self, thread_id: str, holder: str) -> None:
+        async with self._session() as session:
+            await session.execute(
+                delete(SlackThreadTurnRow).where(
+                    SlackThreadTurnRow.thread_id == thread_id, SlackThreadTurnRow.holder == holder
+                )
+            )
+
+    async def next_queued(self, thread_id: str) -> QueuedMessage | None:
+        """The oldest message of `thread_id` (by its ts) whose turn is not done."""
+        async with self._session() as session:
+            row = (
+                await session.execute(
+                    select(
+                        SlackEventRow.event_id,
+                        SlackEventRow.team_id,
+                        SlackEventRow.event,
+                        SlackEventRow.bot_user_id,
+                        SlackEventRow.started_at,
+                    )
+                    .where(SlackEventRow.thread_id == thread_id, SlackEventRow.done_at.is_(None))
+                    .order_by(SlackEventRow.message_ts, SlackEventRow.received_at)
+                    .limit(1)
+                )
+            ).first()
+        if row is None:
+            return None
+        return QueuedMessage(
+            event_id=row.event_id,
+            thread_id=thread_id,
+            team_id=row.team_id or "",
+            event=row.event or {},
+            bot_user_id=row.bot_user_id,
+            started=row.started_at is not None,
+        )
+
+    async def start_turn(self, event_id: str) -> bool:
+        """Mark the message's turn started; False if it already was (by a replica that stopped)."""
+        async with self._session() as session:
+            result = await session.execute(
+                update(SlackEventRow)
+                .where(SlackEventRow.event_id == event_id, SlackEventRow.started_at.is_(None))
+                .values(started_at=utcnow())
+            )
+        return result.rowcount == 1
+
+    async def finish_turn(self, event_id: str) -> None:
+        async with self._session() as session:
+            await session.execute(
+                update(SlackEventRow).where(SlackEventRow.event_id == event_id).values(done_at=utcnow())
+            )
+
+    async def turn_started(self, event_id: str) -> bool:
+        """Whether the message's turn has started (or is over)."""
+        async with self._session() as session:
+            started = await session.scalar(select(SlackEventRow.started_at).where(SlackEventRow.event_id == event_id))
+        return started is not None
+
+    async def threads_left_waiting(self, *, stale_after: float, older_than: float) -> list[str]:
+        """Threads with a message queued more than `older_than` seconds ago whose turn nobody alive holds
+        (the replica that took it crashed, or the one that received it stopped before starting it)."""
+        now = utcnow()
+        held = exists().where(
+            SlackThreadTurnRow.thread_id == SlackEventRow.thread_id,
+            SlackThreadTurnRow.heartbeat_at >= now - timedelta(seconds=stale_after),
+        )
+        async with self._session() as session:
+            result = await session.scalars(
+                select(SlackEventRow.thread_id)
+                .where(
+                    SlackEventRow.thread_id.is_not(None),
+                    SlackEventRow.done_at.is_(None),
+                    SlackEventRow.received_at < now - timedelta(seconds=older_than),
+                    ~held,
+                )
+                .distinct()
+            )
+            return list(result)
 
     async def start_conversation(self, thread: SlackThread, user: str) -> SlackConversationRow:
         """Remember that the bot takes part in `thread` (idempotent); the first user to start it owns it."""

@@ -1,5 +1,6 @@
-"""The Slack adapter's own tables: events already handled, conversations the bot is part of, and the
-messages that show a waiting tool call (an approval or a question).
+"""The Slack adapter's own tables: events already handled (and the messages queued for a turn),
+which replica holds a thread's turn, conversations the bot is part of, and the messages that show a
+waiting tool call (an approval or a question).
 
 They have their own `MetaData` and their own migrations (`bot/slack/migrations/`): a database used
 only by the runtime never gets them.
@@ -24,12 +25,40 @@ class SlackTable(Base):
 
 
 class SlackEventRow(SlackTable):
-    """An Events API delivery already accepted: a retry with the same `event_id` is not processed again."""
+    """An Events API delivery already accepted: a retry with the same `event_id` is not processed again.
+
+    A message the bot answers is also queued here, recorded before Slack gets its ack so a crash after
+    the ack loses nothing: `thread_id` is set, and the message waits (`done_at` unset) for its turn,
+    one at a time per thread in the order of the messages' `ts`.
+    """
 
     __tablename__ = "slack_events"
     event_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     team_id: Mapped[str | None] = mapped_column(String(32))
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
+    thread_id: Mapped[str | None] = mapped_column(String(255))
+    """The memory thread of a message queued for a turn; None for an event that is no turn."""
+    message_ts: Mapped[str | None] = mapped_column(String(32))
+    """The message's own ts: turns in one thread follow it."""
+    event: Mapped[Any | None] = mapped_column(JSON)
+    """What the turn needs of the event (type, user, text, channel, ts, thread_ts, channel_type)."""
+    bot_user_id: Mapped[str | None] = mapped_column(String(32))
+    """The bot's user ID when the event came (to strip its mention from the text)."""
+    started_at: Mapped[datetime | None]
+    """When a replica started the turn; a turn started but never done was interrupted by a crash."""
+    done_at: Mapped[datetime | None]
+
+    __table_args__ = (Index("ix_slack_events_queue", "thread_id", "done_at", "message_ts"),)
+
+
+class SlackThreadTurnRow(SlackTable):
+    """A thread whose turn a replica is taking now: one row per busy thread, held by `holder` while its
+    `heartbeat_at` is fresh; a crashed holder's row goes stale and another replica takes it over."""
+
+    __tablename__ = "slack_thread_turns"
+    thread_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(128))
+    heartbeat_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class SlackConversationRow(SlackTable):

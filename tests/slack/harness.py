@@ -78,8 +78,10 @@ async def running_bot(
     api_token: str | None = None,
     streaming: bool = True,
     agent_factory: Callable[[Storage], Any] | None = None,
+    **app_options: Any,
 ) -> AsyncIterator[RunningBot]:
-    """The bot with the demo agent (or `agent_factory(storage)`'s agent, built without storage)."""
+    """The bot with the demo agent (or `agent_factory(storage)`'s agent, built without storage);
+    `app_options` go to `create_slack_app`."""
     storage = Storage(database_url)
     await storage.migrate()
     await seed_demo_records(storage)
@@ -94,6 +96,7 @@ async def running_bot(
         decision_rule=decision_rule,
         admins=admins,
         streaming=streaming,
+        **app_options,
     )
     web_app = build_web_app(app)
     if api_token:

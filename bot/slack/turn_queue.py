@@ -1,0 +1,164 @@
+"""One turn at a time per thread, in the order the messages were sent, across replicas.
+
+A message the bot answers is queued in the database before Slack gets its ack (`SlackStore.claim_event`).
+Then whichever replica holds the thread's turn (a row in `slack_thread_turns`, kept fresh by a
+heartbeat) answers the thread's waiting messages oldest first, by their Slack `ts`. A message that
+arrives while the thread is busy waits; the replica that received it tells the thread it is queued
+if the wait is long. A replica that crashes leaves its row to go stale; a periodic sweep on every
+replica takes such threads over, and also any message whose receiver stopped before starting it.
+
+Turns of different threads run side by side, at most `max_concurrent_turns` at once per replica, so a
+burst of mentions never keeps the event listener (and Slack's ack) waiting behind agent work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Awaitable, Callable
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from .store import QueuedMessage, SlackStore
+from .threads import SlackThread
+
+QUEUED_TEXT = "I'm still on an earlier message in this thread; I'll answer this one right after."
+INTERRUPTED_TEXT = (
+    ":warning: I was stopped while answering a message here; whatever it started is picked up again, "
+    "but if no answer to it comes, please send it again."
+)
+
+
+class TurnQueue:
+    """Takes the turns of queued messages, one per thread at a time; see the module docstring."""
+
+    def __init__(
+        self,
+        store: SlackStore,
+        client: AsyncWebClient,
+        answer: Callable[[QueuedMessage], Awaitable[None]],
+        *,
+        max_concurrent_turns: int = 16,
+        queued_notice_after: float = 10.0,
+        stale_after: float = 30.0,
+        sweep_every: float = 5.0,
+        logger: logging.Logger | None = None,
+    ):
+        self.store = store
+        self.client = client
+        self.answer = answer
+        """Takes one message's turn (runs the agent and writes its answer in the thread)."""
+        self.max_concurrent_turns = max_concurrent_turns
+        self.queued_notice_after = queued_notice_after
+        """Seconds a message may wait behind earlier ones before the thread is told it is queued."""
+        self.stale_after = stale_after
+        """Seconds after its last heartbeat a thread's turn counts as abandoned (its holder crashed)."""
+        self.sweep_every = sweep_every
+        self.logger = logger or logging.getLogger("bot.slack")
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._turns = asyncio.Semaphore(max_concurrent_turns)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._sweeper: asyncio.Task[None] | None = None
+
+    # --- a message arrived (called by the event listeners, after the ack) -----------------------
+    async def arrived(self, thread: SlackThread, event_id: str) -> None:
+        """A message of `thread` was queued: take the thread's turns unless another worker has them."""
+        if self.queued_notice_after >= 0:
+            self._spawn(self._tell_if_still_waiting(thread, event_id))
+        await self.take_turns(thread.thread_id)
+
+    async def take_turns(self, thread_id: str) -> None:
+        """While this replica can hold `thread_id`, answer its waiting messages oldest first."""
+        while await self.store.claim_thread(thread_id, self.holder, stale_after=self.stale_after):
+            heartbeat = asyncio.create_task(self._keep(thread_id))
+            try:
+                while (message := await self.store.next_queued(thread_id)) is not None:
+                    await self._take_turn(message)
+            finally:
+                heartbeat.cancel()
+                await self.store.release_thread(thread_id, self.holder)
+            # a message queued after the last look, while the thread was still held here, has no other
+            # worker: its receiver found the thread busy. Look once more now that it is free.
+            if await self.store.next_queued(thread_id) is None:
+                return
+
+    async def _take_turn(self, message: QueuedMessage) -> None:
+        async with self._turns:
+            if not await self.store.start_turn(message.event_id):
+                # started before by a replica that stopped: what it started is the runtime's recovery's
+                # to continue; answering the message again could run its request twice
+                self.logger.warning("turn of event %s was interrupted; not taken again", message.event_id)
+                await self.store.finish_turn(message.event_id)
+                await self._post(message, INTERRUPTED_TEXT)
+                return
+            try:
+                await self.answer(message)
+            except Exception:  # the turn's own failures are told in the thread by `answer`
+                self.logger.exception("the turn of event %s failed", message.event_id)
+            finally:
+                await self.store.finish_turn(message.event_id)
+
+    async def _keep(self, thread_id: str) -> None:
+        while True:
+            await asyncio.sleep(self.stale_after / 3)
+            try:
+                if not await self.store.keep_thread(thread_id, self.holder):
+                    self.logger.warning("lost the turn of %s to another replica", thread_id)
+                    return
+            except Exception:  # a database blip: try again at the next beat
+                self.logger.exception("could not refresh the turn of %s", thread_id)
+
+    async def _tell_if_still_waiting(self, thread: SlackThread, event_id: str) -> None:
+        await asyncio.sleep(self.queued_notice_after)
+        try:
+            if await self.store.turn_started(event_id):
+                return
+            await self.client.chat_postMessage(channel=thread.channel, thread_ts=thread.thread_ts, text=QUEUED_TEXT)
+        except (SlackApiError, OSError) as exc:
+            self.logger.warning("could not tell %s that a message is queued: %s", thread.thread_id, exc)
+
+    async def _post(self, message: QueuedMessage, text: str) -> None:
+        event = message.event
+        try:
+            await self.client.chat_postMessage(
+                channel=event["channel"], thread_ts=event.get("thread_ts") or event["ts"], text=text
+            )
+        except (SlackApiError, OSError, KeyError) as exc:
+            self.logger.warning("could not post in %s: %s", message.thread_id, exc)
+
+    # --- the sweep, on every replica --------------------------------------------------------
+    def start(self) -> None:
+        """Start the periodic sweep (at once, then every `sweep_every` seconds)."""
+        if self._sweeper is None or self._sweeper.done():
+            self._sweeper = asyncio.create_task(self._sweep_forever())
+
+    async def sweep(self) -> int:
+        """Take the turns of threads whose messages nobody alive is answering; how many threads."""
+        threads = await self.store.threads_left_waiting(stale_after=self.stale_after, older_than=self.sweep_every)
+        for thread_id in threads:
+            self._spawn(self.take_turns(thread_id))
+        return len(threads)
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            try:
+                await self.sweep()
+            except Exception:
+                self.logger.exception("the sweep of queued messages failed")
+            await asyncio.sleep(self.sweep_every)
+
+    async def close(self) -> None:
+        """Stop the sweep and the work this replica started; what is left is swept up later."""
+        tasks = [*self._tasks, *([self._sweeper] if self._sweeper else [])]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _spawn(self, work: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

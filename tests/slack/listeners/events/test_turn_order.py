@@ -1,0 +1,122 @@
+"""One turn at a time per thread, in the order the messages were sent, across replicas; turns of
+different threads run side by side, up to the configured limit; a long wait is told in the thread;
+a thread left by a crashed replica is taken over."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import update
+
+from bot.slack.listeners.events.turn import kept
+from bot.slack.services import services_of_app
+from bot.slack.store import SlackStore
+from bot.slack.tables import SlackThreadTurnRow
+from bot.slack.threads import SlackThread
+from bot.slack.turn_queue import INTERRUPTED_TEXT, QUEUED_TEXT
+from memory.tables import utcnow
+from tests.support.scripted_model import failure, reply
+
+from ...harness import running_bot
+
+
+def last_user_text(request: dict) -> str:
+    return [m for m in request["messages"] if m["role"] == "user"][-1]["content"]
+
+
+async def answers_in_thread(slack, thread_ts: str, count: int) -> list[str]:
+    stops = await slack.wait_for("chat.stopStream", count=count, timeout=30)
+    messages = [slack.message("C1", stop.params["ts"]) for stop in stops]
+    return [m.text for m in sorted(messages, key=lambda m: float(m.ts)) if m.thread_ts == thread_ts]
+
+
+async def test_messages_in_one_thread_are_answered_one_at_a_time_in_order_across_replicas(database_url, slack, model):
+    # the first answer is slow: the messages sent meanwhile, to either replica, wait for it
+    model.chat.push(
+        failure("timeout", seconds=1.5, then=reply("Answer one.")), reply("Answer two."), reply("Answer three.")
+    )
+    async with (
+        running_bot(database_url=database_url, slack=slack) as one,
+        running_bot(database_url=database_url, slack=slack) as two,
+    ):
+        first = await one.mention("first")
+        await two.say("second", thread_ts=first["ts"])
+        await one.say("third", thread_ts=first["ts"])
+        answers = await answers_in_thread(slack, first["ts"], 3)
+
+    assert answers == ["Answer one.", "Answer two.", "Answer three."]
+    requests = model.chat.requests
+    assert [last_user_text(r) for r in requests] == ["first", "second", "third"]
+    # each turn saw the answers before it: the second did not start while the first was running
+    assert "Answer one." in [m.get("content") for m in requests[1]["messages"]]
+    assert "Answer two." in [m.get("content") for m in requests[2]["messages"]]
+
+
+async def test_a_thread_is_told_when_a_message_waits_behind_a_long_turn(database_url, slack, model):
+    model.chat.push(failure("timeout", seconds=2.0, then=reply("Slow answer.")), reply("Next answer."))
+    async with running_bot(database_url=database_url, slack=slack, queued_notice_after=0.3) as bot:
+        first = await bot.mention("first")
+        await bot.say("second", thread_ts=first["ts"])
+        notices = await slack.wait_for("chat.postMessage", lambda c: c.params.get("text") == QUEUED_TEXT)
+        assert notices[0].params["thread_ts"] == first["ts"]
+        assert slack.calls_of("chat.stopStream") == []  # told while the first turn still runs
+        assert await answers_in_thread(slack, first["ts"], 2) == ["Slow answer.", "Next answer."]
+        await slack.settle()
+    assert len(slack.calls_of("chat.postMessage")) == 1  # the first message waited for nothing: no notice
+
+
+async def test_different_threads_run_side_by_side(database_url, slack, model):
+    model.chat.push(
+        failure("timeout", seconds=1.5, then=reply("Answer A.")),
+        failure("timeout", seconds=1.5, then=reply("Answer B.")),
+    )
+    async with running_bot(database_url=database_url, slack=slack) as bot:
+        await bot.mention("in thread A")
+        await bot.mention("in thread B")
+        await bot.slack.wait_until(lambda: len(model.chat.requests) == 2 or None, what="both model requests")
+        assert slack.calls_of("chat.stopStream") == []  # the second started before the first was answered
+        await slack.wait_for("chat.stopStream", count=2)
+
+
+async def test_the_concurrency_limit_holds_turns_of_other_threads_back(database_url, slack, model):
+    model.chat.push(failure("timeout", seconds=1.0, then=reply("Answer A.")), reply("Answer B."))
+    async with running_bot(database_url=database_url, slack=slack, max_concurrent_turns=1) as bot:
+        await bot.mention("in thread A")
+        await bot.mention("in thread B")
+        stops = await slack.wait_for("chat.stopStream", count=2)
+        assert [slack.message("C1", s.params["ts"]).text for s in stops] == ["Answer A.", "Answer B."]
+        # thread B's request came only after thread A was answered
+        assert "Answer A." not in str(model.chat.requests[1]["messages"])
+        assert [last_user_text(r) for r in model.chat.requests] == ["in thread A", "in thread B"]
+
+
+async def test_a_thread_left_by_a_crashed_replica_is_taken_over(database_url, slack, model, storage):
+    """What a replica that died mid-turn leaves: its turn row, a message whose turn it started, and a
+    message queued behind it. Another replica's sweep takes the thread over once the row is stale."""
+    await storage.migrate()
+    store = SlackStore(storage)
+    sender_event = {"type": "app_mention", "user": "U1", "text": "<@U0BOT> first", "ts": "1800000001.000100"}
+    first = {**sender_event, "channel": "C1", "team": "T1"}
+    second = {"type": "message", "user": "U1", "text": "second", "ts": "1800000002.000100", "channel": "C1"}
+    second |= {"channel_type": "channel", "thread_ts": first["ts"], "team": "T1"}
+    thread_id = f"slack:T1:C1:{first['ts']}"
+    for event_id, event in (("EvCRASH1", first), ("EvCRASH2", second)):
+        assert await store.claim_event(event_id, "T1", thread_id=thread_id, event=kept(event), bot_user_id="U0BOT")
+    assert await store.claim_thread(thread_id, "dead-host:1:x", stale_after=30)
+    assert await store.start_turn("EvCRASH1")
+    await store.start_conversation(SlackThread(team_id="T1", channel="C1", thread_ts=first["ts"]), "U1")
+    async with storage.session() as session:  # the dead replica's last heartbeat, a minute ago
+        await session.execute(update(SlackThreadTurnRow).values(heartbeat_at=utcnow() - timedelta(seconds=60)))
+
+    model.chat.push(reply("Answer two."))
+    async with running_bot(database_url=database_url, slack=slack, stale_after=5) as bot:
+        turns = services_of_app(bot.app).turns
+        turns.sweep_every = 0.01  # nothing newer than that is left to its receiver
+        assert await turns.sweep() == 1
+        notice = await slack.wait_for("chat.postMessage", lambda c: c.params.get("text") == INTERRUPTED_TEXT)
+        assert notice[0].params["thread_ts"] == first["ts"]
+        stops = await slack.wait_for("chat.stopStream")
+        assert slack.message("C1", stops[0].params["ts"]).text == "Answer two."
+        assert [last_user_text(r) for r in model.chat.requests] == ["second"]  # the interrupted one is not re-run
+        await slack.settle()
+        assert await turns.sweep() == 0
