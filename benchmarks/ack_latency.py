@@ -1,0 +1,251 @@
+"""How fast does the bot acknowledge Slack's events under a burst, and how long until every thread is
+answered? (issue 9)
+
+It starts `python -m bot serve` (a real process) on a fresh database, with the Slack Web API stub
+and the scripted OpenAI-compatible server of the tests, the model answering every request after
+`--model-seconds` (1 s). After one warm-up mention, it sends N signed `app_mention` events at once
+(each in its own thread, default 300) and measures:
+
+- ack: the time from sending each event until the bot's HTTP 200 (Slack retries after 3 s);
+- answered: the time from the burst until every thread has its answer (`chat.stopStream`).
+
+Reported: ack p50 / p99 / max, acks over 1 s and over 3 s, the time until all are answered, and
+whether all were answered. On SQLite (default) and on PostgreSQL (`--postgres`, a fresh database on
+127.0.0.1:5432).
+
+    python benchmarks/ack_latency.py                          # SQLite and PostgreSQL, 300 mentions
+    python benchmarks/ack_latency.py --mentions 100 --only sqlite
+    python benchmarks/ack_latency.py --bot-source /path/to/other/checkout   # the same load on other code
+
+Targets (issue 9): 300 mentions, 1 s model: ack p99 <= 100 ms, none over 1 s, all answered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import aiohttp  # noqa: E402
+from slack_sdk.signature import SignatureVerifier  # noqa: E402
+
+from tests.support.scripted_model import ScriptedModel, failure, reply  # noqa: E402
+from tests.support.slack_stub import BOT_USER_ID, SlackStub  # noqa: E402
+
+SECRET = "ack-latency-benchmark-secret"
+TEAM = "T0BENCH"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+def mention_body(index: int) -> str:
+    ts = f"{1_800_000_000 + index}.{uuid.uuid4().int % 1_000_000:06d}"
+    event = {
+        "type": "app_mention",
+        "user": f"U{index:05d}",
+        "text": f"<@{BOT_USER_ID}> hello number {index}",
+        "ts": ts,
+        "channel": f"C{index:05d}",
+        "event_ts": ts,
+        "team": TEAM,
+    }
+    body = {
+        "token": "unused",
+        "team_id": TEAM,
+        "api_app_id": "A0APP",
+        "event": event,
+        "type": "event_callback",
+        "event_id": "Ev" + uuid.uuid4().hex[:12].upper(),
+        "event_time": int(time.time()),
+        "authorizations": [{"team_id": TEAM, "user_id": BOT_USER_ID, "is_bot": True}],
+    }
+    return json.dumps(body)
+
+
+async def post(session: aiohttp.ClientSession, url: str, body: str, verifier: SignatureVerifier) -> float:
+    timestamp = str(int(time.time()))
+    headers = {
+        "Content-Type": "application/json",
+        "X-Slack-Request-Timestamp": timestamp,
+        "X-Slack-Signature": verifier.generate_signature(timestamp=timestamp, body=body),
+    }
+    started = time.perf_counter()
+    async with session.post(url, data=body.encode(), headers=headers) as response:
+        await response.read()
+        if response.status != 200:
+            raise RuntimeError(f"the bot answered {response.status}")
+    return time.perf_counter() - started
+
+
+async def start_bot(port: int, env: dict[str, str], log: Path) -> asyncio.subprocess.Process:
+    with log.open("ab") as log_file:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bot",
+            "serve",
+            "--port",
+            str(port),
+            "--host",
+            "127.0.0.1",
+            env=env,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=log_file,
+            cwd=env.get("PYTHONPATH") or str(ROOT),
+        )
+    deadline = time.monotonic() + 60
+    async with aiohttp.ClientSession() as session:
+        while time.monotonic() < deadline:
+            if process.returncode is not None:
+                raise RuntimeError(f"the bot exited: {log.read_text()[-2000:]}")
+            try:
+                async with session.get(f"http://127.0.0.1:{port}/health") as response:
+                    if response.status == 200:
+                        return process
+            except aiohttp.ClientError:
+                await asyncio.sleep(0.2)
+    raise RuntimeError("the bot did not start")
+
+
+async def create_postgres_database() -> tuple[str, str]:
+    import asyncpg
+
+    name = f"bot_bench_{uuid.uuid4().hex[:12]}"
+    connection = await asyncpg.connect(host="127.0.0.1", port=5432, user="postgres", database="postgres")
+    try:
+        await connection.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await connection.close()
+    return name, f"postgresql+asyncpg://postgres@127.0.0.1:5432/{name}"
+
+
+async def drop_postgres_database(name: str) -> None:
+    import asyncpg
+
+    connection = await asyncpg.connect(host="127.0.0.1", port=5432, user="postgres", database="postgres")
+    try:
+        await connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await connection.close()
+
+
+async def run_once(database_url: str, args: argparse.Namespace, workdir: Path) -> dict:
+    model = ScriptedModel().start()
+    slow = failure("timeout", seconds=args.model_seconds, then=reply("Done."))
+    model.chat.push(*([slow] * (args.mentions + 1)))
+    env = {
+        **os.environ,
+        "SLACK_BOT_TOKEN": "xoxb-bench",
+        "SLACK_SIGNING_SECRET": SECRET,
+        "DATABASE_URL": database_url,
+        "BOT_MODEL": "openai/test-model",
+        "OPENAI_BASE_URL": model.base_url,
+        "OPENAI_API_KEY": "bench",
+    }
+    if args.max_concurrent_turns:
+        env["BOT_MAX_CONCURRENT_TURNS"] = str(args.max_concurrent_turns)
+    if args.bot_source:
+        env["PYTHONPATH"] = str(Path(args.bot_source).resolve())
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/slack/events"
+    verifier = SignatureVerifier(SECRET)
+    try:
+        async with SlackStub() as slack:
+            env["SLACK_API_URL"] = slack.api_url
+            bot = await start_bot(port, env, workdir / "bot.log")
+            try:
+                connector = aiohttp.TCPConnector(limit=0)
+                async with aiohttp.ClientSession(connector=connector) as session:
+                    await post(session, url, mention_body(0), verifier)  # warm-up: auth.test, schema, first turn
+                    await slack.wait_for("chat.stopStream", timeout=60)
+                    bodies = [mention_body(i) for i in range(1, args.mentions + 1)]
+                    started = time.perf_counter()
+                    acks = await asyncio.gather(*(post(session, url, body, verifier) for body in bodies))
+                    try:
+                        await slack.wait_for("chat.stopStream", count=args.mentions + 1, timeout=args.timeout)
+                        all_answered = True
+                    except AssertionError:
+                        all_answered = False
+                    answered_s = time.perf_counter() - started
+                    answered = len(slack.calls_of("chat.stopStream")) - 1
+            finally:
+                bot.terminate()
+                await bot.wait()
+    finally:
+        model.stop()
+    ms = [a * 1000 for a in acks]
+    return {
+        "mentions": args.mentions,
+        "ack_p50_ms": statistics.median(ms),
+        "ack_p99_ms": percentile(ms, 0.99),
+        "ack_max_ms": max(ms),
+        "acks_over_1s": sum(1 for a in ms if a > 1000),
+        "acks_over_3s": sum(1 for a in ms if a > 3000),
+        "answered": answered,
+        "all_answered": all_answered,
+        "all_answered_s": answered_s,
+    }
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mentions", type=int, default=300)
+    parser.add_argument("--model-seconds", type=float, default=1.0)
+    parser.add_argument("--only", choices=["sqlite", "postgres"])
+    parser.add_argument("--max-concurrent-turns", type=int, help="BOT_MAX_CONCURRENT_TURNS (default: the bot's)")
+    parser.add_argument("--bot-source", help="run the bot from this checkout instead (for a before/after)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for every answer")
+    args = parser.parse_args()
+    results = {}
+    for backend in ("sqlite", "postgres"):
+        if args.only and backend != args.only:
+            continue
+        with tempfile.TemporaryDirectory(prefix="ack-bench-") as directory:
+            workdir = Path(directory)
+            if backend == "sqlite":
+                results[backend] = await run_once(f"sqlite+aiosqlite:///{workdir}/bot.db", args, workdir)
+            else:
+                name, url = await create_postgres_database()
+                try:
+                    results[backend] = await run_once(url, args, workdir)
+                finally:
+                    await drop_postgres_database(name)
+    print(
+        f"{args.mentions} simultaneous mentions, model answers in {args.model_seconds:g} s"
+        f"{', BOT_MAX_CONCURRENT_TURNS=' + str(args.max_concurrent_turns) if args.max_concurrent_turns else ''}"
+    )
+    print("| database | ack p50 ms | ack p99 ms | ack max ms | acks > 1 s | acks > 3 s | answered | all answered after s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for backend, r in results.items():
+        print(
+            f"| {backend} | {r['ack_p50_ms']:.0f} | {r['ack_p99_ms']:.0f} | {r['ack_max_ms']:.0f} | "
+            f"{r['acks_over_1s']} | {r['acks_over_3s']} | {r['answered']}/{r['mentions']} | "
+            f"{r['all_answered_s']:.1f} |"
+        )
+    ok = all(r["ack_p99_ms"] <= 100 and r["acks_over_1s"] == 0 and r["all_answered"] for r in results.values())
+    print("targets (p99 <= 100 ms, none over 1 s, all answered):", "met" if ok else "NOT met")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
