@@ -234,7 +234,9 @@ async def main() -> int:
         f"{args.mentions} simultaneous mentions, model answers in {args.model_seconds:g} s"
         f"{', BOT_MAX_CONCURRENT_TURNS=' + str(args.max_concurrent_turns) if args.max_concurrent_turns else ''}"
     )
-    print("| database | ack p50 ms | ack p99 ms | ack max ms | acks > 1 s | acks > 3 s | answered | all answered after s |")
+    print(
+        "| database | ack p50 ms | ack p99 ms | ack max ms | acks > 1 s | acks > 3 s | answered | all answered after s |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for backend, r in results.items():
         print(

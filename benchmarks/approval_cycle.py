@@ -40,7 +40,6 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +165,7 @@ class AgentsSDK(System):
 
     async def cycle(self, executions: Executions) -> str:
         import aiosqlite
-        from agents import Agent, RunState, Runner, function_tool
+        from agents import Agent, Runner, RunState, function_tool
 
         def build() -> Any:
             @function_tool(needs_approval=True)
@@ -244,7 +243,9 @@ class Floor(System):
         completion = await self.client.chat.completions.create(model=MODEL, messages=messages, tools=tools)
         messages.append(completion.choices[0].message.model_dump(exclude_none=True))
         async with aiosqlite.connect(self.path) as db:
-            await db.execute("UPDATE runs SET status = 'done', messages = ? WHERE id = ?", (json.dumps(messages), run_id))
+            await db.execute(
+                "UPDATE runs SET status = 'done', messages = ? WHERE id = ?", (json.dumps(messages), run_id)
+            )
             await db.commit()
         return completion.choices[0].message.content or ""
 
@@ -265,7 +266,9 @@ def project_agent(storage: Any, executions: Executions | None) -> Any:
         require_approval=True,
         execute=delete_record,
     )
-    return Agent(id="bench", instructions="You are a helpful assistant", model=f"openai/{MODEL}", tools=[tool], storage=storage)
+    return Agent(
+        id="bench", instructions="You are a helpful assistant", model=f"openai/{MODEL}", tools=[tool], storage=storage
+    )
 
 
 class Project(System):
@@ -347,9 +350,7 @@ class ProjectRestart(Project):
         )
         stdout, _ = await process.communicate()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.child_cpu_ms.append(
-            (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000
-        )
+        self.child_cpu_ms.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000)
         answer = json.loads(stdout)
         self.child_work_cpu_ms.append(answer["work_cpu_ms"])
         executions.count += answer["executions"]
@@ -388,7 +389,6 @@ async def measure(systems: list[System], cycles: int, warmups: int) -> dict[str,
     for system in systems:
         await system.setup()
     sizes: dict[str, int] = {}
-    commits: dict[str, tuple[int, int]] = {}
     for index in range(warmups + cycles):
         if index == warmups:  # what the measured cycles write, and their transactions, from here on
             sizes = {s.name: stored_bytes(s.path) for s in systems}
@@ -438,7 +438,9 @@ def report(results: dict[str, dict[str, Any]], cycles: int) -> None:
     for name in ("project", "project-restart"):
         if name in results and "commits" in results[name]:
             r = results[name]
-            print(f"{name}: {r['commits']:.1f} commits and {r['statements']:.1f} statements per cycle (in this process)")
+            print(
+                f"{name}: {r['commits']:.1f} commits and {r['statements']:.1f} statements per cycle (in this process)"
+            )
     if "project-restart" in results:
         print(
             "project-restart: the child's CPU for the approval half without interpreter start and imports: "

@@ -26,7 +26,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from .store import QueuedMessage, SlackStore
 from .threads import SlackThread
 
-QUEUED_TEXT = "I'm still on an earlier message in this thread; I'll answer this one right after."
+QUEUED_TEXT = "Your message is queued: I'll answer it as soon as the messages before it are done."
 INTERRUPTED_TEXT = (
     ":warning: I was stopped while answering a message here; whatever it started is picked up again, "
     "but if no answer to it comes, please send it again."
@@ -60,7 +60,7 @@ class TurnQueue:
         self.sweep_every = sweep_every
         self.logger = logger or logging.getLogger("bot.slack")
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._turns = asyncio.Semaphore(max_concurrent_turns)
+        self._slots = asyncio.Semaphore(max_concurrent_turns)
         self._tasks: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
 
@@ -72,35 +72,38 @@ class TurnQueue:
         await self.take_turns(thread.thread_id)
 
     async def take_turns(self, thread_id: str) -> None:
-        """While this replica can hold `thread_id`, answer its waiting messages oldest first."""
-        while await self.store.claim_thread(thread_id, self.holder, stale_after=self.stale_after):
-            heartbeat = asyncio.create_task(self._keep(thread_id))
-            try:
-                while (message := await self.store.next_queued(thread_id)) is not None:
-                    await self._take_turn(message)
-            finally:
-                heartbeat.cancel()
-                await self.store.release_thread(thread_id, self.holder)
-            # a message queued after the last look, while the thread was still held here, has no other
-            # worker: its receiver found the thread busy. Look once more now that it is free.
-            if await self.store.next_queued(thread_id) is None:
-                return
+        """While this replica can hold `thread_id`, answer its waiting messages oldest first.
+
+        A thread waits for one of the `max_concurrent_turns` slots before it touches the database, so a
+        burst of messages queues here instead of crowding the connections that the acks need."""
+        async with self._slots:
+            while await self.store.claim_thread(thread_id, self.holder, stale_after=self.stale_after):
+                heartbeat = asyncio.create_task(self._keep(thread_id))
+                try:
+                    while (message := await self.store.next_queued(thread_id)) is not None:
+                        await self._take_turn(message)
+                finally:
+                    heartbeat.cancel()
+                    await self.store.release_thread(thread_id, self.holder)
+                # a message queued after the last look, while the thread was still held here, has no
+                # other worker: its receiver found the thread busy. Look once more now that it is free.
+                if await self.store.next_queued(thread_id) is None:
+                    return
 
     async def _take_turn(self, message: QueuedMessage) -> None:
-        async with self._turns:
-            if not await self.store.start_turn(message.event_id):
-                # started before by a replica that stopped: what it started is the runtime's recovery's
-                # to continue; answering the message again could run its request twice
-                self.logger.warning("turn of event %s was interrupted; not taken again", message.event_id)
-                await self.store.finish_turn(message.event_id)
-                await self._post(message, INTERRUPTED_TEXT)
-                return
-            try:
-                await self.answer(message)
-            except Exception:  # the turn's own failures are told in the thread by `answer`
-                self.logger.exception("the turn of event %s failed", message.event_id)
-            finally:
-                await self.store.finish_turn(message.event_id)
+        if not await self.store.start_turn(message.event_id):
+            # started before by a replica that stopped: what it started is the runtime's recovery's to
+            # continue; answering the message again could run its request twice
+            self.logger.warning("turn of event %s was interrupted; not taken again", message.event_id)
+            await self.store.finish_turn(message.event_id)
+            await self._post(message, INTERRUPTED_TEXT)
+            return
+        try:
+            await self.answer(message)
+        except Exception:  # the turn's own failures are told in the thread by `answer`
+            self.logger.exception("the turn of event %s failed", message.event_id)
+        finally:
+            await self.store.finish_turn(message.event_id)
 
     async def _keep(self, thread_id: str) -> None:
         while True:
