@@ -8,14 +8,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import and_, exists, func, or_, select, update
 
+from ._audit import SYSTEM
 from .exceptions import ThreadOwnerError
-from .states import WAITING_STATES, RunStatus, ToolCallState, sources_of
-from .tables import MessageRow, RunRow, ThreadRow, ToolCallRow, utcnow
+from .states import (
+    IN_PROGRESS_STATES,
+    UNFINISHED_RUN_STATUSES,
+    WAITING_STATES,
+    RunStatus,
+    ToolCallState,
+    run_sources_of,
+    sources_of,
+)
+from .tables import AuditRow, MessageRow, RunRow, ThreadRow, ToolCallRow, utcnow
 
 if TYPE_CHECKING:
     from ._storage import Storage
@@ -36,22 +46,101 @@ class RunStore:
         async with self._storage.session() as session:
             return await session.get(RunRow, run_id)
 
-    async def set_run(self, run_id: str, *, only_if: Iterable[str] | None = None, **fields: Any) -> bool:
-        """Update a run; with `only_if`, only while its status is one of those (the caller learns if it won)."""
+    async def set_run(self, run_id: str, **fields: Any) -> None:
+        """Update a run's bookkeeping (never its status: `move_run` does that)."""
+        assert "status" not in fields, "a run's status changes through move_run"
         fields.setdefault("updated_at", utcnow())
-        statement = update(RunRow).where(RunRow.id == run_id)
-        if only_if is not None:
-            statement = statement.where(RunRow.status.in_([str(s) for s in only_if]))
         async with self._storage.session() as session:
-            result = await session.execute(statement.values(**fields))
-            return result.rowcount == 1
+            await session.execute(update(RunRow).where(RunRow.id == run_id).values(**fields))
 
-    async def claim_run(self, run_id: str, owner: str) -> bool:
-        """Take a suspended run to work on it; exactly one claimant wins."""
+    async def move_run(
+        self,
+        run: RunRow,
+        to: RunStatus,
+        *,
+        only_from: Iterable[RunStatus] | None = None,
+        messages: Iterable[dict[str, Any]] = (),
+        **fields: Any,
+    ) -> bool:
+        """Move a run to `to` if its status may go there (optionally only from `only_from`); True if this caller won.
+
+        `messages` (the model's final answer) are stored in the same transaction, only if it won.
+        """
+        sources = run_sources_of(to)
+        if only_from is not None:
+            sources = [s for s in sources if s in {str(o) for o in only_from}]
         now = utcnow()
-        return await self.set_run(
-            run_id, only_if=[RunStatus.SUSPENDED], status=RunStatus.RUNNING, owner=owner, heartbeat_at=now
+        values = {"status": str(to), "updated_at": now, **fields}
+        if to == RunStatus.RUNNING:
+            values.setdefault("heartbeat_at", now)
+        messages = list(messages)
+        async with self._storage.session() as session:
+            result = await session.execute(
+                update(RunRow).where(RunRow.id == run.id, RunRow.status.in_(sources)).values(**values)
+            )
+            won = result.rowcount == 1
+            if won and messages:
+                _add_messages(session, run, messages)
+        if won:
+            for key, value in values.items():
+                setattr(run, key, value)
+        return won
+
+    async def claim_run(self, run: RunRow, owner: str) -> bool:
+        """Take a suspended run to work on it; exactly one claimant wins."""
+        return await self.move_run(run, RunStatus.RUNNING, only_from=[RunStatus.SUSPENDED], owner=owner)
+
+    async def heartbeat(self, run_id: str, owner: str) -> None:
+        """Refresh the run's lease: a process is still working on it."""
+        now = utcnow()
+        async with self._storage.session() as session:
+            await session.execute(
+                update(RunRow)
+                .where(RunRow.id == run_id, RunRow.status.in_([str(s) for s in UNFINISHED_RUN_STATUSES]))
+                .values(heartbeat_at=now, owner=owner)
+            )
+
+    # --- recovery ---------------------------------------------------------------------------
+    async def stale_runs(self, agent_id: str, *, stale_before: datetime, limit: int = 100) -> list[str]:
+        """Top-level runs of one agent whose lease is older than `stale_before` and that have work in progress.
+
+        Work in progress: the run is `running` (a model call, or calls between steps); or a call of
+        its current step is pending, decided but not started, or started; or it is `suspended` while
+        no call of its current step waits for anyone (it stopped before it went on).
+        """
+        current_step = and_(ToolCallRow.run_id == RunRow.id, ToolCallRow.step == RunRow.step)
+        in_progress = exists().where(current_step, ToolCallRow.state.in_([str(s) for s in IN_PROGRESS_STATES]))
+        waiting = exists().where(current_step, ToolCallRow.state.in_([str(s) for s in WAITING_STATES]))
+        statement = (
+            select(RunRow.id)
+            .where(
+                RunRow.agent_id == agent_id,
+                RunRow.parent_run_id.is_(None),
+                RunRow.status.in_([str(s) for s in UNFINISHED_RUN_STATUSES]),
+                or_(RunRow.heartbeat_at.is_(None), RunRow.heartbeat_at < stale_before),
+                or_(RunRow.status == str(RunStatus.RUNNING), in_progress, ~waiting),
+            )
+            .order_by(RunRow.heartbeat_at)
+            .limit(limit)
         )
+        async with self._storage.session() as session:
+            return list(await session.scalars(statement))
+
+    async def take_over(self, run_id: str, *, stale_before: datetime, owner: str) -> RunRow | None:
+        """Take a run whose lease went stale; exactly one of several recovering processes wins it."""
+        async with self._storage.session() as session:
+            result = await session.execute(
+                update(RunRow)
+                .where(
+                    RunRow.id == run_id,
+                    RunRow.status.in_([str(s) for s in UNFINISHED_RUN_STATUSES]),
+                    or_(RunRow.heartbeat_at.is_(None), RunRow.heartbeat_at < stale_before),
+                )
+                .values(heartbeat_at=utcnow(), owner=owner)
+            )
+            if result.rowcount != 1:
+                return None
+            return await session.get(RunRow, run_id)
 
     # --- messages ---------------------------------------------------------------------------
     async def add_messages(self, run: RunRow, messages: Iterable[dict[str, Any]]) -> None:
@@ -78,9 +167,22 @@ class RunStore:
                 )
 
     # --- tool calls -------------------------------------------------------------------------
-    async def add_tool_calls(self, calls: list[ToolCallRow]) -> None:
+    async def record_step(
+        self, run: RunRow, reply: dict[str, Any], calls: list[ToolCallRow], results: Iterable[dict[str, Any]] = ()
+    ) -> None:
+        """Store one step at once: the model's reply, the run's step count, its calls and any immediate results.
+
+        One transaction, so a crash never leaves a reply whose calls were not recorded.
+        """
         async with self._storage.session() as session:
+            _add_messages(session, run, [reply])
+            await session.execute(
+                update(RunRow)
+                .where(RunRow.id == run.id)
+                .values(step=run.step, heartbeat_at=utcnow(), updated_at=utcnow())
+            )
             session.add_all(calls)
+            _add_messages(session, run, results)
 
     async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRow | None:
         async with self._storage.session() as session:
@@ -116,10 +218,16 @@ class RunStore:
         to: ToolCallState,
         *,
         allowed_from: Iterable[ToolCallState] | None = None,
+        messages: Iterable[dict[str, Any]] = (),
+        run: RunRow | None = None,
+        audit: Audit | None = None,
+        lease: str | None = None,
         **fields: Any,
     ) -> bool:
         """Move `call` to `to` if it is still in a state that may go there; True if this caller won.
 
+        In the same transaction, only if it won: `messages` are added to `run` (a tool result the model
+        will read), an `audit` row is written, and with `lease` (an owner) the run's lease is refreshed.
         On success the in-memory `call` is updated too, so the caller goes on with what was stored.
         """
         sources = sources_of(to, frozenset(allowed_from) if allowed_from is not None else None)
@@ -127,11 +235,22 @@ class RunStore:
         values = {"state": str(to), "updated_at": now, **fields}
         if to in WAITING_STATES and "suspended_at" not in fields:
             values["suspended_at"] = now
+        messages = list(messages)
         async with self._storage.session() as session:
             result = await session.execute(
                 update(ToolCallRow).where(ToolCallRow.id == call.id, ToolCallRow.state.in_(sources)).values(**values)
             )
             won = result.rowcount == 1
+            if won:
+                if messages:
+                    assert run is not None, "messages belong to a run"
+                    _add_messages(session, run, messages)
+                if audit is not None:
+                    session.add(audit.row(call, values))
+                if lease is not None:
+                    await session.execute(
+                        update(RunRow).where(RunRow.id == call.run_id).values(heartbeat_at=now, owner=lease)
+                    )
         if won:
             for key, value in values.items():
                 setattr(call, key, value)
@@ -170,11 +289,15 @@ class RunStore:
         page: int,
         per_page: int,
     ) -> tuple[list[tuple[RunRow, list[ToolCallRow]]], int]:
-        """Top-level suspended runs of one agent, newest first, each with its waiting calls."""
+        """Top-level runs of one agent with a call that waits for a human, newest first, with those calls."""
+        waiting = exists().where(
+            ToolCallRow.run_id == RunRow.id, ToolCallRow.state.in_([str(s) for s in WAITING_STATES])
+        )
         conditions = [
             RunRow.agent_id == agent_id,
-            RunRow.status == str(RunStatus.SUSPENDED),
+            RunRow.status.in_([str(s) for s in UNFINISHED_RUN_STATUSES]),
             RunRow.parent_run_id.is_(None),
+            waiting,  # a run is listed while a call of it waits for a human, and only then
         ]
         if thread_id is not None:
             conditions.append(RunRow.thread_id == thread_id)
@@ -224,6 +347,31 @@ class RunStore:
         return sum(len(_row_json(row)) for row in rows if row is not None)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Audit:
+    """One line of the audit trail (see `memory._audit`), written in the same transaction as the move it records."""
+
+    action: str
+    actor: str | None = None
+    via: str = "runtime"
+    detail: str | None = None
+    policy_version: int | None = None
+
+    def row(self, call: ToolCallRow, values: dict[str, Any]) -> AuditRow:
+        return AuditRow(
+            run_id=call.run_id,
+            tool_call_id=call.tool_call_id,
+            tool_name=values.get("shown_tool_name") or call.displayed_tool_name,
+            action=self.action,
+            actor=self.actor or SYSTEM,
+            via=self.via,
+            args_fingerprint=values.get("fingerprint") or call.fingerprint,
+            policy_version=self.policy_version,
+            detail=self.detail,
+            at=utcnow(),
+        )
+
+
 def _add_messages(session, run: RunRow, messages: Iterable[dict[str, Any]]) -> None:
     thread_id = run.thread_id if run.uses_memory else None
     for message in messages:
@@ -254,4 +402,4 @@ def _row_json(row: Any) -> str:
     return json.dumps(values, default=lambda v: v.isoformat() if isinstance(v, datetime) else str(v))
 
 
-__all__ = ["RunStore"]
+__all__ = ["Audit", "RunStore"]

@@ -1,18 +1,33 @@
 """The life of a run and of a tool call, written down in one place.
 
-A tool call moves through these states; every move another actor could race (a second click, a
-second replica) is made by `RunStore.transition`, one conditional UPDATE whose WHERE names the
-states it may leave, so the database decides who won.
+Every move another actor could race (a second click, a second replica, a recovery) is made by one
+conditional UPDATE whose WHERE names the states it may leave, so the database decides who won
+(`RunStore.transition` for tool calls, `RunStore.move_run` for runs). The tables below are the only
+moves there are; the runtime asks `next_state_after` which one a decision makes.
 
-    pending ──► running ──► done | failed
-       │           │  ▲
-       │           ▼  │ (resume)
-       │       suspended
-       ▼
-    awaiting_approval ──► approved ──► running ...
-            │     │
-            │     └────► declined | expired
-            └──────────► running          (a supervisor's call, passing the decision down)
+A tool call:
+
+    pending ─────────────────► running ──► done | failed
+       │  (no approval needed)  ▲  │  │
+       │                        │  │  └──► suspended ──(resume)──► approved
+       ▼                        │  │                                  │
+    awaiting_approval ──► approved ┘  └──► awaiting_approval          │
+         │    │                 ▲          (interrupted: it started,  │
+         │    └──► declined | expired       no result was stored)     │
+         └──────────────────────┴─────────────────────────────────────┘
+
+`running` is the durable "the tool started" mark, written right before `execute` is entered (after
+the `before_tool_call` hook): a call found `approved` or `pending` after a crash never started and is
+carried out once; a call found `running` may have taken effect and goes back to a human.
+
+A run:
+
+    running ──► suspended ──► running ...
+       │            │
+       └────────────┴──► completed | failed
+
+While a process works on a run it refreshes `runs.heartbeat_at` (the lease); a run whose lease is
+older than `stale_after` and that has work in progress is taken over by `Agent.recover_stale_runs`.
 """
 
 from __future__ import annotations
@@ -32,6 +47,14 @@ class RunStatus(StrEnum):
 
 
 FINISHED_RUN_STATUSES = frozenset({RunStatus.COMPLETED, RunStatus.FAILED})
+UNFINISHED_RUN_STATUSES = frozenset({RunStatus.RUNNING, RunStatus.SUSPENDED})
+
+RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
+    RunStatus.RUNNING: frozenset({RunStatus.SUSPENDED, RunStatus.COMPLETED, RunStatus.FAILED}),
+    RunStatus.SUSPENDED: frozenset({RunStatus.RUNNING, RunStatus.FAILED}),
+    RunStatus.COMPLETED: frozenset(),
+    RunStatus.FAILED: frozenset(),
+}
 
 
 class ToolCallState(StrEnum):
@@ -44,25 +67,31 @@ class ToolCallState(StrEnum):
     SUSPENDED = "suspended"
     """The tool called `suspend()`; waits for resume data."""
     APPROVED = "approved"
-    """A human approved it; it is about to run."""
+    """Decided (approved, or resumed with data); it is about to run. After a crash it is carried out once."""
     DECLINED = "declined"
     EXPIRED = "expired"
     """Declined because nobody decided before the policy's expiry."""
     RUNNING = "running"
+    """The tool started (or, for a supervisor's call, its sub-agent works); its result is not stored yet."""
     DONE = "done"
     FAILED = "failed"
 
 
 WAITING_STATES = frozenset({ToolCallState.AWAITING_APPROVAL, ToolCallState.SUSPENDED})
+"""A human has to act: approve or decline, or answer."""
+IN_PROGRESS_STATES = frozenset({ToolCallState.PENDING, ToolCallState.APPROVED, ToolCallState.RUNNING})
+"""A process has work to do on the call; after a crash the recovery takes it over."""
 SETTLED_STATES = frozenset({ToolCallState.DONE, ToolCallState.FAILED, ToolCallState.DECLINED, ToolCallState.EXPIRED})
 
 TRANSITIONS: dict[ToolCallState, frozenset[ToolCallState]] = {
-    ToolCallState.PENDING: frozenset({ToolCallState.RUNNING, ToolCallState.AWAITING_APPROVAL, ToolCallState.FAILED}),
+    ToolCallState.PENDING: frozenset(
+        {ToolCallState.RUNNING, ToolCallState.AWAITING_APPROVAL, ToolCallState.DONE, ToolCallState.FAILED}
+    ),
     ToolCallState.AWAITING_APPROVAL: frozenset(
         {ToolCallState.APPROVED, ToolCallState.DECLINED, ToolCallState.EXPIRED, ToolCallState.RUNNING}
     ),
-    ToolCallState.SUSPENDED: frozenset({ToolCallState.RUNNING, ToolCallState.EXPIRED}),
-    ToolCallState.APPROVED: frozenset({ToolCallState.RUNNING, ToolCallState.FAILED}),
+    ToolCallState.SUSPENDED: frozenset({ToolCallState.APPROVED, ToolCallState.RUNNING, ToolCallState.EXPIRED}),
+    ToolCallState.APPROVED: frozenset({ToolCallState.RUNNING, ToolCallState.DONE, ToolCallState.FAILED}),
     ToolCallState.RUNNING: frozenset(
         {ToolCallState.DONE, ToolCallState.FAILED, ToolCallState.SUSPENDED, ToolCallState.AWAITING_APPROVAL}
     ),
@@ -71,6 +100,57 @@ TRANSITIONS: dict[ToolCallState, frozenset[ToolCallState]] = {
     ToolCallState.DONE: frozenset(),
     ToolCallState.FAILED: frozenset(),
 }
+
+
+class DecisionKind(StrEnum):
+    """What someone decided about a waiting call."""
+
+    APPROVE = "approve"
+    DECLINE = "decline"
+    RESUME = "resume"
+
+    @property
+    def recorded_as(self) -> str:
+        """The word stored in `tool_calls.decision` and in the audit trail."""
+        return {"approve": "approved", "decline": "declined", "resume": "resumed"}[self.value]
+
+
+def waiting_state_for(kind: DecisionKind) -> ToolCallState:
+    """The state a call must be in for this kind of decision."""
+    return ToolCallState.SUSPENDED if kind == DecisionKind.RESUME else ToolCallState.AWAITING_APPROVAL
+
+
+def next_state_after(kind: DecisionKind, *, passes_down: bool) -> ToolCallState:
+    """The state a decision moves a waiting call to: the one place that chooses it.
+
+    A decline settles the call. An approval or a resume marks it decided-but-not-started, so a crash
+    before the tool starts leaves it to be carried out. A supervisor's call that passes the decision
+    down to a sub-agent's call is at work at once (the inner call keeps the decision's own record).
+    """
+    if passes_down:
+        return ToolCallState.RUNNING
+    return ToolCallState.DECLINED if kind == DecisionKind.DECLINE else ToolCallState.APPROVED
+
+
+def outcome_of(state: str, decision: str | None) -> str | None:
+    """How a human would name what became of a call: approved, declined, expired, answered; None while it waits."""
+    if state in WAITING_STATES:
+        return None
+    if state == ToolCallState.EXPIRED:
+        return "expired"
+    if state == ToolCallState.DECLINED or decision == "declined":
+        return "declined"
+    if decision == "resumed":
+        return "answered"
+    return "approved"
+
+
+def run_sources_of(target: RunStatus) -> list[str]:
+    """The run statuses a run may move to `target` from, checked against `RUN_TRANSITIONS`."""
+    sources = [s for s, targets in RUN_TRANSITIONS.items() if target in targets]
+    if not sources:
+        raise ValueError(f"no run transition into {target}")
+    return [str(s) for s in sources]
 
 
 def sources_of(target: ToolCallState, allowed_from: frozenset[ToolCallState] | None = None) -> list[str]:

@@ -66,6 +66,9 @@ class ToolContext:
     resource_id: str | None
     request_context: dict[str, Any]
     agent: AgentToolContext
+    idempotency_key: str = ""
+    """The same every time this one call executes (after a resume, a recovery, an interrupted call approved
+    again): pass it to an external API (an `Idempotency-Key` header) so an effect is never applied twice."""
 
 
 @dataclass(kw_only=True)

@@ -3,27 +3,32 @@ finds suspended runs; the loop itself lives in `_run`."""
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import json
+import logging
 import os
 import shutil
 import socket
 import tempfile
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 
 import openai
 
 from bot.defaults import DEFAULT_MODEL
 from memory import Memory, RunStatus, Storage, ToolCallState
+from memory._runs import Audit
+from memory.states import FINISHED_RUN_STATUSES, DecisionKind, next_state_after, waiting_state_for
 from memory.tables import RunRow, ToolCallRow, utcnow
 from tools import Schema, SchemaValidationError, Tool, create_tool, to_jsonable
 
 from ._autoresume import find_answer, waiting_note
 from ._fingerprint import fingerprint
 from ._model import shared_client
-from ._run import Decision, RequestOptions, RunDriver
+from ._run import Decision, RequestOptions, RunDriver, declined_message
 from ._stream import AgentStream
 from .exceptions import (
     AmbiguousSuspendedRunsError,
@@ -34,7 +39,9 @@ from .exceptions import (
     ToolArgsInvalidError,
     ToolCallNotSuspendedError,
 )
-from .types import AgentOutput, SuspendedRun, SuspendedRunsPage, SuspendedToolCall
+from .types import AgentOutput, Chunk, SuspendedRun, SuspendedRunsPage, SuspendedToolCall
+
+log = logging.getLogger(__name__)
 
 SUB_AGENT_PREFIX = "agent-"
 _PROMPT_SCHEMA = {
@@ -87,6 +94,8 @@ class Agent:
             "auto_resume_suspended_tools": False,
             "max_steps": 10,
             "auto_resume_timeout": 30.0,
+            "model_timeout": 60.0,
+            "heartbeat_interval": 5.0,
             **(default_options or {}),
         }
         self._model_client = model_client
@@ -218,7 +227,7 @@ class Agent:
             stream = await self.decide(
                 answer.call.run_id,
                 answer.call.tool_call_id,
-                Decision(kind="resume", actor=resource_id, resume_data=answer.resume_data),
+                Decision(kind=DecisionKind.RESUME, actor=resource_id, resume_data=answer.resume_data),
             )
         except (ToolCallNotSuspendedError, ResumeDataInvalidError):
             return None, []  # someone settled it first, or the data did not fit: a normal turn
@@ -229,23 +238,36 @@ class Agent:
     async def generate(self, message: str | list[dict[str, Any]], **options: Any) -> AgentOutput:
         return await (await self.stream(message, **options)).result()
 
-    async def start_child_run(self, *, prompt: str, parent: RunRow, options: RequestOptions) -> AgentStream:
-        """Run this agent as a supervisor's sub-agent: its own run, linked to the parent, no thread history."""
+    async def start_child_run(
+        self, *, prompt: str, parent: RunRow, run_id: str, options: RequestOptions
+    ) -> AgentStream:
+        """Run this agent as a supervisor's sub-agent: its own run (`run_id`, already named on the
+        supervisor's call), linked to the parent, no thread history."""
         request = RequestOptions(
             require_tool_approval=options.require_tool_approval,
             request_context=options.request_context,
             max_steps=int(self.default_options["max_steps"]),
+            model_timeout=float(self.default_options["model_timeout"]),
+            heartbeat_interval=float(self.default_options["heartbeat_interval"]),
         )
-        run = self._new_run(thread_id=None, resource_id=parent.resource_id, uses_memory=False, options=request)
+        run = self._new_run(
+            thread_id=None, resource_id=parent.resource_id, uses_memory=False, options=request, run_id=run_id
+        )
         run.parent_run_id = parent.id
         await self.storage.runs.create_run(run, _user_messages(prompt))
         return AgentStream(run.id, RunDriver(self, run, request).loop())
 
-    def _new_run(self, *, thread_id, resource_id, uses_memory: bool, options: RequestOptions) -> RunRow:
-        run_id = uuid.uuid4().hex
+    def _new_run(
+        self, *, thread_id, resource_id, uses_memory: bool, options: RequestOptions, run_id: str | None = None
+    ) -> RunRow:
+        run_id = run_id or uuid.uuid4().hex
         rule = options.require_tool_approval
-        if callable(rule):
-            self._request_rules[run_id] = rule  # a callable cannot be stored; it holds in this process
+        stored_rule = rule if isinstance(rule, bool) else None
+        if callable(rule) and rule is not self.default_options.get("require_tool_approval"):
+            # A callable cannot be stored: it holds in this process only. Any other process that goes on
+            # with the run finds True, so it asks a human wherever the callable would have been asked.
+            self._request_rules[run_id] = rule
+            stored_rule = True
         return RunRow(
             id=run_id,
             agent_id=self.id,
@@ -257,7 +279,7 @@ class Agent:
             heartbeat_at=utcnow(),
             step=0,
             max_steps=options.max_steps,
-            require_tool_approval=rule if isinstance(rule, bool) else None,
+            require_tool_approval=stored_rule,
             request_context=_jsonable_context(options.request_context),
         )
 
@@ -268,15 +290,26 @@ class Agent:
             request_context=dict(merged.get("request_context") or {}),
             max_steps=int(merged["max_steps"]),
             auto_resume_suspended_tools=bool(merged.get("auto_resume_suspended_tools")),
+            model_timeout=float(merged["model_timeout"]),
+            heartbeat_interval=float(merged["heartbeat_interval"]),
         )
 
     def _stored_options(self, run: RunRow) -> RequestOptions:
+        """The options of a stored run, as far as storage holds them (see `_new_run` for the approval rule)."""
         rule = self._request_rules.get(run.id, run.require_tool_approval)
         if rule is None:
             rule = self.default_options.get("require_tool_approval")
         return RequestOptions(
-            require_tool_approval=rule, request_context=dict(run.request_context or {}), max_steps=run.max_steps
+            require_tool_approval=rule,
+            request_context=dict(run.request_context or {}),
+            max_steps=run.max_steps,
+            model_timeout=float(self.default_options["model_timeout"]),
+            heartbeat_interval=float(self.default_options["heartbeat_interval"]),
         )
+
+    def forget_request_rule(self, run_id: str) -> None:
+        """Drop the callable kept for a run that finished."""
+        self._request_rules.pop(run_id, None)
 
     # --- decisions --------------------------------------------------------------------------
     async def approve_tool_call(
@@ -288,19 +321,25 @@ class Agent:
         args: Any = None,
     ) -> AgentStream:
         """Approve a waiting call (optionally with edited `args`) and go on with the run."""
-        return await self.decide(run_id, tool_call_id, Decision(kind="approve", actor=approver), edited_args=args)
+        return await self.decide(
+            run_id, tool_call_id, Decision(kind=DecisionKind.APPROVE, actor=approver), edited_args=args
+        )
 
     async def decline_tool_call(
         self, *, run_id: str, tool_call_id: str | None = None, reason: str | None = None, approver: str | None = None
     ) -> AgentStream:
         """Decline a waiting call: it never runs; the model hears it was not approved, and why."""
-        return await self.decide(run_id, tool_call_id, Decision(kind="decline", actor=approver, reason=reason))
+        return await self.decide(
+            run_id, tool_call_id, Decision(kind=DecisionKind.DECLINE, actor=approver, reason=reason)
+        )
 
     async def resume_stream(
         self, resume_data: Any, *, run_id: str, tool_call_id: str | None = None, actor: str | None = None
     ) -> AgentStream:
         """Resume a call that suspended itself, with data that fits its `resume_schema`."""
-        return await self.decide(run_id, tool_call_id, Decision(kind="resume", actor=actor, resume_data=resume_data))
+        return await self.decide(
+            run_id, tool_call_id, Decision(kind=DecisionKind.RESUME, actor=actor, resume_data=resume_data)
+        )
 
     async def approve_tool_call_generate(
         self, *, run_id: str, tool_call_id: str | None = None, **kw: Any
@@ -331,7 +370,7 @@ class Agent:
             call = await runs.latest_waiting_call(run_id)
         else:
             call = await runs.get_tool_call(run_id, tool_call_id)
-        wanted = ToolCallState.SUSPENDED if decision.kind == "resume" else ToolCallState.AWAITING_APPROVAL
+        wanted = waiting_state_for(decision.kind)
         if call is None or call.state != wanted:
             hint = ""
             if call is not None and call.state == ToolCallState.SUSPENDED:
@@ -340,26 +379,87 @@ class Agent:
                 hint = "waits for approval, not for resume data: use approve_tool_call or decline_tool_call"
             raise ToolCallNotSuspendedError(run_id, tool_call_id, call.state if call else None, hint=hint)
         fields: dict[str, Any] = {
-            "decision": {"approve": "approved", "decline": "declined", "resume": "resumed"}[decision.kind],
+            "decision": decision.kind.recorded_as,
             "decided_by": decision.actor,
             "decided_at": utcnow(),
             "reason": decision.reason,
         }
-        if decision.kind == "resume":
+        if decision.kind == DecisionKind.RESUME:
             decision.resume_data = self._checked_resume_data(call, decision.resume_data)
             fields["resume_data"] = decision.resume_data
         if edited_args is not None:
             fields.update(self._checked_edit(call, edited_args))
-        if call.child_run_id is not None or decision.kind == "resume":
-            target = ToolCallState.RUNNING
-        else:
-            target = ToolCallState.APPROVED if decision.kind == "approve" else ToolCallState.DECLINED
-        if not await runs.transition(call, target, allowed_from={wanted}, **fields):
+        target = next_state_after(decision.kind, passes_down=call.child_run_id is not None)
+        # A decline's tool message is stored with the decision: a crash right after loses nothing.
+        messages = [declined_message(call, decision.reason)] if target == ToolCallState.DECLINED else []
+        won = await runs.transition(
+            call,
+            target,
+            allowed_from={wanted},
+            messages=messages,
+            run=run,
+            audit=Audit(action=decision.kind.recorded_as, actor=decision.actor, detail=decision.reason),
+            lease=self.owner,  # the deciding process works on the run now: recovery leaves it alone
+            **fields,
+        )
+        if not won:
             latest = await runs.get_tool_call(run_id, call.tool_call_id)
             raise ToolCallNotSuspendedError(run_id, call.tool_call_id, latest.state if latest else None)
-        await runs.audit(call, fields["decision"], decision.actor, decision.reason)
         driver = RunDriver(self, run, self._stored_options(run))
         return AgentStream(run.id, driver.after_decision(call, decision))
+
+    # --- recovery ---------------------------------------------------------------------------
+    async def recover_stale_runs(self, stale_after: float = 30.0) -> list[str]:
+        """Take over this agent's runs whose process stopped (their lease is older than `stale_after`
+        seconds) and go on with them; returns the ids of the runs taken over.
+
+        Calls decided but not started are carried out once; calls whose tool started but stored no
+        result become interrupted approvals (never re-run without a human); runs stopped between
+        steps continue. Safe to call from several processes at once: each run is taken over once.
+        The work goes on after this returns, in streams handed to the `on_background_stream` hook.
+        """
+        stale_before = utcnow() - timedelta(seconds=stale_after)
+        recovered = []
+        for run_id in await self.storage.runs.stale_runs(self.id, stale_before=stale_before):
+            run = await self.storage.runs.take_over(run_id, stale_before=stale_before, owner=self.owner)
+            if run is None:
+                continue  # another process took it
+            log.info("recovering run %s (%s, step %s)", run.id, run.status, run.step)
+            self.background(await self.recover_run(run))
+            recovered.append(run.id)
+        return recovered
+
+    async def recover_run(self, run: RunRow) -> AgentStream:
+        """Go on with a run this process took over: interrupted calls are turned into approvals first."""
+        if run.status in FINISHED_RUN_STATUSES:
+            return AgentStream(run.id, self._finished_output(run))
+        driver = RunDriver(self, run, self._stored_options(run))
+        interrupted = await driver.prepare_recovery()
+        return AgentStream(run.id, driver.recover(interrupted))
+
+    async def _finished_output(self, run: RunRow):
+        """The chunks of a run that finished before its supervisor heard of it: its last answer, or its error."""
+        messages = await self.storage.runs.run_messages(run.id)
+        answer = next((m["content"] for m in reversed(messages) if m["role"] == "assistant" and m["content"]), "")
+        if run.status == RunStatus.FAILED:
+            yield Chunk(type="error", run_id=run.id, payload={"message": run.error or "the run failed"})
+        elif answer:
+            yield Chunk(type="text-delta", run_id=run.id, payload={"text": answer})
+        yield Chunk(type="finish", run_id=run.id, payload={"finish_reason": run.finish_reason or "stop", "usage": {}})
+
+    def background(self, stream: AgentStream) -> None:
+        """Hand a run that goes on without a caller to the front end's `on_background_stream` hook."""
+        hook = self.hooks.get("on_background_stream")
+        if hook is None:
+            return
+        try:
+            outcome = hook(stream)
+            if asyncio.iscoroutine(outcome):
+                task = asyncio.get_running_loop().create_task(outcome)
+                _BACKGROUND.add(task)
+                task.add_done_callback(_BACKGROUND.discard)
+        except Exception:  # noqa: BLE001 - the run goes on whether or not a front end shows it
+            log.exception("on_background_stream failed for run %s", stream.run_id)
 
     def _checked_resume_data(self, call: ToolCallRow, resume_data: Any) -> Any:
         schema = Schema(call.resume_schema) if call.resume_schema else None
@@ -442,6 +542,9 @@ class Agent:
         if approved:
             return await self.approve_tool_call(run_id=run_id, tool_call_id=call_id, approver=approver)
         return await self.decline_tool_call(run_id=run_id, tool_call_id=call_id, reason=reason, approver=approver)
+
+
+_BACKGROUND: set[asyncio.Task] = set()  # strong references to the hooks' tasks
 
 
 def _suspended_call(call: ToolCallRow) -> SuspendedToolCall:

@@ -67,9 +67,19 @@ class StructuredOutputRefused(ModelError):
 
 
 async def stream_step(
-    client: openai.AsyncOpenAI, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    client: openai.AsyncOpenAI,
+    model: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    *,
+    timeout: float = 60.0,
 ) -> AsyncIterator[str | StepReply]:
-    """Yield text as it arrives, then the whole `StepReply`."""
+    """Yield text as it arrives, then the whole `StepReply`.
+
+    `timeout` is one deadline for the whole call, the client's retries and the streaming included: a
+    model that hangs fails the step with a `ModelError` instead of holding the run (and its thread).
+    """
+    deadline = asyncio.get_running_loop().time() + timeout
     request: dict[str, Any] = {
         "model": model_name(model),
         "messages": messages,
@@ -80,9 +90,16 @@ async def stream_step(
         request["tools"] = tools
     reply = StepReply()
     calls: dict[int, dict[str, Any]] = {}
+    stream = None
     try:
-        stream = await client.chat.completions.create(**request)
-        async for event in stream:
+        async with asyncio.timeout_at(deadline):
+            stream = await client.chat.completions.create(**request, timeout=timeout)
+        events = aiter(stream)
+        while True:
+            async with asyncio.timeout_at(deadline):
+                event = await anext(events, None)
+            if event is None:
+                break
             if event.usage is not None:
                 reply.usage = {
                     "prompt_tokens": event.usage.prompt_tokens or 0,
@@ -103,6 +120,10 @@ async def stream_step(
                         call["arguments"] += part.function.arguments or ""
                 if choice.finish_reason:
                     reply.finish_reason = choice.finish_reason
+    except (TimeoutError, openai.APITimeoutError) as exc:
+        if stream is not None:
+            await stream.close()  # let go of the hung connection
+        raise ModelError(f"the model did not answer within {timeout:g} s") from exc
     except openai.OpenAIError as exc:
         raise ModelError(f"the model request failed: {exc}") from exc
     except (ValueError, json.JSONDecodeError) as exc:

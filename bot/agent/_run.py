@@ -2,22 +2,26 @@
 
 A `RunDriver` works on one stored run. It never holds a database transaction across a `yield`, so
 whoever reads the stream may approve a call from inside its loop. Every call's fate is written to
-storage before the chunk that announces it is yielded.
+storage before the chunk that announces it is yielded. While the driver works it keeps the run's
+lease fresh (`runs.heartbeat_at`); the states it moves calls and runs through are in `memory.states`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import logging
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memory import RunStatus, ToolCallState
 from memory._memory import pair_tool_results
-from memory.states import SETTLED_STATES, WAITING_STATES
+from memory._runs import Audit
+from memory.states import IN_PROGRESS_STATES, SETTLED_STATES, WAITING_STATES, DecisionKind
 from memory.tables import RunRow, ToolCallRow, utcnow
 from tools import (
     AgentToolContext,
@@ -40,6 +44,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ARGS_CHANGED = "the arguments changed after approval was requested; the call was not run"
+INTERRUPTED = (
+    "The tool started, but the bot stopped before its result was stored: it may or may not have taken effect. "
+    "Approve to run it again, or decline."
+)
 
 
 @dataclass(kw_only=True)
@@ -50,13 +58,17 @@ class RequestOptions:
     request_context: dict[str, Any] = field(default_factory=dict)
     max_steps: int = 10
     auto_resume_suspended_tools: bool = False
+    model_timeout: float = 60.0
+    """One deadline for each model call, the client's retries included."""
+    heartbeat_interval: float = 5.0
+    """How often a working process refreshes the run's lease."""
 
 
 @dataclass(kw_only=True)
 class Decision:
     """What a human (or the answer extraction) decided about one waiting call."""
 
-    kind: str  # "approve" | "decline" | "resume"
+    kind: DecisionKind
     actor: str | None = None
     reason: str | None = None
     resume_data: Any = None
@@ -69,42 +81,28 @@ class RunDriver:
         self.options = options
         self.runs = agent.storage.runs
         self.usage: dict[str, int] = {}
+        self._holds_run = run.status == RunStatus.RUNNING
+        """True while this driver is the run's worker (the run is `running` on its behalf)."""
 
-    # --- the loop ---------------------------------------------------------------------------
-    async def loop(self, notes: list[str] | None = None) -> AsyncIterator[Chunk]:
+    # --- entry points -----------------------------------------------------------------------
+    def loop(self, notes: list[str] | None = None) -> AsyncIterator[Chunk]:
         """Drive the run from where it stands until it finishes or parks a call."""
+        return self._guarded(self._steps(notes))
+
+    def after_decision(self, call: ToolCallRow, decision: Decision) -> AsyncIterator[Chunk]:
+        """Carry out a decision already won in storage, then go on with the run if its step is settled."""
+        return self._guarded(self._decided(call, decision))
+
+    def recover(self, interrupted: list[ToolCallRow]) -> AsyncIterator[Chunk]:
+        """Go on with a run taken over from a process that stopped (see `prepare_recovery`)."""
+        return self._guarded(self._recovered(interrupted))
+
+    async def _guarded(self, work: AsyncIterator[Chunk]) -> AsyncIterator[Chunk]:
+        """Keep the lease while `work` runs; a failure fails the run and tells the reader."""
+        keeper = asyncio.get_running_loop().create_task(self._keep_lease(), name=f"lease {self.run.id}")
         try:
-            while True:
-                if self.run.step >= self.run.max_steps:
-                    yield await self._finish(RunStatus.COMPLETED, "length")
-                    return
-                reply = None
-                async for part in stream_step(
-                    self.agent.model_client, self.agent.model, await self._context(notes), self.agent.tool_specs()
-                ):
-                    if isinstance(part, str):
-                        yield self._chunk("text-delta", text=part)
-                    else:
-                        reply = part
-                assert reply is not None
-                notes = None
-                for key, value in reply.usage.items():
-                    self.usage[key] = self.usage.get(key, 0) + value
-                self.run.step += 1
-                await self._make_call_ids_unique(reply.tool_calls)
-                await self.runs.add_messages(self.run, [reply.message()])
-                await self.runs.set_run(self.run.id, step=self.run.step, heartbeat_at=utcnow())
-                if not reply.tool_calls:
-                    yield self._chunk("step-finish")
-                    yield await self._finish(RunStatus.COMPLETED, "stop")
-                    return
-                waiting: list[ToolCallRow] = []
-                async for chunk in self._run_step(reply.tool_calls, waiting):
-                    yield chunk
-                yield self._chunk("step-finish")
-                if waiting:
-                    yield self._chunk("finish", finish_reason="suspended", usage=self.usage)
-                    return
+            async for chunk in work:
+                yield chunk
         except ModelError as exc:
             log.warning("run %s: %s", self.run.id, exc)
             async for chunk in self._fail(str(exc)):
@@ -113,62 +111,141 @@ class RunDriver:
             log.exception("run %s failed", self.run.id)
             async for chunk in self._fail(f"{type(exc).__name__}: {exc}"):
                 yield chunk
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
 
-    async def after_decision(self, call: ToolCallRow, decision: Decision) -> AsyncIterator[Chunk]:
-        """Carry out a decision already won in storage, then go on with the run if its step is settled."""
-        try:
-            for chunk in await self._carry_out(call, decision):
+    async def _keep_lease(self) -> None:
+        while True:
+            await asyncio.sleep(self.options.heartbeat_interval)
+            try:
+                await self.runs.heartbeat(self.run.id, self.agent.owner)
+            except Exception:  # noqa: BLE001 - a missed beat is retried; the work goes on
+                log.warning("run %s: could not refresh the lease", self.run.id, exc_info=True)
+
+    # --- the loop ---------------------------------------------------------------------------
+    async def _steps(self, notes: list[str] | None = None) -> AsyncIterator[Chunk]:
+        while True:
+            if self.run.step >= self.run.max_steps:
+                yield await self._finish(RunStatus.COMPLETED, "length")
+                return
+            reply = None
+            async for part in stream_step(
+                self.agent.model_client,
+                self.agent.model,
+                await self._context(notes),
+                self.agent.tool_specs(),
+                timeout=self.options.model_timeout,
+            ):
+                if isinstance(part, str):
+                    yield self._chunk("text-delta", text=part)
+                else:
+                    reply = part
+            assert reply is not None
+            notes = None
+            for key, value in reply.usage.items():
+                self.usage[key] = self.usage.get(key, 0) + value
+            self.run.step += 1
+            if not reply.tool_calls:
+                yield self._chunk("step-finish")
+                yield await self._finish(RunStatus.COMPLETED, "stop", messages=[reply.message()])
+                return
+            await self._make_call_ids_unique(reply.tool_calls)
+            rows = [await self._record(position, tool_call) for position, tool_call in enumerate(reply.tool_calls)]
+            failed = [_result_message(r) for r in rows if r.state == ToolCallState.FAILED]
+            await self.runs.record_step(self.run, reply.message(), rows, failed)
+            for row in rows:
+                yield self._chunk("tool-call", tool_call_id=row.tool_call_id, tool_name=row.tool_name, args=row.args)
+            for row in rows:
+                if row.state == ToolCallState.FAILED:
+                    yield self._result_chunk(row)
+            for chunk in await self._work_on([row for row in rows if row.state == ToolCallState.PENDING]):
                 yield chunk
-            if call.state in WAITING_STATES:
-                yield self._waiting_chunk(call)
-                yield self._chunk("finish", finish_reason="suspended", usage=self.usage)
+            waiting, outcome = await self._after_work(rows)
+            for chunk in waiting:
+                yield chunk
+            yield self._chunk("step-finish")
+            if outcome != "continue":
+                yield self._chunk("finish", finish_reason=outcome, usage=self.usage)
                 return
-            step_calls = await self.runs.step_calls(self.run.id, call.step)
-            if not all(c.state in SETTLED_STATES for c in step_calls):
-                yield self._chunk("finish", finish_reason="suspended", usage=self.usage)
-                return
-            if not await self.runs.claim_run(self.run.id, self.agent.owner):
-                yield self._chunk("finish", finish_reason="stop", usage=self.usage)  # another process goes on
-                return
-        except Exception as exc:
-            log.exception("run %s: carrying out a decision failed", self.run.id)
-            async for chunk in self._fail(f"{type(exc).__name__}: {exc}"):
+
+    async def _decided(self, call: ToolCallRow, decision: Decision) -> AsyncIterator[Chunk]:
+        for chunk in await self._carry_out(call, decision):
+            yield chunk
+        async for chunk in self._then([call]):
+            yield chunk
+
+    async def _recovered(self, interrupted: list[ToolCallRow]) -> AsyncIterator[Chunk]:
+        calls = await self.runs.step_calls(self.run.id, self.run.step)
+        if not calls and self._holds_run:
+            async for chunk in self._steps():  # it stopped during a model call: ask again
                 yield chunk
             return
-        async for chunk in self.loop():
+        work = [c for c in calls if c.state in IN_PROGRESS_STATES]
+        for chunk in await self._work_on(work):
             yield chunk
+        async for chunk in self._then([*interrupted, *work]):
+            yield chunk
+
+    async def _then(self, touched: list[ToolCallRow]) -> AsyncIterator[Chunk]:
+        """After calls were carried out outside the loop: surface what waits, or go on with the run."""
+        waiting, outcome = await self._after_work(touched)
+        for chunk in waiting:
+            yield chunk
+        if outcome != "continue":
+            yield self._chunk("finish", finish_reason=outcome, usage=self.usage)
+            return
+        async for chunk in self._steps():
+            yield chunk
+
+    async def _after_work(self, touched: list[ToolCallRow]) -> tuple[list[Chunk], str]:
+        """Decide what follows a step's work: "continue" (this driver asks the model next), "suspended"
+        (a call waits), or "stop" (another process goes on); with the chunks of calls that now wait.
+
+        Whoever settles the last call of a step continues the run, and the conditional claim makes
+        sure only one does, also when a decision elsewhere settles it while this driver parks the run.
+        """
+        if self._holds_run and await self._step_settled():
+            return [], "continue"
+        if self._holds_run:
+            await self.runs.move_run(
+                self.run, RunStatus.SUSPENDED, only_from=[RunStatus.RUNNING], suspended_at=utcnow(), owner=None
+            )
+            self._holds_run = False
+        waiting = [self._waiting_chunk(row) for row in touched if row.state in WAITING_STATES]
+        if not await self._step_settled():
+            return waiting, "suspended"
+        if await self.runs.claim_run(self.run, self.agent.owner):
+            self._holds_run = True
+            return waiting, "continue"
+        return waiting, "stop"
+
+    async def _step_settled(self) -> bool:
+        calls = await self.runs.step_calls(self.run.id, self.run.step)
+        return all(c.state in SETTLED_STATES for c in calls)
 
     async def _make_call_ids_unique(self, tool_calls: list[dict[str, Any]]) -> None:
         """Give a call a fresh id when the model reuses one (some servers send "call_0" every step)."""
-        if not tool_calls:
-            return
         taken = await self.runs.call_ids(self.run.id)
         for position, tool_call in enumerate(tool_calls):
             if tool_call["id"] in taken:
                 tool_call["id"] = f"{tool_call['id']}-s{self.run.step}p{position}"
             taken.add(tool_call["id"])
 
-    # --- one step ---------------------------------------------------------------------------
-    async def _run_step(self, tool_calls: list[dict[str, Any]], waiting: list[ToolCallRow]) -> AsyncIterator[Chunk]:
-        rows = [await self._record(position, tool_call) for position, tool_call in enumerate(tool_calls)]
-        await self.runs.add_tool_calls(rows)
-        await self.runs.add_messages(self.run, [_result_message(r) for r in rows if r.state == ToolCallState.FAILED])
-        for row in rows:
-            yield self._chunk("tool-call", tool_call_id=row.tool_call_id, tool_name=row.tool_name, args=row.args)
-        for row in rows:
-            if row.state == ToolCallState.FAILED:
-                yield self._result_chunk(row)
-        ready = [row for row in rows if row.state == ToolCallState.PENDING]
-        for chunks in await asyncio.gather(*(self._execute(row) for row in ready)):
-            for chunk in chunks:
-                yield chunk
-        waiting.extend(row for row in rows if row.state in WAITING_STATES)
-        if waiting:
-            # stored before any reader hears of it: a reader may approve as soon as it sees the chunk
-            await self.runs.set_run(self.run.id, status=RunStatus.SUSPENDED, suspended_at=utcnow(), owner=None)
-            for row in waiting:
-                yield self._waiting_chunk(row)
+    async def _work_on(self, calls: list[ToolCallRow]) -> list[Chunk]:
+        """Carry out calls that need no (more) decision, concurrently; the chunks of their outcomes."""
+        chunks: list[Chunk] = []
+        for outcome in await asyncio.gather(*(self._work_on_one(call) for call in calls)):
+            chunks += outcome
+        return chunks
 
+    async def _work_on_one(self, call: ToolCallRow) -> list[Chunk]:
+        if call.state == ToolCallState.RUNNING:
+            return await self._continue_sub_agent(call)
+        return await self._execute(call)
+
+    # --- one step ---------------------------------------------------------------------------
     async def _record(self, position: int, tool_call: dict[str, Any]) -> ToolCallRow:
         """A row for one proposed call: pending, awaiting approval, or failed with the reason."""
         name = tool_call["function"]["name"]
@@ -221,10 +298,12 @@ class RunDriver:
         return await rule_says_yes(self.options.require_tool_approval, check)
 
     # --- running one call -------------------------------------------------------------------
-    async def _execute(self, row: ToolCallRow, decision: Decision | None = None) -> list[Chunk]:
-        """Run a pending, approved or resumed call; return the chunks of its outcome."""
-        if row.state != ToolCallState.RUNNING and not await self.runs.transition(row, ToolCallState.RUNNING):
-            return []  # someone else took it: a call runs once
+    async def _execute(self, row: ToolCallRow) -> list[Chunk]:
+        """Run a call that is pending (no approval needed) or decided (approved, or resumed with data).
+
+        The `before_tool_call` hook runs first; then the call is marked `running` in storage (the
+        "tool started" mark, one conditional UPDATE: whoever wins runs it, once); then `execute`.
+        """
         tool = self.agent.find_tool(row.tool_name)
         if tool is None or row.fingerprint != fingerprint(row.tool_name, row.args):
             reason = ARGS_CHANGED if tool is not None else f"the tool {row.tool_name!r} is no longer available"
@@ -233,12 +312,16 @@ class RunDriver:
         if skipped:
             return await self._settle(row, ToolCallState.DONE, to_jsonable(output))
         sub_agent = self.agent.sub_agent_for(row.tool_name)
+        # a sub-agent's run is named with the mark, so a recovery finds it and goes on with it
+        child = {"child_run_id": uuid.uuid4().hex, "child_tool_call_id": None} if sub_agent is not None else {}
+        if not await self.runs.transition(row, ToolCallState.RUNNING, lease=self.agent.owner, **child):
+            return []  # someone else took it: a call runs once
         if sub_agent is not None:
             return await self._run_sub_agent(row, sub_agent)
         context = AgentToolContext(
             tool.suspend_schema,
-            resume_data=decision.resume_data if decision is not None else None,
-            suspend_payload=row.suspend_payload if decision is not None else None,
+            resume_data=row.resume_data,
+            suspend_payload=_suspended_with(row.suspend_payload) if row.resume_data is not None else None,
         )
         try:
             output = await tool.execute(
@@ -250,6 +333,7 @@ class RunDriver:
                     resource_id=self.run.resource_id,
                     request_context=self.options.request_context,
                     agent=context,
+                    idempotency_key=f"{self.run.id}:{row.tool_call_id}",
                 ),
             )
         except Exception as exc:  # noqa: BLE001 - a failing tool is a result the model should see
@@ -264,6 +348,7 @@ class RunDriver:
                 ToolCallState.SUSPENDED,
                 suspend_payload=context.suspended_with,
                 resume_schema=tool.resume_schema.json_schema if tool.resume_schema else None,
+                resume_data=None,
                 requires_approval=False,
             )
             return []
@@ -295,32 +380,68 @@ class RunDriver:
         return False, None
 
     async def _settle(self, row: ToolCallRow, to: ToolCallState, result: Any, is_error: bool = False) -> list[Chunk]:
-        await self.runs.transition(row, to, result=result, is_error=is_error)
-        await self.runs.add_messages(self.run, [_result_message(row)])
+        """Store a call's result and the tool message the model reads, in one transaction."""
+        message = _result_message_of(row.tool_call_id, result)
+        if not await self.runs.transition(row, to, result=result, is_error=is_error, messages=[message], run=self.run):
+            log.warning("run %s: call %s was settled elsewhere; its result here is dropped", self.run.id, row.id)
+            return []
         return [self._result_chunk(row)]
 
     async def _carry_out(self, call: ToolCallRow, decision: Decision) -> list[Chunk]:
-        if call.child_run_id is not None:
+        if call.child_run_id is not None and call.state == ToolCallState.RUNNING:
             child = self.agent.find_agent_of_run_child(call)
             stream = await child.decide(call.child_run_id, call.child_tool_call_id, decision)
             chunks = await self._after_child(call, await stream.result())
-            if decision.kind == "decline":
+            if decision.kind == DecisionKind.DECLINE:
                 chunks.insert(0, self._denied_chunk(call, decision.reason))
             return chunks
-        if decision.kind == "decline":
-            content = "The user did not approve this tool call, so it was not run."
-            if decision.reason:
-                content += f" Reason: {decision.reason}"
-            await self.runs.add_messages(
-                self.run, [{"role": "tool", "tool_call_id": call.tool_call_id, "content": content}]
-            )
-            return [self._denied_chunk(call, decision.reason)]
-        return await self._execute(call, decision if decision.kind == "resume" else None)
+        if decision.kind == DecisionKind.DECLINE:
+            return [self._denied_chunk(call, decision.reason)]  # its tool message was stored with the decision
+        return await self._execute(call)
+
+    # --- recovery ---------------------------------------------------------------------------
+    async def prepare_recovery(self) -> list[ToolCallRow]:
+        """Turn each call of the current step that started but never stored a result into an interrupted
+        approval (it is never re-run on its own); return those calls. A supervisor's call whose sub-agent
+        run exists is left to `recover`, which goes on with that run."""
+        interrupted = []
+        for call in await self.runs.step_calls(self.run.id, self.run.step):
+            if call.state != ToolCallState.RUNNING:
+                continue
+            if call.child_run_id is not None and await self.runs.get_run(call.child_run_id) is not None:
+                continue
+            payload: dict[str, Any] = {"interrupted": True, "message": INTERRUPTED}
+            if call.suspend_payload is not None:
+                payload["suspended_with"] = _suspended_with(call.suspend_payload)
+            if await self.runs.transition(
+                call,
+                ToolCallState.AWAITING_APPROVAL,
+                allowed_from={ToolCallState.RUNNING},
+                requires_approval=True,
+                suspend_payload=payload,
+                resume_schema=None,
+                decision=None,
+                decided_by=None,
+                decided_at=None,
+                reason=None,
+                child_run_id=None,
+                child_tool_call_id=None,
+                audit=Audit(action="interrupted", actor="system", detail="the process stopped while the tool ran"),
+            ):
+                interrupted.append(call)
+        return interrupted
+
+    async def _continue_sub_agent(self, row: ToolCallRow) -> list[Chunk]:
+        """Go on with the sub-agent run of a supervisor's call that was at work when its process stopped."""
+        sub_agent = self.agent.find_agent_of_run_child(row)
+        child_run = await self.runs.get_run(row.child_run_id)
+        stream = await sub_agent.recover_run(child_run)
+        return await self._after_child(row, await stream.result())
 
     # --- sub-agents -------------------------------------------------------------------------
     async def _run_sub_agent(self, row: ToolCallRow, sub_agent: Agent) -> list[Chunk]:
         stream = await sub_agent.start_child_run(
-            prompt=str(row.args.get("prompt", "")), parent=self.run, options=self.options
+            prompt=str(row.args.get("prompt", "")), parent=self.run, run_id=row.child_run_id, options=self.options
         )
         return await self._after_child(row, await stream.result())
 
@@ -349,17 +470,27 @@ class RunDriver:
         return await self._settle(row, ToolCallState.DONE, {"text": output.text})
 
     # --- endings and chunks -----------------------------------------------------------------
-    async def _finish(self, status: RunStatus, finish_reason: str) -> Chunk:
-        await self.runs.set_run(self.run.id, status=status, finish_reason=finish_reason, owner=None)
+    async def _finish(self, status: RunStatus, finish_reason: str, messages: list[dict[str, Any]] = ()) -> Chunk:
+        await self.runs.move_run(
+            self.run,
+            status,
+            only_from=[RunStatus.RUNNING],
+            messages=messages,
+            step=self.run.step,
+            finish_reason=finish_reason,
+            owner=None,
+        )
+        self._holds_run = False
+        self.agent.forget_request_rule(self.run.id)
         return self._chunk("finish", finish_reason=finish_reason, usage=self.usage)
 
     async def _fail(self, message: str) -> AsyncIterator[Chunk]:
         try:
-            await self.runs.set_run(
-                self.run.id, status=RunStatus.FAILED, finish_reason="error", error=message, owner=None
-            )
+            await self.runs.move_run(self.run, RunStatus.FAILED, finish_reason="error", error=message, owner=None)
         except Exception:
             log.exception("run %s: could not store the failure", self.run.id)
+        self._holds_run = False
+        self.agent.forget_request_rule(self.run.id)
         yield self._chunk("error", message=message)
         yield self._chunk("finish", finish_reason="error", usage=self.usage)
 
@@ -401,8 +532,34 @@ class RunDriver:
             "resume_schema": row.resume_schema,
         }
         if row.state == ToolCallState.AWAITING_APPROVAL:
-            return self._chunk("tool-call-approval", **payload)
+            # an interrupted call says so here ({"interrupted": true, ...}); a fresh approval has None
+            return self._chunk("tool-call-approval", suspend_payload=row.suspend_payload, **payload)
         return self._chunk("tool-call-suspended", suspend_payload=row.suspend_payload, **payload)
+
+
+def declined_message(call: ToolCallRow, reason: str | None) -> dict[str, Any]:
+    """The tool message the model reads when a call was declined (stored with the decision)."""
+    if _is_interrupted(call):
+        content = (
+            "This tool call was interrupted before its result was stored, and the user chose not to run it "
+            "again: it did not complete, and it may or may not have taken effect."
+        )
+    else:
+        content = "The user did not approve this tool call, so it was not run."
+    if reason:
+        content += f" Reason: {reason}"
+    return {"role": "tool", "tool_call_id": call.tool_call_id, "content": content}
+
+
+def _is_interrupted(call: ToolCallRow) -> bool:
+    return isinstance(call.suspend_payload, dict) and call.suspend_payload.get("interrupted") is True
+
+
+def _suspended_with(payload: Any) -> Any:
+    """What the tool suspended with, also after an interruption wrapped it."""
+    if isinstance(payload, dict) and payload.get("interrupted") is True:
+        return payload.get("suspended_with")
+    return payload
 
 
 def _failed(row: ToolCallRow, error: str) -> ToolCallRow:
@@ -412,7 +569,10 @@ def _failed(row: ToolCallRow, error: str) -> ToolCallRow:
     return row
 
 
-def _result_message(row: ToolCallRow) -> dict[str, Any]:
-    result = row.result
+def _result_message_of(tool_call_id: str, result: Any) -> dict[str, Any]:
     content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
-    return {"role": "tool", "tool_call_id": row.tool_call_id, "content": content}
+    return {"role": "tool", "tool_call_id": tool_call_id, "content": content}
+
+
+def _result_message(row: ToolCallRow) -> dict[str, Any]:
+    return _result_message_of(row.tool_call_id, row.result)

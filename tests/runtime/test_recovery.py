@@ -1,0 +1,286 @@
+"""Guarantees 6 and 7: nothing is stranded by a crash. A real OS process (tests/runtime/crash_agent.py)
+is killed with SIGKILL at each step of a run; a fresh agent, as after a restart, recovers it. On
+SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.runtime.crash_agent import build_agent
+from tests.runtime.helpers import make_agent, record_tool
+from tests.support.scripted_model import call, failure, reply, tool_calls
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def effects(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "effects.log"
+    monkeypatch.setenv("EFFECTS", str(path))  # the tools of the recovering agent in this process write here too
+    return path
+
+
+def lines(effects: Path, prefix: str) -> list[str]:
+    return [line for line in effects.read_text().splitlines() if line.startswith(prefix)] if effects.exists() else []
+
+
+async def spawn(*args: str, database_url: str, **env: str) -> asyncio.subprocess.Process:
+    environment = {**os.environ, "DATABASE_URL": database_url, "PYTHONPATH": str(ROOT), **env}
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tests.runtime.crash_agent",
+        *args,
+        cwd=ROOT,
+        env=environment,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def run(*args: str, database_url: str, **env: str) -> dict:
+    process = await spawn(*args, database_url=database_url, **env)
+    stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, stderr.decode()[-3000:]
+    return json.loads(stdout.decode().strip().splitlines()[-1])
+
+
+async def crash(*args: str, database_url: str, **env: str) -> None:
+    process = await spawn(*args, database_url=database_url, **env)
+    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == -signal.SIGKILL, f"expected a crash, got {process.returncode}: {stderr.decode()}"
+
+
+async def recover(agent, stale_after: float = 0.0) -> tuple[list[str], list]:
+    """Recover as the bot does, keeping the streams of the work it started; read them to their end."""
+    streams = []
+    agent.hooks["on_background_stream"] = streams.append
+    recovered = await agent.recover_stale_runs(stale_after=stale_after)
+    outputs = [await stream.result() for stream in streams]
+    return recovered, outputs
+
+
+async def waiting_calls(agent) -> dict[str, object]:
+    page = await agent.list_suspended_runs()
+    return {call.tool_call_id: call for run in page.runs for call in run.tool_calls}
+
+
+async def test_crash_after_the_decision_before_the_tool_started_is_carried_out_once(
+    model, database_url, storage, effects
+):
+    model.chat.push(tool_calls(call("delete-record", {"id": "7"}, id="call_del")), reply("Deleted record 7."))
+    started = await run("start", "Delete record 7", database_url=database_url)
+    assert started["finish_reason"] == "suspended"
+
+    await crash("approve", started["run_id"], "call_del", database_url=database_url, CRASH_AT="before_tool")
+    assert lines(effects, "started") == []
+
+    agent = build_agent(storage)  # a fresh process's agent
+    assert await waiting_calls(agent) == {}  # decided: nobody is asked again
+    recovered, outputs = await recover(agent)
+
+    assert recovered == [started["run_id"]]
+    assert outputs[0].finish_reason == "stop"
+    assert outputs[0].text == "Deleted record 7."
+    assert len(lines(effects, "started delete-record 7")) == 1
+    assert len(lines(effects, "finished delete-record 7")) == 1
+    assert (await storage.get_run(started["run_id"])).status == "completed"
+    assert await recover(agent) == ([], [])  # nothing is left to recover
+
+
+async def test_crash_while_the_tool_runs_comes_back_as_an_interrupted_approval(model, database_url, storage, effects):
+    model.chat.push(tool_calls(call("delete-record", {"id": "7"}, id="call_del")), reply("Deleted on the second try."))
+    started = await run("start", "Delete record 7", database_url=database_url)
+    await crash("approve", started["run_id"], "call_del", database_url=database_url, CRASH_AT="in_tool")
+    assert len(lines(effects, "started delete-record 7")) == 1
+
+    agent = build_agent(storage)
+    recovered, outputs = await recover(agent)
+
+    assert recovered == [started["run_id"]]
+    assert outputs[0].finish_reason == "suspended"
+    assert outputs[0].suspend_payload.requires_approval is True
+    assert outputs[0].suspend_payload.payload["interrupted"] is True
+    waiting = await waiting_calls(agent)
+    assert list(waiting) == ["call_del"]
+    assert waiting["call_del"].requires_approval is True
+    assert waiting["call_del"].suspend_payload["interrupted"] is True
+    assert waiting["call_del"].args == {"id": "7"}
+    assert len(lines(effects, "started delete-record 7")) == 1  # never re-run on its own
+    assert await recover(agent) == ([], [])
+
+    output = await agent.approve_tool_call_generate(run_id=started["run_id"], tool_call_id="call_del")
+
+    assert output.finish_reason == "stop"
+    assert output.text == "Deleted on the second try."
+    runs = lines(effects, "started delete-record 7")
+    assert len(runs) == 2 and len(lines(effects, "finished delete-record 7")) == 1
+    keys = {line.split()[3] for line in runs}
+    assert keys == {f"key={started['run_id']}:call_del"}  # the same idempotency key both times
+    assert await waiting_calls(agent) == {}
+
+
+async def test_declining_an_interrupted_call_tells_the_model_it_did_not_complete(model, database_url, storage, effects):
+    model.chat.push(tool_calls(call("delete-record", {"id": "7"}, id="call_del")), reply("Understood."))
+    started = await run("start", "Delete record 7", database_url=database_url)
+    await crash("approve", started["run_id"], "call_del", database_url=database_url, CRASH_AT="in_tool")
+    agent = build_agent(storage)
+    await recover(agent)
+
+    output = await agent.decline_tool_call_generate(run_id=started["run_id"], tool_call_id="call_del")
+
+    assert output.text == "Understood."
+    told = [m for m in model.chat.requests[-1]["messages"] if m["role"] == "tool"]
+    assert "did not complete" in told[-1]["content"]
+    assert len(lines(effects, "started delete-record 7")) == 1
+    assert (await storage.get_run(started["run_id"])).status == "completed"
+
+
+async def test_crash_during_the_model_call_continues_from_the_stored_messages(model, database_url, storage, effects):
+    model.chat.push(
+        tool_calls(call("list-records", {"id": "all"}, id="call_list")),
+        failure("timeout", seconds=20),  # the model hangs while the process dies
+        reply("Records: 1, 2, 3."),
+    )
+    process = await spawn("start", "List the records", database_url=database_url)
+    await asyncio.to_thread(model.chat.wait_for_requests, 2, 30)
+    process.kill()
+    await process.wait()
+    assert len(lines(effects, "finished list-records")) == 1
+
+    agent = build_agent(storage)
+    recovered, outputs = await recover(agent)
+
+    assert len(recovered) == 1
+    assert outputs[0].finish_reason == "stop"
+    assert outputs[0].text == "Records: 1, 2, 3."
+    last = model.chat.requests[-1]["messages"]
+    assert [m["role"] for m in last][-2:] == ["assistant", "tool"]  # asked again with the tool's result
+    assert len(lines(effects, "started list-records")) == 1
+    assert (await storage.get_run(recovered[0])).status == "completed"
+
+
+async def test_crash_while_a_tool_runs_beside_an_approval_lists_both_and_the_run_goes_on(
+    model, database_url, storage, effects
+):
+    model.chat.push(
+        tool_calls(
+            call("list-records", {"id": "all"}, id="call_list"), call("delete-record", {"id": "2"}, id="call_del")
+        ),
+        reply("Listed and deleted."),
+    )
+    await crash(
+        "start", "List, then delete 2", database_url=database_url, CRASH_AT="in_tool", CRASH_TOOL="list-records"
+    )
+
+    agent = build_agent(storage)
+    assert list(await waiting_calls(agent)) == ["call_del"]  # listed even before the recovery
+    recovered, _ = await recover(agent)
+    waiting = await waiting_calls(agent)
+    assert sorted(waiting) == ["call_del", "call_list"]
+    assert waiting["call_list"].suspend_payload["interrupted"] is True
+    [run_id] = recovered
+
+    first = await agent.approve_tool_call_generate(run_id=run_id, tool_call_id="call_del")
+    assert first.finish_reason == "suspended"  # the other call still waits
+    second = await agent.approve_tool_call_generate(run_id=run_id, tool_call_id="call_list")
+
+    assert second.finish_reason == "stop"
+    assert second.text == "Listed and deleted."
+    assert len(lines(effects, "finished delete-record 2")) == 1
+    assert len(lines(effects, "started list-records")) == 2  # once before the crash, once approved again
+    assert (await storage.get_run(run_id)).status == "completed"
+
+
+async def test_several_processes_recovering_at_once_recover_each_run_once(model, database_url, storage, effects):
+    model.chat.push(tool_calls(call("delete-record", {"id": "9"}, id="call_del")), reply("Deleted record 9."))
+    started = await run("start", "Delete record 9", database_url=database_url)
+    await crash("approve", started["run_id"], "call_del", database_url=database_url, CRASH_AT="before_tool")
+
+    await asyncio.sleep(1.2)  # the dead process's lease is now older than stale_after=1
+
+    results = await asyncio.gather(*(run("recover", "1", database_url=database_url) for _ in range(3)))
+
+    assert sorted(len(r["recovered"]) for r in results) == [0, 0, 1]
+    assert len(lines(effects, "started delete-record 9")) == 1
+    [winner] = [r for r in results if r["recovered"]]
+    assert winner["outputs"][0]["finish_reason"] == "stop"
+    assert (await storage.get_run(started["run_id"])).status == "completed"
+
+
+async def test_a_live_run_is_not_taken_over(model, database_url, storage, effects):
+    model.chat.push(tool_calls(call("list-records", {"id": "all"}, id="call_list")), reply("Listed."))
+    agent = build_agent(storage)
+    process = await spawn("start", "List the records", database_url=database_url, LIST_SECONDS="6")
+    for _ in range(300):
+        if lines(effects, "started list-records"):
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(2.5)  # longer than stale_after below: only the lease keeper keeps the run fresh
+
+    recovered, _ = await recover(agent, stale_after=1.5)
+
+    assert recovered == []
+    assert lines(effects, "finished list-records") == []  # the tool was still at work: the check meant something
+    stdout, _ = await asyncio.wait_for(process.communicate(), 30)
+    assert json.loads(stdout.decode().splitlines()[-1])["finish_reason"] == "stop"
+    assert len(lines(effects, "started list-records")) == 1
+
+
+async def test_a_request_rule_missing_in_the_continuing_process_means_approval(model, database_url, storage, effects):
+    """Guarantee 7: the run was started with a request-level callable that lets list-records run
+    freely; another process goes on with it and, lacking the callable, asks a human instead."""
+    model.chat.push(
+        tool_calls(call("delete-record", {"id": "3"}, id="call_del")),
+        tool_calls(call("list-records", {"id": "all"}, id="call_list")),
+        reply("Done."),
+    )
+    agent = build_agent(storage)
+    output = await agent.generate("Delete 3, then list", resource_id="u1", require_tool_approval=lambda check: False)
+    assert output.finish_reason == "suspended"
+
+    continued = await run("approve", output.run_id, "call_del", database_url=database_url)
+
+    assert continued["finish_reason"] == "suspended"
+    assert continued["waiting"] == ["call_list"]
+    assert lines(effects, "started list-records") == []
+    waiting = await waiting_calls(agent)
+    assert waiting["call_list"].requires_approval is True
+
+
+async def test_the_process_that_has_the_request_rule_still_uses_it(model, database_url, storage, effects):
+    model.chat.push(
+        tool_calls(call("delete-record", {"id": "3"}, id="call_del")),
+        tool_calls(call("list-records", {"id": "all"}, id="call_list")),
+        reply("Done."),
+    )
+    agent = build_agent(storage)
+    output = await agent.generate("Delete 3, then list", resource_id="u1", require_tool_approval=lambda check: False)
+
+    done = await agent.approve_tool_call_generate(run_id=output.run_id, tool_call_id="call_del")
+
+    assert done.finish_reason == "stop"
+    assert len(lines(effects, "finished list-records")) == 1
+
+
+async def test_a_model_that_hangs_fails_the_run_and_the_thread_goes_on(model, storage):
+    from memory import Memory
+
+    agent = make_agent([record_tool()], storage=storage, memory=Memory(storage), default_options={"model_timeout": 1})
+    model.chat.push(failure("timeout", seconds=8), reply("Hello again."))
+
+    failed = await agent.generate("hi", thread_id="t-hang", resource_id="u1")
+
+    assert failed.finish_reason == "error"
+    assert "did not answer within 1 s" in failed.error
+    assert (await storage.get_run(failed.run_id)).status == "failed"
+    again = await agent.generate("are you there?", thread_id="t-hang", resource_id="u1")
+    assert again.finish_reason == "stop"
+    assert again.text == "Hello again."
