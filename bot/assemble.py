@@ -7,8 +7,13 @@ from bot.agent import Agent
 from memory import Memory, Storage
 
 
-async def assemble_agent(storage: Storage, *, model: str, agent: Agent | None = None) -> Agent:
+async def assemble_agent(
+    storage: Storage, *, model: str, agent: Agent | None = None, model_timeout: float | None = None
+) -> Agent:
     """`agent` (built without storage), or the demo agent on a seeded `storage`; storage and memory attached.
+
+    `model_timeout` (the BOT_MODEL_TIMEOUT setting) applies to every agent of the tree that does not set
+    its own in `default_options`.
 
     The demo's tables are created only when the demo runs.
     """
@@ -19,4 +24,6 @@ async def assemble_agent(storage: Storage, *, model: str, agent: Agent | None = 
         await storage.migrate(DEMO_SCHEMA)
         await seed_demo_records(storage)
         agent = build_demo_agent(storage, model=model)
+    if model_timeout is not None:
+        agent.set_default_option("model_timeout", model_timeout, unless_given=True)
     return agent.attach(storage=storage, memory=Memory(storage))

@@ -73,6 +73,10 @@ class Settings(BaseSettings):
     bot_stale_after: float = Field(default=30.0, gt=0)
     """BOT_STALE_AFTER: seconds after which work another process took on and did not finish (a run, the
     post of an approval message) is taken over by the recovery."""
+    bot_model_timeout: float = Field(default=60.0, gt=0)
+    """BOT_MODEL_TIMEOUT: seconds one model call may take, retries included, unless the agent sets its own."""
+    bot_shutdown_grace: float = Field(default=10.0, ge=0)
+    """BOT_SHUTDOWN_GRACE: seconds `serve`/`socket` wait on SIGTERM for running tools before they exit."""
 
     @field_validator("bot_admins", mode="before")
     @classmethod

@@ -6,7 +6,7 @@ the playground) drives it through the names exported here.
 
 from ._agent import Agent
 from ._fingerprint import fingerprint
-from ._stream import AgentStream
+from ._stream import AgentStream, wait_for_running_runs
 from .exceptions import (
     AgentError,
     AmbiguousSuspendedRunsError,
@@ -52,4 +52,5 @@ __all__ = [
     "ToolCallCheck",
     "ToolCallNotSuspendedError",
     "fingerprint",
+    "wait_for_running_runs",
 ]

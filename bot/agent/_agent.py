@@ -98,6 +98,7 @@ class Agent:
             "heartbeat_interval": 5.0,
             **(default_options or {}),
         }
+        self._given_options = frozenset(default_options or {})
         self._model_client = model_client
         self._owns_client = model_client is None  # then it uses the process's shared client
         self.memory: Memory | None = None
@@ -135,6 +136,14 @@ class Agent:
                 if not sub_agent._storage_configured:
                     sub_agent.attach(storage=storage)
         return self
+
+    def set_default_option(self, name: str, value: Any, *, unless_given: bool = False) -> None:
+        """Set one of `default_options` here and in sub-agents; with `unless_given`, an agent built with
+        its own value keeps it (the bot's settings give defaults, the code that built the agent wins)."""
+        if not (unless_given and name in self._given_options):
+            self.default_options[name] = value
+        for sub_agent in self.agents.values():
+            sub_agent.set_default_option(name, value, unless_given=unless_given)
 
     @property
     def storage(self) -> Storage:

@@ -81,6 +81,17 @@ class AgentStream:
 _LIVE_RUNS: set[asyncio.Task] = set()  # strong references, so a run nobody reads is not collected midway
 
 
+async def wait_for_running_runs(timeout: float) -> int:
+    """Wait up to `timeout` seconds for the runs this process is working on; how many still run then.
+
+    Used at shutdown: what is left is taken over by the recovery of the next process (leases go stale).
+    """
+    running = set(_LIVE_RUNS)
+    if running and timeout > 0:
+        await asyncio.wait(running, timeout=timeout)
+    return sum(1 for task in running if not task.done())
+
+
 def output_of(run_id: str, chunks: list[Chunk]) -> AgentOutput:
     output = AgentOutput(text="", finish_reason="stop", run_id=run_id)
     texts: list[str] = []

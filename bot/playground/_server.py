@@ -4,6 +4,7 @@ model key is set, the offline demo model (`/v1/chat/completions`)."""
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import secrets
 import socket
@@ -17,6 +18,7 @@ from bot.api import add_api_routes
 from bot.assemble import assemble_agent
 from bot.defaults import PLAYGROUND_DATABASE_URL
 from bot.metrics import add_metrics_routes
+from bot.recovery import recover_forever
 from bot.slack import build_web_app, create_slack_app
 from bot.slack.http_api import slack_api_front
 from bot.slack.migrations import SCHEMA as SLACK_SCHEMA
@@ -65,6 +67,7 @@ class Playground:
         self._delivery: Delivery | None = None
         self._runner: web.AppRunner | None = None
         self._workspace_store: WorkspaceStore | None = None
+        self._recovery: asyncio.Task | None = None
 
     @property
     def url(self) -> str:
@@ -90,6 +93,11 @@ class Playground:
             self._runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=STOP_GRACE)
             await self._runner.setup()
             await web.SockSite(self._runner, sock).start()
+            self._recovery = asyncio.get_running_loop().create_task(
+                recover_forever(
+                    self.agent, every=self.settings.bot_recovery_interval, stale_after=self.settings.bot_stale_after
+                )
+            )
         except BaseException:
             sock.close()
             await self.stop()
@@ -99,6 +107,9 @@ class Playground:
     async def stop(self) -> None:
         """Stop within about a second, open pages or not: their long polls are answered at once, and what
         the bot was doing is left to the recovery of the next start."""
+        if self._recovery is not None:
+            self._recovery.cancel()
+            self._recovery = None
         if self._runner is not None:
             self.workspace.changed()  # every page waiting for a change gets its answer now
             await self._runner.cleanup()
@@ -126,7 +137,12 @@ class Playground:
     async def _build_agent(self, storage: Storage) -> Agent:
         """The agent (the given one, or the built-in demo on `storage`), talking to the real model when
         OPENAI_API_KEY is set and to the offline demo model otherwise; storage and memory attached."""
-        agent = await assemble_agent(storage, model=self.settings.bot_model, agent=self.given_agent)
+        agent = await assemble_agent(
+            storage,
+            model=self.settings.bot_model,
+            agent=self.given_agent,
+            model_timeout=self.settings.bot_model_timeout,
+        )
         if self.settings.openai_api_key:
             self.model_label = self.settings.bot_model if self.given_agent is None else agent.model
         else:

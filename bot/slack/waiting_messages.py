@@ -13,6 +13,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent import SnapshotNotFoundError, ToolCallNotSuspendedError
+from memory.states import DecisionKind, outcome_of, waiting_state_for
 
 from .approval_builder import (
     ApprovalView,
@@ -34,9 +35,6 @@ from .question_builder import (
 from .services import SlackServices, home_changed
 from .tables import ToolCallMessageRow
 from .threads import SlackThread
-
-WAITING_STATE = {"approval": "awaiting_approval", "question": "suspended"}
-"""The runtime state in which a call of each kind of message still waits."""
 
 
 async def post_approval(
@@ -205,8 +203,10 @@ async def record_of(services: SlackServices, row: ToolCallMessageRow) -> Any:
 
 
 def still_waits(row: ToolCallMessageRow, record: Any) -> bool:
-    """Whether the call waits, in the very wait the message shows (not a later one)."""
-    if record is None or record.state != WAITING_STATE[row.kind]:
+    """Whether the call waits, in the very wait the message shows (not a later one): for a decision or
+    for an answer, as the message asks."""
+    wanted = DecisionKind.RESUME if row.kind == "question" else DecisionKind.APPROVE
+    if record is None or record.state != waiting_state_for(wanted):
         return False
     since = getattr(record, "suspended_at", None)
     return row.waiting_since is None or since is None or row.waiting_since == since
@@ -263,7 +263,7 @@ def _settled_approval(services: SlackServices, row: ToolCallMessageRow, record: 
         return f"No longer waiting: {row.tool_name}", build_closed_approval_blocks(
             view, "This request is no longer waiting."
         )
-    if record.state == WAITING_STATE[row.kind]:  # the call waits again, in a later message
+    if outcome_of(record.state, record.decision) is None:  # the call waits again, in a later message
         view = approval_view_of(services, row)
         return f"Interrupted: {row.tool_name}", build_closed_approval_blocks(
             view, "The tool started but was interrupted; it waits for a decision again in a newer message below."
@@ -272,20 +272,13 @@ def _settled_approval(services: SlackServices, row: ToolCallMessageRow, record: 
     shown = record.displayed_args
     view = approval_view_of(services, row, args=shown)
     decision = DecisionView(
-        approved=_was_approved(record),
+        approved=outcome_of(record.state, record.decision) == "approved",
         decided_by=record.decided_by,
         decided_at=record.decided_at,
         reason=record.reason,
         edited=shown != row.args,
     )
     return decided_text(view, decision), build_decided_approval_blocks(view, decision)
-
-
-def _was_approved(record: Any) -> bool:
-    decision = getattr(record, "decision", None)
-    if decision:
-        return decision == "approved"
-    return record.state not in ("declined", "expired")
 
 
 async def refresh_open_messages(services: SlackServices, client: AsyncWebClient, thread_id: str) -> None:

@@ -110,5 +110,10 @@ async def main(argv: list[str]) -> dict:
         await storage.close()
 
 
+def bot_agent():
+    """For `python -m bot serve --agent tests.runtime.crash_agent:bot_agent`: the bot attaches its storage."""
+    return build_agent(None)
+
+
 if __name__ == "__main__":
     print(json.dumps(asyncio.run(main(sys.argv[1:]))), flush=True)

@@ -1,0 +1,118 @@
+"""The bot runs the recovery itself: at start and periodically, on every replica; and on SIGTERM it lets
+running tools finish before it exits. Real `python -m bot serve` processes, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from tests.cli.test_serve import SECRET, free_port, stop_bot
+from tests.runtime.test_recovery import crash, lines, run
+from tests.support.scripted_model import call, reply, tool_calls
+from tests.support.slack_stub import SignedSender, SlackStub
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+async def slack():
+    async with SlackStub() as stub:
+        yield stub
+
+
+@pytest.fixture
+def effects(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "effects.log"
+    monkeypatch.setenv("EFFECTS", str(path))
+    return path
+
+
+async def start_serve(port: int, env: dict[str, str], log: Path) -> asyncio.subprocess.Process:
+    with log.open("ab") as log_file:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bot",
+            "serve",
+            "--agent",
+            "tests.runtime.crash_agent:bot_agent",
+            "--port",
+            str(port),
+            "--host",
+            "127.0.0.1",
+            cwd=ROOT,
+            env=env,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=log_file,
+        )
+    async with aiohttp.ClientSession() as session:
+        for _ in range(150):
+            if process.returncode is not None:
+                raise AssertionError(log.read_text())
+            try:
+                async with session.get(f"http://127.0.0.1:{port}/health") as response:
+                    if response.status == 200:
+                        return process
+            except aiohttp.ClientError:
+                await asyncio.sleep(0.2)
+    raise AssertionError("the bot did not start")
+
+
+def bot_env(database_url: str, slack: SlackStub, **extra: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "SLACK_BOT_TOKEN": "xoxb-recovery",
+        "SLACK_SIGNING_SECRET": SECRET,
+        "SLACK_API_URL": slack.api_url,
+        "DATABASE_URL": database_url,
+        **extra,
+    }
+
+
+async def wait_until(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.1)
+
+
+async def test_the_bot_recovers_a_run_a_crashed_process_left(model, database_url, storage, slack, effects, tmp_path):
+    model.chat.push(tool_calls(call("delete-record", {"id": "5"}, id="call_del")), reply("Deleted record 5."))
+    started = await run("start", "Delete record 5", database_url=database_url)
+    await crash("approve", started["run_id"], "call_del", database_url=database_url, CRASH_AT="before_tool")
+    assert lines(effects, "started") == []
+
+    env = bot_env(database_url, slack, BOT_STALE_AFTER="0.5", BOT_RECOVERY_INTERVAL="0.5")
+    bot = await start_serve(free_port(), env, tmp_path / "bot.log")
+    try:
+        await wait_until(lambda: lines(effects, "finished delete-record 5"))
+        for _ in range(100):
+            if (await storage.get_run(started["run_id"])).status == "completed":
+                break
+            await asyncio.sleep(0.1)
+    finally:
+        await stop_bot(bot)
+
+    assert (await storage.get_run(started["run_id"])).status == "completed"
+    assert len(lines(effects, "started delete-record 5")) == 1
+
+
+async def test_sigterm_lets_a_running_tool_finish_before_the_bot_exits(model, database_url, slack, effects, tmp_path):
+    model.chat.push(tool_calls(call("list-records", {"id": "all"}, id="call_list")), reply("Listed."))
+    port = free_port()
+    env = bot_env(database_url, slack, LIST_SECONDS="2", BOT_SHUTDOWN_GRACE="20")
+    bot = await start_serve(port, env, tmp_path / "bot.log")
+    sender = SignedSender(f"http://127.0.0.1:{port}/slack/events", SECRET)
+    assert (await sender.event(sender.mention("list the records")))[0] == 200
+    await wait_until(lambda: lines(effects, "started list-records"))
+
+    await stop_bot(bot)  # SIGTERM while the tool runs; exit code 0
+
+    assert len(lines(effects, "finished list-records")) == 1
