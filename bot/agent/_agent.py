@@ -236,7 +236,7 @@ class Agent:
             stream = await self.decide(
                 answer.call.run_id,
                 answer.call.tool_call_id,
-                Decision(kind=DecisionKind.RESUME, actor=resource_id, resume_data=answer.resume_data),
+                Decision(kind=DecisionKind.RESUME, actor=resource_id, via="thread", resume_data=answer.resume_data),
             )
         except (ToolCallNotSuspendedError, ResumeDataInvalidError):
             return None, []  # someone settled it first, or the data did not fit: a normal turn
@@ -407,7 +407,9 @@ class Agent:
             allowed_from={wanted},
             messages=messages,
             run=run,
-            audit=Audit(action=decision.kind.recorded_as, actor=decision.actor, detail=decision.reason),
+            audit=Audit(
+                action=decision.kind.recorded_as, actor=decision.actor, via=decision.via, detail=decision.reason
+            ),
             lease=self.owner,  # the deciding process works on the run now: recovery leaves it alone
             **fields,
         )

@@ -70,6 +70,8 @@ class Decision:
 
     kind: DecisionKind
     actor: str | None = None
+    via: str = "runtime"
+    """Through what it was decided, for the audit trail: button, home, api, thread, expiry, recovery, runtime."""
     reason: str | None = None
     resume_data: Any = None
 
@@ -426,7 +428,7 @@ class RunDriver:
                 reason=None,
                 child_run_id=None,
                 child_tool_call_id=None,
-                audit=Audit(action="interrupted", actor="system", detail="the process stopped while the tool ran"),
+                audit=Audit(action="interrupted", via="recovery", detail="the process stopped while the tool ran"),
             ):
                 interrupted.append(call)
         return interrupted

@@ -12,18 +12,19 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bot.slack_emulator import SlackEmulator
 from tests.cli.test_serve import SECRET, free_port, stop_bot
 from tests.runtime.test_recovery import crash, lines, run
 from tests.support.scripted_model import call, reply, tool_calls
-from tests.support.slack_stub import SignedSender, SlackStub
+from tests.support.slack import SignedSender, slack_workspace
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 async def slack():
-    async with SlackStub() as stub:
-        yield stub
+    async with SlackEmulator(slack_workspace()) as emulator:
+        yield emulator
 
 
 @pytest.fixture
@@ -64,7 +65,7 @@ async def start_serve(port: int, env: dict[str, str], log: Path) -> asyncio.subp
     raise AssertionError("the bot did not start")
 
 
-def bot_env(database_url: str, slack: SlackStub, **extra: str) -> dict[str, str]:
+def bot_env(database_url: str, slack: SlackEmulator, **extra: str) -> dict[str, str]:
     return {
         **os.environ,
         "PYTHONPATH": str(ROOT),
