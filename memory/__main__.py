@@ -14,8 +14,9 @@ from ._storage import Storage
 from .schema import Schema
 
 UPGRADE_HELP = """Apply the runtime's migrations (threads, runs, messages, tool calls, audit) to the database
-at URL, then those of each PACKAGE named. The bot's packages: bot.slack (the Slack adapter's tables)
-and bot.demo (the demo agent's tables). Safe while replicas run: one migrates, the others wait."""
+at URL, then those of each PACKAGE named. The bot's packages: bot.slack (the Slack adapter's tables),
+bot.demo (the demo agent's tables) and bot.playground (the playground's workspace). Safe while
+replicas run: one migrates, the others wait."""
 
 
 def schema_of(package: str) -> Schema:
