@@ -13,7 +13,7 @@ import importlib
 from ._storage import Storage
 from .schema import Schema
 
-UPGRADE_HELP = """Apply the runtime's migrations (threads, runs, messages, tool calls, audit) to the database
+UPGRADE_HELP = """Apply the runtime's migrations (threads, runs, messages, tool calls, policies, audit) to the database
 at URL, then those of each PACKAGE named. The bot's packages: bot.slack (the Slack adapter's tables),
 bot.demo (the demo agent's tables) and bot.playground (the playground's workspace). Safe while
 replicas run: one migrates, the others wait."""
