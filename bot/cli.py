@@ -197,10 +197,12 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
 
 
 async def _dev(settings: Settings, *, port: int, agent: Any) -> None:
-    from bot.playground import DEFAULT_DATABASE_URL, run_playground
+    from bot.playground import run_playground
+
+    from .defaults import PLAYGROUND_DATABASE_URL
 
     # the playground's database checked first, so a bad DATABASE_URL is one line like serve's
-    url = settings.database_url if "database_url" in settings.model_fields_set else DEFAULT_DATABASE_URL
+    url = settings.database_url if "database_url" in settings.model_fields_set else PLAYGROUND_DATABASE_URL
     await (await open_storage(url)).close()
     await run_playground(settings, port=port, agent=agent)
 
