@@ -4,6 +4,7 @@ Reads DATABASE_URL, OPENAI_BASE_URL/OPENAI_API_KEY and EFFECTS (a file every too
 to, with O_APPEND so lines from several processes never overwrite each other) from the environment.
 `CRASH_AT` names the point where the process kills itself with SIGKILL, so nothing is cleaned up:
 
+    suspended     as soon as the run's stream announces a call that waits (it is stored by then)
     before_tool   in the `before_tool_call` hook: the call was decided (or needs no decision), its tool
                   has not started
     in_tool       inside `execute` of the tool named by CRASH_TOOL (default delete-record), after it
@@ -82,7 +83,11 @@ def build_agent(storage, **options):
 
 
 async def read(stream) -> dict:
-    chunks = [chunk async for chunk in stream.full_stream]
+    chunks = []
+    async for chunk in stream.full_stream:
+        chunks.append(chunk)
+        if chunk.type in ("tool-call-approval", "tool-call-suspended"):
+            die_if("suspended")
     finish = [c.payload["finish_reason"] for c in chunks if c.type == "finish"]
     waiting = [c.payload["tool_call_id"] for c in chunks if c.type in ("tool-call-approval", "tool-call-suspended")]
     return {"run_id": stream.run_id, "finish_reason": finish[-1] if finish else None, "waiting": waiting}

@@ -72,6 +72,24 @@ async def waiting_calls(agent) -> dict[str, object]:
     return {call.tool_call_id: call for run in page.runs for call in run.tool_calls}
 
 
+async def test_crash_right_after_the_suspension_was_stored_leaves_it_waiting_for_a_human(
+    model, database_url, storage, effects
+):
+    model.chat.push(tool_calls(call("delete-record", {"id": "4"}, id="call_del")), reply("Deleted record 4."))
+    await crash("start", "Delete record 4", database_url=database_url, CRASH_AT="suspended")
+
+    agent = build_agent(storage)
+    waiting = await waiting_calls(agent)
+    assert list(waiting) == ["call_del"] and waiting["call_del"].requires_approval is True
+    assert await recover(agent) == ([], [])  # nothing was at work: nothing to take over
+    [run] = (await agent.list_suspended_runs()).runs
+
+    output = await agent.approve_tool_call_generate(run_id=run.run_id, tool_call_id="call_del")
+
+    assert output.text == "Deleted record 4."
+    assert len(lines(effects, "finished delete-record 4")) == 1
+
+
 async def test_crash_after_the_decision_before_the_tool_started_is_carried_out_once(
     model, database_url, storage, effects
 ):
