@@ -11,6 +11,8 @@ from typing import Any
 
 import openai
 
+from bot import metrics
+
 from .exceptions import ModelError
 
 _shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _SharedClients] = weakref.WeakKeyDictionary()
@@ -91,6 +93,7 @@ async def stream_step(
     reply = StepReply()
     calls: dict[int, dict[str, Any]] = {}
     stream = None
+    started = metrics.clock()
     try:
         async with asyncio.timeout_at(deadline):
             stream = await client.chat.completions.create(**request, timeout=timeout)
@@ -121,13 +124,17 @@ async def stream_step(
                 if choice.finish_reason:
                     reply.finish_reason = choice.finish_reason
     except (TimeoutError, openai.APITimeoutError) as exc:
+        metrics.model_call_failed("step", exc)
         if stream is not None:
             await stream.close()  # let go of the hung connection
         raise ModelError(f"the model did not answer within {timeout:g} s") from exc
     except openai.OpenAIError as exc:
+        metrics.model_call_failed("step", exc)
         raise ModelError(f"the model request failed: {exc}") from exc
     except (ValueError, json.JSONDecodeError) as exc:
+        metrics.model_call_failed("step", exc)
         raise ModelError(f"the model answered something that is not a chat completion: {exc}") from exc
+    metrics.model_call_done("step", started)
     for index in sorted(calls):
         call = calls[index]
         if not call["name"]:

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from bot import metrics
 from memory import RunStatus, ToolCallState
 from memory._memory import pair_tool_results
 from memory._runs import Audit
@@ -353,6 +354,7 @@ class RunDriver:
                 resume_data=None,
                 requires_approval=False,
             )
+            metrics.tool_run(row.tool_name, "suspended")
             return []
         output = to_jsonable(output)
         if tool.output_schema is not None:
@@ -387,6 +389,7 @@ class RunDriver:
         if not await self.runs.transition(row, to, result=result, is_error=is_error, messages=[message], run=self.run):
             log.warning("run %s: call %s was settled elsewhere; its result here is dropped", self.run.id, row.id)
             return []
+        metrics.tool_run(row.tool_name, "error" if is_error else "ok")
         return [self._result_chunk(row)]
 
     async def _carry_out(self, call: ToolCallRow, decision: Decision) -> list[Chunk]:

@@ -7,9 +7,11 @@ import copy
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.scripted_model import call, reply, tool_calls
+from bot.agent import Agent
+from tests.support.scripted_model import call, failure, reply, tool_calls
+from tools import create_tool
 
-from .harness import RunningBot
+from .harness import MODEL, RunningBot, running_bot
 
 
 async def scrape(bot: RunningBot) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -58,3 +60,33 @@ async def test_one_approval_cycle_moves_the_counters(bot: RunningBot, model):
     assert moved("bot_decision_wait_seconds_count", kind="approval") == 1
     assert moved("bot_refused_clicks_total", reason="already_decided") == 1
     assert moved("bot_slack_api_errors_total", method="chat.update", error="fatal_error") == 1
+    assert moved("bot_tool_runs_total", tool="delete-record", outcome="ok") == 1
+    assert moved("bot_model_call_seconds_count", kind="step") == 2  # the call, then the answer
+
+
+def agent_with_a_failing_tool(_storage) -> Agent:
+    async def check_stock(_input, _ctx):
+        raise ConnectionError("the warehouse does not answer")
+
+    tool = create_tool(
+        id="check-stock", description="Check the stock", input_schema={"type": "object"}, execute=check_stock
+    )
+    return Agent(id="stock-agent", instructions="You check stock.", model=MODEL, tools=[tool])
+
+
+async def test_model_errors_and_failing_tools_are_counted(database_url, slack, model):
+    async with running_bot(database_url=database_url, slack=slack, agent_factory=agent_with_a_failing_tool) as bot:
+        before = await scrape(bot)
+        model.chat.push(
+            tool_calls(call("check-stock", {}, id="call_9")), failure(400)
+        )  # the tool fails, then the model
+        await bot.mention("is there stock?")
+        await bot.slack.wait_for("chat.stopStream")
+        await bot.slack.settle()
+        after = await scrape(bot)
+
+    def moved(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert moved("bot_tool_runs_total", tool="check-stock", outcome="error") == 1
+    assert moved("bot_model_call_errors_total", kind="step", error="BadRequestError") == 1
