@@ -31,6 +31,8 @@ def test_dev_serves_the_playground_with_nothing_configured(tmp_path):
         with urllib.request.urlopen(url.group(1) + "/", timeout=10) as page:
             assert page.status == 200
             assert "Playground" in page.read().decode()
+        with urllib.request.urlopen(url.group(1) + "/metrics", timeout=10) as metrics:
+            assert "bot_approvals_waiting 0.0" in metrics.read().decode()  # as serve and socket offer it
         assert (tmp_path / "data" / "playground.db").exists()
     finally:
         process.send_signal(signal.SIGINT)
