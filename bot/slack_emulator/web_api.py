@@ -79,7 +79,7 @@ class SlackCall:
 
 
 class SlackWebApi:
-    """The Web API over one workspace. `token`: the only token accepted (None: any `xox…` token)."""
+    """The Web API over one workspace. `token`: the only token accepted (None: any `xox…` or `xapp-…` token)."""
 
     def __init__(self, workspace: Workspace, *, token: str | None = None, streaming: bool = True):
         self.workspace = workspace
@@ -174,7 +174,7 @@ class SlackWebApi:
             return {"ok": False, "error": "unknown_method"}
         if not token:
             return {"ok": False, "error": "not_authed"}
-        if (self.token is not None and token != self.token) or not token.startswith("xox"):
+        if (self.token is not None and token != self.token) or not token.startswith(("xox", "xapp-")):
             return {"ok": False, "error": "invalid_auth"}
         try:
             return handler(params)

@@ -14,7 +14,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.support.slack_stub import SlackStub
+from bot.slack_emulator import SlackEmulator
+from tests.support.slack import slack_workspace
 
 from .test_serve import free_port
 
@@ -126,7 +127,7 @@ async def test_socket_when_slack_cannot_be_reached(tmp_path):
 
 
 async def test_socket_when_slack_keeps_failing(tmp_path):
-    async with SlackStub() as slack:
+    async with SlackEmulator(slack_workspace()) as slack:
         slack.fail("apps.connections.open", status=500, times=10)
         env = bot_env(tmp_path, SLACK_API_URL=slack.api_url)
         code, lines, _ = await run_bot("socket", "--port", str(free_port()), env=env)

@@ -20,8 +20,8 @@ async def approval_in(page: PlaygroundPage, ts: str) -> dict:
     return (await page.wait_for(lambda s: [m for m in thread(s, ts) if action_ids(m)], what="the approval"))[0]
 
 
-async def test_an_approval_asked_before_a_restart_is_decided_after_it(tmp_path):
-    settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path}/playground.db", openai_api_key=None)
+async def test_an_approval_asked_before_a_restart_is_decided_after_it(database_url):
+    settings = Settings(database_url=database_url, openai_api_key=None)
     async with aiohttp.ClientSession() as session:
         async with Playground(settings, port=0, word_delay=0) as first:
             page = PlaygroundPage(first.url, session)
