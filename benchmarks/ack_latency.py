@@ -40,8 +40,8 @@ sys.path.insert(0, str(ROOT))
 import aiohttp  # noqa: E402
 from slack_sdk.signature import SignatureVerifier  # noqa: E402
 
+from bot.slack_emulator import BOT_USER_ID, Channel, Person, SlackEmulator, Workspace  # noqa: E402
 from tests.support.scripted_model import ScriptedModel, failure, reply  # noqa: E402
-from tests.support.slack_stub import BOT_USER_ID, SlackStub  # noqa: E402
 
 SECRET = "ack-latency-benchmark-secret"
 TEAM = "T0BENCH"
@@ -56,6 +56,13 @@ def free_port() -> int:
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+def bench_workspace(mentions: int) -> Workspace:
+    """A person and a channel for each mention (the emulation, like Slack, refuses channels it does not know)."""
+    people = [Person(id=f"U{i:05d}", name=f"u{i}", real_name=f"User {i}") for i in range(mentions + 1)]
+    channels = [Channel(id=f"C{i:05d}", name=f"bench-{i}") for i in range(mentions + 1)]
+    return Workspace(people, bot_name="Bench Bot", channels=channels)
 
 
 def mention_body(index: int) -> str:
@@ -170,7 +177,7 @@ async def run_once(database_url: str, args: argparse.Namespace, workdir: Path) -
     url = f"http://127.0.0.1:{port}/slack/events"
     verifier = SignatureVerifier(SECRET)
     try:
-        async with SlackStub() as slack:
+        async with SlackEmulator(bench_workspace(args.mentions)) as slack:
             env["SLACK_API_URL"] = slack.api_url
             bot = await start_bot(port, env, workdir / "bot.log")
             try:

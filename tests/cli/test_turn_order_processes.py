@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from tests.support.scripted_model import failure, reply
-from tests.support.slack_stub import SignedSender
+from tests.support.slack import SignedSender
 
 from .test_serve import SECRET, free_port, slack, start_bot, stop_bot  # noqa: F401 - `slack` is a fixture
 
