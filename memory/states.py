@@ -114,6 +114,11 @@ class DecisionKind(StrEnum):
         """The word stored in `tool_calls.decision` and in the audit trail."""
         return {"approve": "approved", "decline": "declined", "resume": "resumed"}[self.value]
 
+    @classmethod
+    def of_recorded(cls, word: str | None) -> DecisionKind | None:
+        """The kind whose `recorded_as` is `word` (what `tool_calls.decision` holds); None for no decision."""
+        return next((kind for kind in cls if kind.recorded_as == word), None)
+
 
 def waiting_state_for(kind: DecisionKind) -> ToolCallState:
     """The state a call must be in for this kind of decision."""

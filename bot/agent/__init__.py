@@ -4,6 +4,8 @@ Knows nothing of Slack: it imports `tools` and `memory` only. Every front end (S
 the playground) drives it through the names exported here.
 """
 
+from memory.states import DecisionKind, RunStatus, ToolCallState
+
 from ._agent import Agent
 from ._fingerprint import fingerprint
 from ._stream import AgentStream, wait_for_running_runs
@@ -23,11 +25,13 @@ from .exceptions import (
 from .types import (
     AgentOutput,
     Chunk,
+    RunRecord,
     SuspendedRun,
     SuspendedRunsPage,
     SuspendedToolCall,
     SuspendPayload,
     ToolCallCheck,
+    ToolCallRecord,
 )
 
 __all__ = [
@@ -37,10 +41,13 @@ __all__ = [
     "AgentStream",
     "AmbiguousSuspendedRunsError",
     "Chunk",
+    "DecisionKind",
     "ModelError",
     "NoSuspendedRunError",
     "PolicyError",
     "ResumeDataInvalidError",
+    "RunRecord",
+    "RunStatus",
     "SnapshotNotFoundError",
     "SuspendPayload",
     "SuspendedRun",
@@ -51,6 +58,8 @@ __all__ = [
     "ToolArgsInvalidError",
     "ToolCallCheck",
     "ToolCallNotSuspendedError",
+    "ToolCallRecord",
+    "ToolCallState",
     "fingerprint",
     "wait_for_running_runs",
 ]

@@ -39,7 +39,15 @@ from .exceptions import (
     ToolArgsInvalidError,
     ToolCallNotSuspendedError,
 )
-from .types import AgentOutput, Chunk, SuspendedRun, SuspendedRunsPage, SuspendedToolCall
+from .types import (
+    AgentOutput,
+    Chunk,
+    RunRecord,
+    SuspendedRun,
+    SuspendedRunsPage,
+    SuspendedToolCall,
+    ToolCallRecord,
+)
 
 log = logging.getLogger(__name__)
 
@@ -493,9 +501,73 @@ class Agent:
         return {"args": args, "fingerprint": fingerprint(call.tool_name, args)}
 
     # --- discovery --------------------------------------------------------------------------
-    async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRow | None:
-        """The stored record of one call (state, arguments, decision), or None."""
-        return await self.storage.runs.get_tool_call(run_id, tool_call_id)
+    async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRecord | None:
+        """The record of one call of this agent's run (state, what a human decides about, the decision),
+        or None when there is no such call."""
+        row = await self.storage.runs.get_tool_call(run_id, tool_call_id)
+        if row is None or row.agent_id != self.id:
+            return None
+        return self._record_of(row)
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The record of one of this agent's runs, or None when there is no such run."""
+        run = await self.storage.runs.get_run(run_id)
+        if run is None or run.agent_id != self.id:
+            return None
+        return RunRecord(
+            run_id=run.id,
+            status=RunStatus(run.status),
+            thread_id=run.thread_id,
+            resource_id=run.resource_id,
+            request_context=dict(run.request_context or {}),
+            suspended_at=run.suspended_at,
+        )
+
+    def _record_of(self, row: ToolCallRow) -> ToolCallRecord:
+        shown = self._shown_tool(row.displayed_tool_name)
+        own = self.tools.get(row.tool_name)
+        editable = own is not None and row.child_run_id is None and own.input_schema is not None
+        resume_schema = row.resume_schema if isinstance(row.resume_schema, dict) else None
+        if resume_schema is None and shown is not None and shown.resume_schema is not None:
+            resume_schema = shown.resume_schema.json_schema
+        return ToolCallRecord(
+            run_id=row.run_id,
+            tool_call_id=row.tool_call_id,
+            tool_name=row.displayed_tool_name,
+            args=row.displayed_args,
+            state=ToolCallState(row.state),
+            requires_approval=row.requires_approval,
+            description=shown.description if shown is not None else "",
+            suspend_payload=row.suspend_payload,
+            input_schema=own.input_schema.json_schema if editable else None,
+            resume_schema=resume_schema,
+            resume_data=row.resume_data,
+            decision=DecisionKind.of_recorded(row.decision),
+            decided_by=row.decided_by,
+            decided_at=row.decided_at,
+            reason=row.reason,
+            suspended_at=row.suspended_at,
+            child_run_id=row.child_run_id,
+            child_tool_call_id=row.child_tool_call_id,
+            fingerprint=row.fingerprint,
+            thread_id=row.thread_id,
+            resource_id=row.resource_id,
+        )
+
+    def _shown_tool(self, name: str) -> Tool | None:
+        """The tool named `name` here or, for a call that surfaced from a sub-agent, in the sub-agent that
+        owns it (breadth first); None if nobody has it."""
+        agents: list[Agent] = [self]
+        seen: set[int] = set()
+        while agents:
+            current = agents.pop(0)
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            if name in current.tools:
+                return current.tools[name]
+            agents.extend(current.agents.values())
+        return None
 
     async def list_suspended_runs(
         self, *, thread_id: str | None = None, resource_id: str | None = None, page: int = 0, per_page: int = 50

@@ -1,10 +1,17 @@
-"""The runtime's public data: chunks of a stream, a run's output, and what waits for a decision."""
+"""The runtime's public data: chunks of a stream, a run's output, what waits for a decision, and the
+records of runs and tool calls a front end reads.
+
+What crosses the runtime's boundary is one of these frozen records, never a database row: a front
+end (Slack, the HTTP API, the playground) reads these fields and nothing else.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
+
+from memory.states import DecisionKind, RunStatus, ToolCallState, outcome_of, waiting_state_for
 
 ChunkType = Literal[
     "text-delta",
@@ -93,3 +100,88 @@ class ToolCallCheck:
     tool_call_id: str
     run_id: str
     context: Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallRecord:
+    """One tool call as the runtime stored it: what a front end shows, and what it checks before a
+    decision. A copy taken when it was read; the call changes only through the `Agent`'s methods."""
+
+    run_id: str
+    """The run the call belongs to (for a call that surfaced from a sub-agent: the supervisor's run)."""
+    tool_call_id: str
+    """The call's id within its run (for a call that surfaced from a sub-agent: the supervisor's call)."""
+    tool_name: str
+    """The tool a human decides about: the inner tool for a supervisor's call that passes a decision down."""
+    args: Any
+    """The arguments a human decides about (the inner call's for a supervisor's call; the edited ones
+    once a human edited them)."""
+    state: ToolCallState
+    """Where the call stands in its lifecycle (see `memory.states`)."""
+    requires_approval: bool
+    """True when it waits (or waited) for approve/decline; False when it runs without, or asks for data."""
+    description: str = ""
+    """The description of the tool in `tool_name`, as the model sees it ("" when the agent no longer has it)."""
+    suspend_payload: Any = None
+    """What the tool suspended with; `{"interrupted": true, ...}` for a call whose tool started and
+    stored no result; None for a fresh approval."""
+    input_schema: dict[str, Any] | None = None
+    """The JSON Schema its arguments may be edited against before an approval; None when they cannot
+    be edited (a call that surfaced from a sub-agent is decided as shown)."""
+    resume_schema: dict[str, Any] | None = None
+    """The JSON Schema of the data that resumes it (stored with the suspension, else the tool's); None
+    when it takes none."""
+    resume_data: Any = None
+    """The data it was resumed with, once resumed."""
+    decision: DecisionKind | None = None
+    """What a human decided about it, None before any decision."""
+    decided_by: str | None = None
+    """Who decided (a user id, as the front end named them), None for the runtime itself."""
+    decided_at: datetime | None = None
+    """When it was decided."""
+    reason: str | None = None
+    """The reason given with a decline (or an expiry)."""
+    suspended_at: datetime | None = None
+    """When its current wait began; a new wait (an interrupted call asked again) has a new time."""
+    child_run_id: str | None = None
+    """For a supervisor's call to a sub-agent: the sub-agent's run."""
+    child_tool_call_id: str | None = None
+    """For a supervisor's call that shows a waiting inner call: that call's id in `child_run_id`."""
+    fingerprint: str | None = None
+    """The fingerprint of the canonical tool name and arguments an approval binds to."""
+    thread_id: str | None = None
+    """The memory thread of its run, if any."""
+    resource_id: str | None = None
+    """The resource (the user) its run belongs to, if any."""
+
+    @property
+    def outcome(self) -> str | None:
+        """How a human would name what became of it: "approved", "declined", "expired", "answered";
+        None while it waits."""
+        return outcome_of(self.state, self.decision.recorded_as if self.decision else None)
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether it waits again because its tool started and the bot stopped before a result was stored."""
+        return isinstance(self.suspend_payload, dict) and self.suspend_payload.get("interrupted") is True
+
+    def waits_for(self, kind: DecisionKind) -> bool:
+        """Whether a decision of this kind can be made about it now (approve/decline, or resume)."""
+        return self.state == waiting_state_for(kind)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRecord:
+    """One run as the runtime stored it, as far as a front end needs it."""
+
+    run_id: str
+    status: RunStatus
+    """Where the run stands (see `memory.states`)."""
+    thread_id: str | None
+    """The memory thread it belongs to; None for a run without memory (a sub-agent's, a one-off)."""
+    resource_id: str | None
+    """The resource (the user) it belongs to."""
+    request_context: dict[str, Any] = field(default_factory=dict)
+    """The `request_context` it was started with (what a front end put there, e.g. who asked)."""
+    suspended_at: datetime | None = None
+    """When it last began to wait."""

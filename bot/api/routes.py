@@ -18,8 +18,15 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.agent import ResumeDataInvalidError, SnapshotNotFoundError, ToolCallNotSuspendedError
-from memory import ToolCallState
+from bot.agent import (
+    Agent,
+    AgentStream,
+    DecisionKind,
+    ResumeDataInvalidError,
+    SnapshotNotFoundError,
+    ToolCallNotSuspendedError,
+    ToolCallState,
+)
 
 from .openapi import openapi_document
 
@@ -47,11 +54,11 @@ class ApiDecision:
 class ApiFront:
     """What the API needs besides the runtime: the rule, and a way to show a decision."""
 
-    agent: Any
+    agent: Agent
     token: str
     authorize: Callable[[ApiDecision], Awaitable[str | None]] | None = None
     """None when allowed; otherwise the explanation of the refusal (403)."""
-    after_decision: Callable[[ApiDecision, Any], Awaitable[None]] | None = None
+    after_decision: Callable[[ApiDecision, AgentStream], Awaitable[None]] | None = None
     """Called with the decision and the run's `AgentStream` as it goes on (e.g. to update Slack)."""
 
 
@@ -159,20 +166,18 @@ class _Api:
         reason = _optional_text(body, "reason") if action == "decline" else None
 
         agent = self.front.agent
-        run = await agent.storage.runs.get_run(run_id)
-        record = await agent.get_tool_call(run_id, tool_call_id) if run and run.agent_id == agent.id else None
+        record = await agent.get_tool_call(run_id, tool_call_id)
         if record is None:
             raise ApiError(404, f"no tool call {tool_call_id!r} in run {run_id!r}")
-        wanted = ToolCallState.SUSPENDED if action == "answer" else ToolCallState.AWAITING_APPROVAL
-        if record.state != wanted:
+        if not record.waits_for(DecisionKind.RESUME if action == "answer" else DecisionKind.APPROVE):
             raise ApiError(409, _not_waiting(record.state, action))
         decision = ApiDecision(
             action=action,
             user_id=user_id,
             run_id=run_id,
             tool_call_id=tool_call_id,
-            tool_name=record.displayed_tool_name,
-            args=record.displayed_args,
+            tool_name=record.tool_name,
+            args=record.args,
         )
         if self.front.authorize is not None:
             refusal = await self.front.authorize(decision)
@@ -199,7 +204,7 @@ class _Api:
         status = {"approve": "approved", "decline": "declined", "answer": "resumed"}[action]
         return {"runId": run_id, "toolCallId": tool_call_id, "status": status}
 
-    def _show(self, decision: ApiDecision, stream: Any) -> None:
+    def _show(self, decision: ApiDecision, stream: AgentStream) -> None:
         """Let the front end show the decision and relay the run, after the response is sent."""
         if self.front.after_decision is None:
             return
@@ -207,7 +212,7 @@ class _Api:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    async def _after(self, decision: ApiDecision, stream: Any) -> None:
+    async def _after(self, decision: ApiDecision, stream: AgentStream) -> None:
         try:
             await self.front.after_decision(decision, stream)
         except Exception:

@@ -13,6 +13,8 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.agent import AgentStream
+
 from .replies import ThreadReply, set_thinking
 from .services import SlackServices
 from .threads import SlackThread
@@ -48,7 +50,7 @@ async def answer_message(
     """
     owner = owner or user
 
-    async def start() -> Any:
+    async def start() -> AgentStream:
         return await services.agent.stream(
             text if user == owner else f"<@{user}> says: {text}",
             thread_id=thread.thread_id,
@@ -61,11 +63,11 @@ async def answer_message(
 
 
 async def continue_run(
-    services: SlackServices, client: AsyncWebClient, stream: Any, *, thread: SlackThread, requester: str
+    services: SlackServices, client: AsyncWebClient, stream: AgentStream, *, thread: SlackThread, requester: str
 ) -> None:
     """Relay a run that goes on after a decision or an answer (`stream` from approve/decline/resume)."""
 
-    async def start() -> Any:
+    async def start() -> AgentStream:
         return stream
 
     await run_turn(services, client, start, thread=thread, requester=requester, request_text=None)
@@ -74,7 +76,7 @@ async def continue_run(
 async def run_turn(
     services: SlackServices,
     client: AsyncWebClient,
-    start: Callable[[], Awaitable[Any]],
+    start: Callable[[], Awaitable[AgentStream]],
     *,
     thread: SlackThread,
     requester: str,

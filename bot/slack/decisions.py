@@ -16,14 +16,14 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
-from bot.agent import SnapshotNotFoundError, ToolCallNotSuspendedError
+from bot.agent import AgentStream, SnapshotNotFoundError, ToolCallNotSuspendedError, ToolCallRecord
 
 from .conversation import continue_run
 from .permissions import DecisionCheck
 from .services import SlackServices
 from .tables import ToolCallMessageRow
 from .threads import SlackThread
-from .waiting_messages import find_tool, record_of, refresh_message, still_waits
+from .waiting_messages import record_of, refresh_message, still_waits
 
 UNKNOWN = "This button does not belong to a request that is waiting here."
 ALREADY_DECIDED = "This request was already decided."
@@ -50,7 +50,7 @@ class WaitingCall:
     """A click that passed every check: the message it came from, and the runtime's record of the call."""
 
     row: ToolCallMessageRow
-    record: Any
+    record: ToolCallRecord
 
     @property
     def thread(self) -> SlackThread:
@@ -93,7 +93,7 @@ async def check_click(
         await services.store.set_message_ts(row.id, message_ts)
         row = await services.store.get_message(row.id) or row
     record = await record_of(services, row)
-    if not still_waits(row, record):
+    if record is None or not still_waits(row, record):
         raise ClickRefused(ALREADY_DECIDED if kind == "approval" else ALREADY_ANSWERED, row=row)
     verdict = await services.decision_rule(
         DecisionCheck(
@@ -121,7 +121,7 @@ async def approve(
     """
     options: dict[str, Any] = {"approver": user_id} if args is None else {"approver": user_id, "args": args}
 
-    async def decide() -> Any:
+    async def decide() -> AgentStream:
         return await services.agent.approve_tool_call(
             run_id=call.row.run_id, tool_call_id=call.row.tool_call_id, **options
         )
@@ -134,7 +134,7 @@ async def decline(
 ) -> None:
     """Decline (with a reason the model will see), show the decision, and relay the run as it goes on."""
 
-    async def decide() -> Any:
+    async def decide() -> AgentStream:
         return await services.agent.decline_tool_call(
             run_id=call.row.run_id, tool_call_id=call.row.tool_call_id, approver=user_id, reason=reason
         )
@@ -147,7 +147,7 @@ async def answer(
 ) -> None:
     """Resume a suspended call with `resume_data`; `ResumeDataInvalidError` passes through (still suspended)."""
 
-    async def decide() -> Any:
+    async def decide() -> AgentStream:
         return await services.agent.resume_stream(
             resume_data, run_id=call.row.run_id, tool_call_id=call.row.tool_call_id, actor=user_id
         )
@@ -169,7 +169,7 @@ async def _settle(
     services: SlackServices,
     client: AsyncWebClient,
     call: WaitingCall,
-    decide: Callable[[], Awaitable[Any]],
+    decide: Callable[[], Awaitable[AgentStream]],
     *,
     lost: str,
     outcome: str,
@@ -223,21 +223,3 @@ async def refuse(
         fresh = await services.store.get_message(refused.row.id)
         if fresh is not None and (fresh.kind == "approval" or fresh.closed_at is None):
             await refresh_message(services, client, fresh)
-
-
-def input_schema_of(services: SlackServices, call: WaitingCall) -> dict[str, Any] | None:
-    """The schema the arguments of `call` can be edited against; None when they cannot be edited (a call
-    that surfaced from a sub-agent is decided as shown)."""
-    if getattr(call.record, "child_run_id", None) is not None:
-        return None
-    tool = services.agent.tools.get(call.row.tool_name)
-    schema = getattr(tool, "input_schema", None)
-    return getattr(schema, "json_schema", None)
-
-
-def resume_schema_of(services: SlackServices, call: WaitingCall) -> dict[str, Any] | None:
-    stored = getattr(call.record, "resume_schema", None)
-    if isinstance(stored, dict):
-        return stored
-    schema = getattr(find_tool(services.agent, call.row.tool_name), "resume_schema", None)
-    return getattr(schema, "json_schema", None)

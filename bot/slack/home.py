@@ -95,7 +95,7 @@ class HomePublisher:
         your_requests: list[HomeApproval] = []
         for row in await services.store.open_approvals():
             record = await record_of(services, row)
-            if not still_waits(row, record):
+            if record is None or not still_waits(row, record):
                 continue
             if row.tool_name not in policies:
                 policies[row.tool_name] = await services.agent.storage.policies.get(row.tool_name)
@@ -105,7 +105,7 @@ class HomePublisher:
                 action="approve",
                 requester=row.requester,
                 tool_name=row.tool_name,
-                args=record.displayed_args,
+                args=record.args,
                 team_id=row.team_id,
                 channel=row.channel,
                 thread_id=row.thread_id,
@@ -114,7 +114,7 @@ class HomePublisher:
             approval = HomeApproval(
                 ref=row.id,
                 tool_name=row.tool_name,
-                args=record.displayed_args,
+                args=record.args,
                 requester=row.requester,
                 channel=row.channel,
                 waiting_since=record.suspended_at,

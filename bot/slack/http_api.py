@@ -4,11 +4,10 @@ its thread)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 
+from bot.agent import AgentStream
 from bot.api import ApiDecision, ApiFront
 
 from .conversation import continue_run
@@ -26,7 +25,7 @@ def slack_api_front(app: AsyncApp, *, token: str) -> ApiFront:
         verdict = await services.decision_rule(await _check_of(services, decision))
         return None if verdict.allowed else (verdict.explanation or "You may not decide this request.")
 
-    async def after_decision(decision: ApiDecision, stream: Any) -> None:
+    async def after_decision(decision: ApiDecision, stream: AgentStream) -> None:
         try:
             await refresh_tool_call_messages(services, app.client, decision.run_id, decision.tool_call_id)
         except SlackApiError:
@@ -46,8 +45,8 @@ async def _check_of(services: SlackServices, decision: ApiDecision) -> DecisionC
         row = rows[0]
         requester, team_id, channel, thread_id = row.requester, row.team_id, row.channel, row.thread_id
     else:
-        run = await services.agent.storage.runs.get_run(decision.run_id)
-        slack = (run.request_context or {}).get("slack") or {} if run is not None else {}
+        run = await services.agent.get_run(decision.run_id)
+        slack = run.request_context.get("slack") or {} if run is not None else {}
         requester = slack.get("user") or (run.resource_id if run is not None else "") or ""
         team_id, channel = slack.get("team_id", ""), slack.get("channel", "")
         thread_id = (run.thread_id if run is not None else None) or ""

@@ -20,6 +20,7 @@ relays them into the run's thread, so an interrupted call's approval is posted l
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.agent import AgentStream
 from memory.tables import utcnow
 
 from .conversation import continue_run
@@ -120,8 +122,10 @@ async def _record_missing(
         if key in shown:
             continue
         record = await services.agent.get_tool_call(call.run_id, call.tool_call_id)
-        since = getattr(record, "suspended_at", None)
-        if record is None or (since is not None and since > utcnow() - timedelta(seconds=grace)):
+        if record is None:
+            continue
+        since = record.suspended_at
+        if since is not None and since > utcnow() - timedelta(seconds=grace):
             continue  # the turn that met the call is probably recording its message right now
         requester = await _requester_of(services, call.run_id)
         approval = call.requires_approval
@@ -187,17 +191,17 @@ def thread_of_id(thread_id: str | None) -> SlackThread | None:
 
 async def _requester_of(services: SlackServices, run_id: str) -> str:
     """The Slack user whose message started the run (its request context), else the thread's owner."""
-    run = await services.agent.storage.runs.get_run(run_id)
+    run = await services.agent.get_run(run_id)
     if run is None:
         return ""
-    slack = (run.request_context or {}).get("slack") or {}
+    slack = run.request_context.get("slack") or {}
     return str(slack.get("user") or run.resource_id or "")
 
 
-async def relay_background_stream(services: SlackServices, client: AsyncWebClient, stream: Any) -> None:
+async def relay_background_stream(services: SlackServices, client: AsyncWebClient, stream: AgentStream) -> None:
     """Relay a run the runtime continues on its own into its Slack thread (runs of other front ends are
     left alone: they go on whether or not anyone reads them)."""
-    run = await services.agent.storage.runs.get_run(stream.run_id)
+    run = await services.agent.get_run(stream.run_id)
     thread = thread_of_id(run.thread_id if run is not None else None)
     if thread is None:
         return
@@ -205,12 +209,12 @@ async def relay_background_stream(services: SlackServices, client: AsyncWebClien
     await continue_run(services, client, stream, thread=thread, requester=requester)
 
 
-def background_stream_hook(services: SlackServices, client: AsyncWebClient) -> Any:
+def background_stream_hook(services: SlackServices, client: AsyncWebClient) -> Callable[[AgentStream], None]:
     """The `on_background_stream` hook: relays each stream in a task of its own, so the runtime never
     waits for Slack."""
     tasks: set[asyncio.Task] = set()
 
-    def on_background_stream(stream: Any) -> None:
+    def on_background_stream(stream: AgentStream) -> None:
         task = asyncio.get_running_loop().create_task(relay_background_stream(services, client, stream))
         tasks.add(task)
         task.add_done_callback(tasks.discard)

@@ -12,8 +12,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.agent import SnapshotNotFoundError, ToolCallNotSuspendedError
-from memory.states import DecisionKind, outcome_of, waiting_state_for
+from bot.agent import DecisionKind, ToolCallRecord
 
 from .approval_builder import (
     ApprovalView,
@@ -48,10 +47,8 @@ async def post_approval(
     request_text: str | None,
 ) -> ToolCallMessageRow:
     """Post the approval message of a `tool-call-approval` chunk's call (an interrupted call's says so)."""
-    record = await _record(services, run_id, payload["tool_call_id"])
-    interrupted = is_interrupted(payload.get("suspend_payload")) or is_interrupted(
-        getattr(record, "suspend_payload", None)
-    )
+    record = await services.agent.get_tool_call(run_id, payload["tool_call_id"])
+    interrupted = is_interrupted(payload.get("suspend_payload")) or (record is not None and record.interrupted)
     if interrupted:  # the message of the call's earlier wait shows how that one was decided
         await refresh_tool_call_messages(services, client, run_id, payload["tool_call_id"])
     row, mine = await services.store.add_tool_call_message(
@@ -63,7 +60,7 @@ async def post_approval(
         thread=thread,
         requester=requester,
         request_text=request_text,
-        waiting_since=getattr(record, "suspended_at", None),
+        waiting_since=record.suspended_at if record is not None else None,
         interrupted=interrupted,
     )
     if mine:
@@ -81,7 +78,7 @@ async def post_question(
     requester: str,
 ) -> ToolCallMessageRow:
     """Post what a `tool-call-suspended` chunk's tool asks, with an Answer button."""
-    record = await _record(services, run_id, payload["tool_call_id"])
+    record = await services.agent.get_tool_call(run_id, payload["tool_call_id"])
     row, mine = await services.store.add_tool_call_message(
         kind="question",
         run_id=run_id,
@@ -91,7 +88,7 @@ async def post_question(
         thread=thread,
         requester=requester,
         request_text=None,
-        waiting_since=getattr(record, "suspended_at", None),
+        waiting_since=record.suspended_at if record is not None else None,
     )
     if mine:
         await post_recorded(services, client, row, record, answerable_by_form=payload.get("resume_schema") is not None)
@@ -102,7 +99,7 @@ async def post_recorded(
     services: SlackServices,
     client: AsyncWebClient,
     row: ToolCallMessageRow,
-    record: Any,
+    record: ToolCallRecord | None,
     *,
     answerable_by_form: bool | None = None,
     search_first: bool = False,
@@ -110,11 +107,11 @@ async def post_recorded(
     """Post the message of a recorded row whose posting the caller has claimed; its ts, or None when it
     could not be posted now (the thread is told, if Slack lets us, and the recovery pass posts it later)."""
     if row.kind == "approval":
-        view = approval_view_of(services, row)
+        view = approval_view_of(row, record)
         text, blocks = approval_text(view), build_approval_blocks(view)
     else:
         if answerable_by_form is None:
-            answerable_by_form = _has_resume_schema(services, row, record)
+            answerable_by_form = record is not None and record.resume_schema is not None
         question = question_view_of(row, answerable_by_form=answerable_by_form)
         text, blocks = question_text(question), build_question_blocks(question)
     ts = await deliver(services, client, row, text=text, blocks=blocks, search_first=search_first)
@@ -145,46 +142,16 @@ def is_interrupted(suspend_payload: Any) -> bool:
     return isinstance(suspend_payload, dict) and suspend_payload.get("interrupted") is True
 
 
-def _has_resume_schema(services: SlackServices, row: ToolCallMessageRow, record: Any) -> bool:
-    if isinstance(getattr(record, "resume_schema", None), dict):
-        return True
-    return getattr(find_tool(services.agent, row.tool_name), "resume_schema", None) is not None
-
-
-async def _record(services: SlackServices, run_id: str, tool_call_id: str) -> Any:
-    try:
-        return await services.agent.get_tool_call(run_id, tool_call_id)
-    except (SnapshotNotFoundError, ToolCallNotSuspendedError):
-        return None
-
-
-def approval_view_of(services: SlackServices, row: ToolCallMessageRow, args: Any = None) -> ApprovalView:
-    tool = find_tool(services.agent, row.tool_name)
+def approval_view_of(row: ToolCallMessageRow, record: ToolCallRecord | None, args: Any = None) -> ApprovalView:
     return ApprovalView(
         ref=row.id,
         tool_name=row.tool_name,
-        description=getattr(tool, "description", "") or "",
+        description=record.description if record is not None else "",
         args=row.args if args is None else args,
         requester=row.requester,
         request_text=row.request_text,
         interrupted=row.interrupted,
     )
-
-
-def find_tool(agent: Any, tool_name: str) -> Any:
-    """The tool named `tool_name` on the agent or, for a call that surfaced from a sub-agent, on the
-    sub-agent that owns it (breadth first); None if nobody has it."""
-    agents, seen = [agent], set()
-    while agents:
-        current = agents.pop(0)
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        tool = (getattr(current, "tools", None) or {}).get(tool_name)
-        if tool is not None:
-            return tool
-        agents.extend((getattr(current, "agents", None) or {}).values())
-    return None
 
 
 def question_view_of(row: ToolCallMessageRow, *, answerable_by_form: bool = True) -> QuestionView:
@@ -197,18 +164,18 @@ def question_view_of(row: ToolCallMessageRow, *, answerable_by_form: bool = True
     )
 
 
-async def record_of(services: SlackServices, row: ToolCallMessageRow) -> Any:
+async def record_of(services: SlackServices, row: ToolCallMessageRow) -> ToolCallRecord | None:
     """The runtime's record of the message's call, or None if the run is gone."""
-    return await _record(services, row.run_id, row.tool_call_id)
+    return await services.agent.get_tool_call(row.run_id, row.tool_call_id)
 
 
-def still_waits(row: ToolCallMessageRow, record: Any) -> bool:
+def still_waits(row: ToolCallMessageRow, record: ToolCallRecord | None) -> bool:
     """Whether the call waits, in the very wait the message shows (not a later one): for a decision or
     for an answer, as the message asks."""
     wanted = DecisionKind.RESUME if row.kind == "question" else DecisionKind.APPROVE
-    if record is None or record.state != waiting_state_for(wanted):
+    if record is None or not record.waits_for(wanted):
         return False
-    since = getattr(record, "suspended_at", None)
+    since = record.suspended_at
     return row.waiting_since is None or since is None or row.waiting_since == since
 
 
@@ -235,12 +202,12 @@ async def refresh_message(
     if not shown:
         return False
     if row.kind == "approval":
-        text, blocks = _settled_approval(services, row, record)
+        text, blocks = _settled_approval(row, record)
     else:
         answer = AnswerView(
             answered_by=answered_by,
-            answered_at=getattr(record, "decided_at", None) if answered_by else None,
-            resume_data=resume_data if resume_data is not None else getattr(record, "resume_data", None),
+            answered_at=record.decided_at if answered_by and record is not None else None,
+            resume_data=resume_data if resume_data is not None or record is None else record.resume_data,
         )
         text, blocks = f"Answered: {row.tool_name}", build_answered_question_blocks(question_view_of(row), answer)
     failures = []
@@ -257,22 +224,22 @@ async def refresh_message(
     return True
 
 
-def _settled_approval(services: SlackServices, row: ToolCallMessageRow, record: Any) -> tuple[str, list]:
+def _settled_approval(row: ToolCallMessageRow, record: ToolCallRecord | None) -> tuple[str, list]:
     if record is None:
-        view = approval_view_of(services, row)
+        view = approval_view_of(row, record)
         return f"No longer waiting: {row.tool_name}", build_closed_approval_blocks(
             view, "This request is no longer waiting."
         )
-    if outcome_of(record.state, record.decision) is None:  # the call waits again, in a later message
-        view = approval_view_of(services, row)
+    if record.outcome is None:  # the call waits again, in a later message
+        view = approval_view_of(row, record)
         return f"Interrupted: {row.tool_name}", build_closed_approval_blocks(
             view, "The tool started but was interrupted; it waits for a decision again in a newer message below."
         )
     # A supervisor's call shows the inner tool's arguments; a direct call its own (edited ones if edited).
-    shown = record.displayed_args
-    view = approval_view_of(services, row, args=shown)
+    shown = record.args
+    view = approval_view_of(row, record, args=shown)
     decision = DecisionView(
-        approved=outcome_of(record.state, record.decision) == "approved",
+        approved=record.outcome == "approved",
         decided_by=record.decided_by,
         decided_at=record.decided_at,
         reason=record.reason,

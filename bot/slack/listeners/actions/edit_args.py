@@ -8,7 +8,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ...decisions import input_schema_of, tell
+from ...decisions import tell
 from ...modal_builder import ModalTarget, build_edit_args_modal
 from ...services import services_of
 from ._click import checked_click
@@ -22,7 +22,7 @@ async def handle_edit_args_button(
     click, call = await checked_click(services, client, body, kind="approval", action="edit_args")
     if call is None:
         return
-    schema = input_schema_of(services, call)
+    schema = call.record.input_schema
     if schema is None:
         await tell(
             client,

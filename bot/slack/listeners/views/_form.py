@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...form_builder import errors_by_block, form_errors, read_form
+from ...form_builder import form_errors, read_form
 
 
 def validated_form(schema: dict[str, Any], state_values: dict[str, Any]) -> tuple[Any, dict[str, str]]:
@@ -14,9 +14,3 @@ def validated_form(schema: dict[str, Any], state_values: dict[str, Any]) -> tupl
     if errors:
         return data, errors
     return data, form_errors(schema, data)
-
-
-def schema_errors(schema: dict[str, Any], error: Exception) -> dict[str, str]:
-    """Block errors for a runtime validation error carrying `errors` with `path` and `message`."""
-    problems = [(getattr(e, "path", "/"), getattr(e, "message", str(e))) for e in getattr(error, "errors", [])]
-    return errors_by_block(schema, problems or [("/", str(error))])

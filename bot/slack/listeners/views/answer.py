@@ -10,7 +10,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent import ResumeDataInvalidError
 
-from ...decisions import ClickRefused, answer, check_click, refuse, resume_schema_of, tell
+from ...decisions import ClickRefused, answer, check_click, refuse, tell
 from ...services import services_of
 from ._form import validated_form
 
@@ -27,7 +27,7 @@ async def handle_answer_submission(
         await ack()
         await refuse(services, client, refused, user=user_id, channel=None)
         return
-    schema = resume_schema_of(services, call) or {}
+    schema = call.record.resume_schema or {}
     resume_data, errors = validated_form(schema, view["state"]["values"])
     if errors:
         await ack(response_action="errors", errors=errors)

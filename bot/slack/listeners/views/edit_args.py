@@ -11,7 +11,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent import ToolArgsInvalidError
 
-from ...decisions import ClickRefused, approve, check_click, input_schema_of, refuse, tell
+from ...decisions import ClickRefused, approve, check_click, refuse, tell
 from ...services import services_of
 from ._form import validated_form
 
@@ -29,7 +29,7 @@ async def handle_edit_args_submission(
         await ack()
         await refuse(services, client, refused, user=user_id, channel=None)
         return
-    schema = input_schema_of(services, call)
+    schema = call.record.input_schema
     if schema is None:
         await ack()
         return
