@@ -106,6 +106,10 @@ class SignedSender:
 
     # --- events -----------------------------------------------------------------------------
     def new_ts(self) -> str:
+        """A new message ts; from the emulated workspace's clock when there is one, so that, as in Slack,
+        a thread's replies are always later than its parent (conversations.replies lists the parent first)."""
+        if self.slack is not None:
+            return self.slack.workspace.next_ts()
         return f"{1_800_000_000 + next(self._ts)}.000200"
 
     async def event(

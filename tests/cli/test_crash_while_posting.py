@@ -1,0 +1,138 @@
+"""`python -m bot serve` killed (SIGKILL) while it posts an approval, in real processes on one database:
+the restarted bot's recovery shows the approval exactly once, a click decides it, the tool runs once."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from bot.demo.tables import DemoRecordRow
+from bot.slack.tables import ToolCallMessageRow
+from bot.slack_emulator import SlackEmulator
+from bot.slack_emulator.faults import Fault
+from memory import Storage
+from tests.support.scripted_model import call, reply, tool_calls
+from tests.support.slack import SignedSender, slack_workspace
+
+from .test_serve import SECRET, free_port, start_bot, stop_bot
+
+
+@pytest.fixture
+async def slack():
+    async with SlackEmulator(slack_workspace()) as emulator:
+        yield emulator
+
+
+def hang(slack: SlackEmulator, method: str, seconds: float = 6.0) -> None:
+    """The next call of `method` gets no answer for `seconds`, then its connection is closed with nothing
+    done: long enough for the test to kill the bot meanwhile, short enough not to hold up the end."""
+    slack.api.faults.add(Fault(method=method, delay=seconds, drop=True, after=False))
+
+
+def bot_env(database_url: str, slack: SlackEmulator) -> dict[str, str]:
+    return {
+        **os.environ,
+        "SLACK_BOT_TOKEN": "xoxb-cli",
+        "SLACK_SIGNING_SECRET": SECRET,
+        "SLACK_API_URL": slack.api_url,
+        "DATABASE_URL": database_url,
+        "BOT_MODEL": "openai/test-model",
+        "BOT_RECOVERY_INTERVAL": "0.5",
+        "BOT_STALE_AFTER": "2",
+    }
+
+
+async def read(database_url: str, statement: Any) -> list[Any]:
+    storage = Storage(database_url)
+    try:
+        async with storage.session() as session:
+            return list(await session.scalars(statement))
+    finally:
+        await storage.close()
+
+
+async def message_row_when(database_url: str, ready: Callable[[ToolCallMessageRow], bool]) -> ToolCallMessageRow:
+    """The approval's row in the bot's database, once `ready(row)` (polled)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        rows = await read(database_url, select(ToolCallMessageRow))
+        if rows and ready(rows[0]):
+            return rows[0]
+        await asyncio.sleep(0.1)
+    raise AssertionError("the approval's message row never got ready")
+
+
+def approvals_in(slack: SlackEmulator, thread_ts: str) -> list:
+    return [m for m in slack.thread("C1", thread_ts) if "tool_approve" in str(m.history) + str(m.blocks)]
+
+
+async def decide_and_check(slack: SlackEmulator, sender: SignedSender, database_url: str, thread_ts: str) -> None:
+    """One approval shows in the thread; approving it runs the tool once and answers."""
+    [message] = approvals_in(slack, thread_ts)
+    assert message.action_ids()[0] == "tool_approve"
+    assert (await sender.click(message, "tool_approve", user="U2"))[0] == 200
+    stops = await slack.wait_for("chat.stopStream", timeout=30)
+    assert slack.message("C1", stops[-1].params["ts"]).text == "Record 2 is deleted."
+    await slack.settle()
+    assert "Approved" in message.all_text and message.action_ids() == []
+    assert approvals_in(slack, thread_ts) == [message]
+    assert await read(database_url, select(DemoRecordRow.id).order_by(DemoRecordRow.id)) == [1, 3, 4, 5]
+
+
+async def test_killed_before_slack_created_the_approval(database_url, slack, model, tmp_path):
+    model.chat.push(tool_calls(call("delete-record", {"id": 2}, id="call_1")), reply("Record 2 is deleted."))
+    hang(slack, "chat.postMessage")  # the post hangs; the bot dies before Slack does anything
+    env, port = bot_env(database_url, slack), free_port()
+    sender = SignedSender(f"http://127.0.0.1:{port}/slack/events", SECRET, slack=slack)
+    first = await start_bot(port, env, tmp_path / "bot.log")
+    try:
+        event = sender.mention("delete record 2")
+        assert (await sender.event(event))[0] == 200
+        await message_row_when(database_url, lambda row: row.ts is None)
+        await asyncio.sleep(0.5)
+    finally:
+        first.kill()
+        await first.wait()
+    assert approvals_in(slack, event["ts"]) == []
+
+    second = await start_bot(port, env, tmp_path / "bot.log")
+    try:
+        await message_row_when(database_url, lambda row: row.ts is not None)
+        await decide_and_check(slack, sender, database_url, event["ts"])
+    finally:
+        await stop_bot(second)
+
+
+async def test_killed_after_slack_created_the_approval_but_before_its_ts_was_stored(
+    database_url, slack, model, tmp_path
+):
+    model.chat.push(tool_calls(call("delete-record", {"id": 2}, id="call_1")), reply("Record 2 is deleted."))
+    slack.drop_connection("chat.postMessage", after=True)  # created; the answer is lost
+    hang(slack, "conversations.replies")  # the bot dies while it looks for what it created
+    env, port = bot_env(database_url, slack), free_port()
+    sender = SignedSender(f"http://127.0.0.1:{port}/slack/events", SECRET, slack=slack)
+    first = await start_bot(port, env, tmp_path / "bot.log")
+    try:
+        event = sender.mention("delete record 2")
+        assert (await sender.event(event))[0] == 200
+        await message_row_when(database_url, lambda row: row.maybe_copies)
+        await asyncio.sleep(0.5)
+    finally:
+        first.kill()
+        await first.wait()
+    [created] = approvals_in(slack, event["ts"])
+
+    second = await start_bot(port, env, tmp_path / "bot.log")
+    try:
+        row = await message_row_when(database_url, lambda row: row.ts is not None)
+        assert row.ts == created.ts  # found in the thread and adopted, not posted again
+        await decide_and_check(slack, sender, database_url, event["ts"])
+        assert len([c for c in slack.calls_of("chat.postMessage") if "tool_approve" in str(c.params)]) == 1
+    finally:
+        await stop_bot(second)

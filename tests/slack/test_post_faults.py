@@ -1,0 +1,92 @@
+"""`chat.postMessage` on a bad day, through the strict Slack emulation's faults: a connection dropped after
+Slack created the approval, copies left by retries the bot could not check, Slack down for a while.
+Whatever happened, the call is shown, every message that shows it decides it, and the tool runs once."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+
+from bot.slack import run_slack_recovery
+
+from .harness import RunningBot
+from .listeners.actions.test_approve import ask_to_delete, record_ids
+
+
+def approvals_in(bot: RunningBot, thread_ts: str) -> list:
+    """The messages of the thread that show an approval (with buttons, or updated after the decision)."""
+    messages = [
+        m
+        for m in bot.slack.workspace.messages.values()
+        if m.thread_ts == thread_ts and "tool_approve" in str(m.history) + str(m.blocks)
+    ]
+    return sorted(messages, key=lambda m: float(m.ts))
+
+
+async def test_a_connection_dropped_after_slack_created_the_approval_leaves_one_message(bot: RunningBot, model):
+    bot.slack.drop_connection("chat.postMessage", after=True)
+    ask_to_delete(model)
+    event = await bot.mention("delete record 3")
+    await bot.slack.wait_for("conversations.replies")  # the bot looked before posting again
+    await bot.slack.settle()
+
+    [message] = approvals_in(bot, event["ts"])  # adopted, not posted a second time
+    assert message.action_ids()[0] == "tool_approve"
+    assert not [c for c in bot.slack.calls_of("chat.postMessage") if "will post it here again" in c.text]
+    await bot.sender.click(message, "tool_approve", user="U2")
+    stops = await bot.slack.wait_for("chat.stopStream")
+    assert bot.slack.message("C1", stops[-1].params["ts"]).text == "Deleted record 3."
+    assert "Approved" in message.all_text and message.action_ids() == []
+    assert await record_ids(bot) == [1, 2, 4, 5]
+
+
+async def test_every_copy_decides_the_one_call_and_all_are_updated(bot: RunningBot, model):
+    # Two posts are created but their answers lost, and the thread cannot be read to check: three copies.
+    bot.slack.drop_connection("chat.postMessage", times=2, after=True)
+    bot.slack.fail("conversations.replies", status=500, times=8)  # two looks, each tried four times
+    ask_to_delete(model)
+    event = await bot.mention("delete record 3")
+    await bot.slack.wait_until(lambda: len(approvals_in(bot, event["ts"])) == 3, what="three copies", timeout=40)
+    await bot.slack.settle()
+    first, second, third = approvals_in(bot, event["ts"])
+    assert (
+        first.button_value("tool_approve") == second.button_value("tool_approve") == third.button_value("tool_approve")
+    )
+
+    stale_screen = copy.deepcopy(second)  # how someone who has not reloaded still sees it
+    await bot.sender.click(first, "tool_approve", user="U2")  # a copy the bot never heard back about
+
+    stops = await bot.slack.wait_for("chat.stopStream")
+    assert bot.slack.message("C1", stops[-1].params["ts"]).text == "Deleted record 3."
+    await bot.slack.settle()
+    for shown in (first, second, third):
+        assert shown.action_ids() == [] and "Approved" in shown.all_text and "<@U2>" in shown.all_text
+
+    await bot.sender.click(stale_screen, "tool_approve", user="U3")  # buttons still shown there
+    told = await bot.slack.wait_for("chat.postEphemeral", lambda c: c.params["user"] == "U3")
+    assert "already decided" in told[0].params["text"]
+    await bot.slack.settle()
+    assert await record_ids(bot) == [1, 2, 4, 5]  # the tool ran once
+    assert len(bot.slack.calls_of("chat.stopStream")) == 1
+
+
+async def test_an_approval_posted_while_slack_was_down_appears_once_slack_is_back(bot: RunningBot, model):
+    # Slack fails every try of the turn (three posts) and the note about it; the recovery loop runs.
+    bot.slack.fail("chat.postMessage", status=500, times=7)
+    ask_to_delete(model)
+    event = await bot.mention("delete record 3")
+    await bot.slack.wait_until(lambda: len(bot.slack.failed) >= 7, what="Slack's failures")
+    assert approvals_in(bot, event["ts"]) == []
+    recovery = asyncio.create_task(run_slack_recovery(bot.app, every=0.3, repost_after=0.5))
+    try:
+        await bot.slack.wait_until(lambda: approvals_in(bot, event["ts"]), what="the recovered approval")
+        await asyncio.sleep(1.5)  # more passes: none posts it again
+        [message] = approvals_in(bot, event["ts"])
+        await bot.sender.click(message, "tool_approve", user="U2")
+        await bot.slack.wait_for("chat.stopStream")
+        await bot.slack.settle()
+    finally:
+        recovery.cancel()
+        await asyncio.gather(recovery, return_exceptions=True)
+    assert "Approved" in message.all_text and message.action_ids() == []
+    assert await record_ids(bot) == [1, 2, 4, 5]
