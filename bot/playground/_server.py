@@ -19,7 +19,7 @@ from bot.assemble import assemble_agent
 from bot.defaults import PLAYGROUND_DATABASE_URL
 from bot.metrics import add_metrics_routes
 from bot.recovery import recover_forever
-from bot.slack import build_web_app, create_slack_app
+from bot.slack import build_web_app, create_slack_app, run_slack_recovery
 from bot.slack.http_api import slack_api_front
 from bot.slack.migrations import SCHEMA as SLACK_SCHEMA
 from bot.slack_emulator import SlackWebApi, Workspace
@@ -68,6 +68,8 @@ class Playground:
         self._runner: web.AppRunner | None = None
         self._workspace_store: WorkspaceStore | None = None
         self._recovery: asyncio.Task | None = None
+        self._slack_recovery: asyncio.Task | None = None
+        self._bolt_app: Any = None
 
     @property
     def url(self) -> str:
@@ -98,6 +100,13 @@ class Playground:
                     self.agent, every=self.settings.bot_recovery_interval, stale_after=self.settings.bot_stale_after
                 )
             )
+            self._slack_recovery = asyncio.get_running_loop().create_task(
+                run_slack_recovery(
+                    self._bolt_app,
+                    every=self.settings.bot_recovery_interval,
+                    repost_after=self.settings.bot_stale_after,
+                )
+            )
         except BaseException:
             sock.close()
             await self.stop()
@@ -110,6 +119,9 @@ class Playground:
         if self._recovery is not None:
             self._recovery.cancel()
             self._recovery = None
+        if self._slack_recovery is not None:
+            self._slack_recovery.cancel()
+            self._slack_recovery = None
         if self._runner is not None:
             self.workspace.changed()  # every page waiting for a change gets its answer now
             await self._runner.cleanup()
@@ -158,6 +170,7 @@ class Playground:
         bolt_app = create_slack_app(
             agent=agent, storage=storage, token=token, signing_secret=signing_secret, api_url=f"{self.url}/api/"
         )
+        self._bolt_app = bolt_app
         web_app = build_web_app(bolt_app)
         if self.settings.bot_api_token:  # before the emulated Web API, whose /api/{method} would take /api/openapi.json
             add_api_routes(web_app, slack_api_front(bolt_app, token=self.settings.bot_api_token))

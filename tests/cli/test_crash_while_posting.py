@@ -136,3 +136,58 @@ async def test_killed_after_slack_created_the_approval_but_before_its_ts_was_sto
         assert len([c for c in slack.calls_of("chat.postMessage") if "tool_approve" in str(c.params)]) == 1
     finally:
         await stop_bot(second)
+
+
+async def test_a_tool_killed_midway_comes_back_to_slack_as_interrupted_and_runs_again_once_approved(
+    database_url, slack, model, tmp_path, monkeypatch
+):
+    """`python -m bot serve` dies inside the approved tool; the restarted bot's recovery shows the call
+    in its thread as interrupted (it may or may not have taken effect), and Run it again runs it."""
+    from tests.cli.test_recovery_in_the_bot import bot_env as recovery_env
+    from tests.cli.test_recovery_in_the_bot import start_serve
+    from tests.runtime.test_recovery import lines
+
+    effects = tmp_path / "effects.log"
+    monkeypatch.setenv("EFFECTS", str(effects))
+    model.chat.push(tool_calls(call("delete-record", {"id": "5"}, id="call_del")), reply("Deleted record 5."))
+    port = free_port()
+    sender = SignedSender(f"http://127.0.0.1:{port}/slack/events", SECRET, slack=slack)
+    quick = {"BOT_STALE_AFTER": "1", "BOT_RECOVERY_INTERVAL": "0.5"}
+    first = await start_serve(port, recovery_env(database_url, slack, CRASH_AT="in_tool", **quick), tmp_path / "a.log")
+    try:
+        event = sender.mention("delete record 5")
+        assert (await sender.event(event))[0] == 200
+        [posted] = await slack.wait_for("chat.postMessage", lambda c: "tool_approve" in str(c.params), timeout=30)
+        approval = slack.posted_by(posted)
+        assert (await sender.click(approval, "tool_approve", user="U2"))[0] == 200
+        await asyncio.wait_for(first.wait(), 30)  # killed inside the tool, after its "started" line
+    finally:
+        if first.returncode is None:
+            first.kill()
+            await first.wait()
+    assert len(lines(effects, "started delete-record 5")) == 1 and lines(effects, "finished") == []
+
+    second = await start_serve(port, recovery_env(database_url, slack, **quick), tmp_path / "b.log")
+    try:
+        [again] = await slack.wait_for(
+            "chat.postMessage", lambda c: "may or may not have taken effect" in c.text, timeout=30
+        )
+        interrupted = slack.posted_by(again)
+        assert interrupted.thread_ts == event["ts"]
+        assert interrupted.action_ids() == ["tool_approve", "tool_decline", "tool_decline_with_reason"]
+        # the first message has no buttons left: it shows the approval, or (when the crash came before that
+        # update) that the call was interrupted and waits again below
+        assert approval.action_ids() == []
+        assert "Approved" in approval.all_text or "waits for a decision again" in approval.all_text
+
+        assert (await sender.click(interrupted, "tool_approve", user="U2"))[0] == 200
+        await slack.wait_for("chat.stopStream", timeout=30)
+        await slack.settle()
+        answers = [m for m in slack.thread("C1", event["ts"]) if m.text == "Deleted record 5."]
+        assert len(answers) == 1
+        assert "Run again" in interrupted.all_text and interrupted.action_ids() == []
+        assert len(lines(effects, "started delete-record 5")) == 2  # once before the crash, once approved again
+        assert len(lines(effects, "finished delete-record 5")) == 1
+        assert len([c for c in slack.calls_of("chat.postMessage") if "may or may not" in c.text]) == 1
+    finally:
+        await stop_bot(second)
