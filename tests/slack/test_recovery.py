@@ -172,3 +172,23 @@ async def test_a_run_the_runtime_continues_on_its_own_is_relayed_into_its_thread
     assert answer.text == "Deleted record 3." and answer.thread_ts == event["ts"]
     await bot.slack.wait_for("chat.update", lambda c: c.params.get("ts") == message.ts)
     assert "Approved" in message.all_text and message.action_ids() == []
+
+
+async def test_a_model_that_does_not_answer_fails_the_turn_with_a_clear_message_and_the_thread_goes_on(
+    bot: RunningBot, model
+):
+    from tests.support.scripted_model import failure
+
+    bot.agent.set_default_option("model_timeout", 1.0)
+    model.chat.push(failure("timeout", seconds=5, retry=False), reply("Here again."))
+    event = await bot.mention("hello?")
+    said = await bot.slack.wait_until(
+        lambda: [m for m in bot.slack.thread("C1", event["ts"]) if "did not answer within 1 s" in m.all_text],
+        what="the timeout message",
+    )
+    assert said[0].thread_ts == event["ts"]
+    await bot.slack.settle()
+    await bot.say("still there?", thread_ts=event["ts"])
+    await bot.slack.wait_until(
+        lambda: [m for m in bot.slack.thread("C1", event["ts"]) if m.text == "Here again."], what="the next answer"
+    )
