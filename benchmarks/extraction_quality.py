@@ -120,8 +120,7 @@ def score(case: Case, got: tuple[str, Any] | None) -> Outcome:
 async def extract(agent: Any, case: Case, *, timeout: float) -> tuple[str, Any] | None:
     """The bot's own extraction of one case: which waiting call resumes, with what."""
     parked = parked_calls(case)
-    found = await _autoresume.find_answer(agent, parked, case.message, timeout=timeout)
-    found = getattr(found, "answer", found)
+    found = (await _autoresume.find_answer(agent, parked, case.message, timeout=timeout)).answer
     if found is None:
         return None
     return found.call.tool_name, found.resume_data
@@ -133,8 +132,13 @@ def model_agent(base_url: str, model: str) -> Any:
     return SimpleNamespace(model_client=client, model=model, memory=None)
 
 
-async def run(agent: Any, cases: list[Case], *, timeout: float) -> list[Outcome]:
-    return [score(case, await extract(agent, case, timeout=timeout)) for case in cases]
+async def run(agent: Any, cases: list[Case], *, timeout: float, progress: bool = False) -> list[Outcome]:
+    outcomes = []
+    for case in cases:
+        outcomes.append(score(case, await extract(agent, case, timeout=timeout)))
+        if progress:
+            print(f"  {case.id}: {outcomes[-1].verdict} {outcomes[-1].got}", file=sys.stderr, flush=True)
+    return outcomes
 
 
 def table(outcomes: list[Outcome]) -> str:
@@ -213,7 +217,7 @@ async def main() -> int:
         return 0
 
     agent = model_agent(args.base_url, args.model)
-    runs = [await run(agent, cases, timeout=args.timeout) for _ in range(max(1, args.repeat))]
+    runs = [await run(agent, cases, timeout=args.timeout, progress=True) for _ in range(max(1, args.repeat))]
     outcomes = runs[0]
     print(f"{len(outcomes)} cases against {args.base_url} ({args.model})\n")
     print(table(outcomes))

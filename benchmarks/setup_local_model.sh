@@ -61,7 +61,7 @@ if [[ "${1:-}" == "--serve" ]]; then
   if curl -fsS "http://127.0.0.1:$port/health" >/dev/null 2>&1; then
     echo "server: already answering on 127.0.0.1:$port"
   else
-    nohup nice -n 5 "$server" -m "$model" --host 127.0.0.1 --port "$port" -c 4096 -t 1 -np 1 \
+    nohup nice -n 5 "$server" -m "$model" --host 127.0.0.1 --port "$port" -c 4096 -t 1 -np 1 --no-cache-prompt \
       >"$dir/server.log" 2>&1 &
     echo $! >"$dir/server.pid"
     for _ in $(seq 1 60); do

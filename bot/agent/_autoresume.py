@@ -42,6 +42,8 @@ INSTRUCTIONS = (
     "Answer with JSON only."
 )
 SCHEMA_IN_PROMPT = "Answer with a JSON object that fits this JSON schema:\n"
+_BOOLEAN_WORDS = {"yes": True, "no": False, "unclear": None}
+COPY_THE_WORD = "Copy the reply's answer word."
 _ANSWER_FIELD = "answer"
 """The one field a call whose resume schema is not an object is asked for."""
 
@@ -117,8 +119,11 @@ def _resolve(schema: Any, root: dict[str, Any]) -> dict[str, Any]:
 
 
 def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    """The field's schema, also allowing null ("the reply does not say")."""
+    """The field's schema, also allowing null ("the reply does not say"). A yes/no field is asked as the
+    reply's own word: a small model copies "no" from "no" reliably, and reads it as `true` often."""
     kinds = schema.get("type")
+    if kinds == "boolean":
+        return {"enum": list(_BOOLEAN_WORDS)}
     if "enum" in schema:
         nullable: dict[str, Any] = {"enum": [*schema["enum"], None]}
         if isinstance(kinds, str):
@@ -135,13 +140,13 @@ def _describe(name: str, schema: dict[str, Any]) -> str:
         kind = "one of " + ", ".join(json.dumps(v) for v in schema["enum"]) + ", or null"
     else:
         kind = {
-            "boolean": "true, false or null",
+            "boolean": "yes, no or unclear",
             "integer": "a whole number or null",
             "number": "a number or null",
-            "string": "text or null",
+            "string": "",
         }.get(str(schema.get("type")), "a value or null")
     about = f" ({schema['description']})" if isinstance(schema.get("description"), str) else ""
-    return f"{name}: {kind}{about}"
+    return f"{name}: {kind}{about}" if kind else f"{name}{about}"
 
 
 def _question(call: ToolCallRow) -> str:
@@ -171,9 +176,11 @@ def extraction_request(parked: list[ToolCallRow], message: str, *, schema_in_pro
     if len(forms) == 1:
         form = forms[0]
         schema = objects[form.label]
-        prompt = f"Question: {_question(form.call)}\nReply: {message}\n\nFields:\n" + "\n".join(
-            f"- {_describe(n, s)}" for n, s in form.fields.items()
-        )
+        if all(s.get("type") == "boolean" for s in form.fields.values()):
+            ask = COPY_THE_WORD
+        else:
+            ask = "Fields:\n" + "\n".join(f"- {_describe(n, s)}" for n, s in form.fields.items())
+        prompt = f"Question: {_question(form.call)}\nReply: {message}\n\n{ask}"
     else:
         schema = {
             "type": "object",
@@ -209,7 +216,8 @@ def read_reply(parked: list[ToolCallRow], reply: Any, message: str) -> Reading:
     for form in forms:
         values = filled.get(form.label)
         values = values if isinstance(values, dict) else {}
-        given = {k: v for k, v in values.items() if k in form.fields and v is not None}
+        given = {k: _from_word(v, form.fields[k]) for k, v in values.items() if k in form.fields}
+        given = {k: v for k, v in given.items() if v is not None}
         if not given:
             continue
         kept = {k: v for k, v in given.items() if grounding.value_supported(v, form.fields[k], message)}
@@ -233,6 +241,13 @@ def read_reply(parked: list[ToolCallRow], reply: Any, message: str) -> Reading:
     if complete:  # one message resumes at most one call, and this one could answer several: ask
         unclear.extend(_unclear(f, list(f.fields)) for f in forms if any(a.call is f.call for a in complete))
     return Reading(unclear=unclear)
+
+
+def _from_word(value: Any, schema: dict[str, Any]) -> Any:
+    """A yes/no field's word as the boolean it stands for (None for "unclear" or anything else)."""
+    if schema.get("type") == "boolean":
+        return _BOOLEAN_WORDS.get(value) if isinstance(value, str) else None
+    return value
 
 
 def _unclear(form: _Form, names: list[str]) -> str:

@@ -446,7 +446,7 @@ async def test_the_extraction_prompt_holds_only_what_it_needs(model, storage):
     assert "hmm, let me think" not in text and "Which city do you mean?" not in text
     assert "tools" not in body
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
-    assert extraction_prompt(body) == "Question: Which city?\nReply: Paris\n\nFields:\n- city: text or null"
+    assert extraction_prompt(body) == "Question: Which city?\nReply: Paris\n\nFields:\n- city"
 
 
 async def test_the_same_question_and_reply_give_the_same_request_whatever_the_ids(model, storage):
@@ -588,7 +588,7 @@ async def test_a_no_to_a_confirmation_resumes_with_exactly_no(model, storage):
     agent = auto_agent(storage, [deploy])
     first = await ask_to_deploy(model, agent)
 
-    model.structured.push(structured({"confirmed": False}))
+    model.structured.push(structured({"confirmed": "no"}))  # a yes/no field is asked as the reply's word
     model.chat.push(reply("OK, not deploying."))
     output = await agent.generate("no, not yet", **OPTS)
 
@@ -596,18 +596,19 @@ async def test_a_no_to_a_confirmation_resumes_with_exactly_no(model, storage):
     assert deploy.runs == [None, {"confirmed": False}]
     prompt = extraction_prompt(model.structured.requests[-1])
     assert prompt == (
-        "Question: Deploy build 142 to production now?\nReply: no, not yet\n\nFields:\n- confirmed: true, false or null"
+        "Question: Deploy build 142 to production now?\nReply: no, not yet\n\nCopy the reply's answer word."
     )
 
 
 @pytest.mark.parametrize(
     ("message", "read_as"),
     [
-        ("no", {"confirmed": True}),  # a refusal read as a yes
-        ("not yet", {"confirmed": True}),
-        ("let me check with the team first", {"confirmed": True}),  # no yes given
-        ("let me check with the team first", {"confirmed": False}),  # nor a no
-        ("is it safe?", {"confirmed": True}),  # a question back
+        ("no", {"confirmed": "yes"}),  # a refusal read as a yes
+        ("not yet", {"confirmed": "yes"}),
+        ("let me check with the team first", {"confirmed": "yes"}),  # no yes given
+        ("let me check with the team first", {"confirmed": "no"}),  # nor a no
+        ("is it safe?", {"confirmed": "yes"}),  # a question back
+        ("yes", {"confirmed": True}),  # not one of the words asked for
     ],
 )
 async def test_a_reading_the_message_does_not_support_does_not_resume(model, storage, message, read_as):
@@ -625,7 +626,7 @@ async def test_a_reading_the_message_does_not_support_does_not_resume(model, sto
     assert has_waiting_note(model.chat.requests[-1], "deploy", "Deploy build 142 to production now?")
 
     # a clear answer still resumes it
-    model.structured.push(structured({"confirmed": True}))
+    model.structured.push(structured({"confirmed": "yes"}))
     model.chat.push(reply("Deployed."))
     done = await agent.generate("yes, go ahead", **OPTS)
     assert done.run_id == first.run_id and deploy.runs == [None, {"confirmed": True}]

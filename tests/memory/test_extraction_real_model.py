@@ -58,7 +58,20 @@ def llm_url():
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = subprocess.Popen(
-        [str(SERVER), "-m", str(MODEL_FILE), "--host", "127.0.0.1", "--port", str(port), "-c", "2048", "-t", "1"],
+        [
+            str(SERVER),
+            "-m",
+            str(MODEL_FILE),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "-c",
+            "2048",
+            "-t",
+            "1",
+            "--no-cache-prompt",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
