@@ -12,6 +12,7 @@ import importlib.util
 import os
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -29,6 +30,7 @@ pytestmark = pytest.mark.real_model
 def load_benchmark():
     spec = importlib.util.spec_from_file_location("extraction_quality", BENCHMARKS / "extraction_quality.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
