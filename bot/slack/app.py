@@ -24,8 +24,9 @@ from memory import Storage
 
 from .directory import Directory
 from .home import HomePublisher
+from .intake import RECORDED, EventIntake, record_event
 from .listeners import register_listeners
-from .listeners.events.turn import kept, take_turn, team_of, thread_to_answer
+from .listeners.events.turn import take_turn
 from .permissions import DecisionRule, PolicyRule
 from .recovery import background_stream_hook, run_recovery
 from .services import SlackServices, attach_services, remember_services, services_of_app
@@ -124,6 +125,8 @@ def create_slack_app(
         stale_after=stale_after,
         logger=logger,
     )
+    if signing_secret:  # over HTTP: events are acknowledged before Bolt's dispatch
+        services.intake = EventIntake(app, services.store, signing_secret, logger=logger)
     app.use(attach_services(services))
     app.use(record_events(services.store))
     register_listeners(app)
@@ -145,20 +148,12 @@ def record_events(store: SlackStore):
     and goes no further."""
 
     async def record_slack_events(body, context, next, logger):
-        event_id = body.get("event_id") if body.get("type") == "event_callback" else None
-        if event_id:
-            event = body.get("event") or {}
-            team_id = team_of(body, event, context.team_id)
-            thread = thread_to_answer(event, team_id, context.bot_user_id)
-            claimed = await store.claim_event(
-                event_id,
-                team_id or None,
-                thread_id=thread.thread_id if thread else None,
-                event=kept(event) if thread else None,
-                bot_user_id=context.bot_user_id,
-            )
-            if not claimed:
-                logger.info("event %s already handled; skipped", event_id)
+        if context.get(RECORDED):  # recorded on the ack path already (`intake.EventIntake`)
+            await next()
+            return
+        if body.get("type") == "event_callback" and body.get("event_id"):
+            if not await record_event(store, body, context.bot_user_id, context.team_id):
+                logger.info("event %s already handled; skipped", body["event_id"])
                 return BoltResponse(status=200, body="")
         await next()
 

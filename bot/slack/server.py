@@ -28,10 +28,14 @@ def build_web_app(app: AsyncApp, *, path: str | None = EVENTS_PATH) -> web.Appli
     over Socket Mode, where nothing verifies a request's signature); other front ends may add routes.
     It starts the app's background work (the sweep of queued messages) and stops it on cleanup."""
 
+    intake = services_of_app(app).intake
+
     async def slack_events(request: web.Request) -> web.Response:
         bolt_request = await _parsed(request)
         if bolt_request is None:
             return web.Response(status=400, text="malformed request body")
+        if intake is not None and (early := await intake.acknowledge(bolt_request)) is not None:
+            return await to_aiohttp_response(early)
         return await to_aiohttp_response(await app.async_dispatch(bolt_request))
 
     async def health(_request: web.Request) -> web.Response:
@@ -48,6 +52,8 @@ def build_web_app(app: AsyncApp, *, path: str | None = EVENTS_PATH) -> web.Appli
 
     async def stop_turns(_web_app: web.Application) -> None:
         await turns.close()
+        if intake is not None:
+            await intake.close()
 
     web_app.on_startup.append(start_turns)
     web_app.on_cleanup.append(stop_turns)

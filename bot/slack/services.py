@@ -19,6 +19,7 @@ from .store import SlackStore
 if TYPE_CHECKING:
     from bot.agent import Agent
 
+    from .intake import EventIntake
     from .turn_queue import TurnQueue
 
 SERVICES_KEY = "services"
@@ -42,6 +43,8 @@ class SlackServices:
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("bot.slack"))
     turns: TurnQueue = field(init=False)
     """Takes the turns of queued messages, one at a time per thread (set by `create_slack_app`)."""
+    intake: EventIntake | None = None
+    """Over HTTP, acknowledges event deliveries before Bolt dispatches them (set by `create_slack_app`)."""
 
 
 def services_of(context: Any) -> SlackServices:

@@ -1,0 +1,106 @@
+"""The ack path over HTTP: an Events API delivery is answered as soon as it is recorded.
+
+Slack wants its 200 within 3 seconds and retries otherwise, and a burst of mentions arrives at once.
+Bolt's dispatch (its middleware chain and listener matching) costs about a millisecond per request,
+so a burst of hundreds would keep the last ack waiting behind all the others. Here a signed
+`event_callback` is checked (signature, duplicate) and recorded with its message (`SlackStore.claim_event`,
+batched) and answered at once; Bolt dispatches it afterwards, one request at a time in the background,
+without recording it again. Everything else (interactivity, commands, a bad signature, an event whose
+bot user is unknown) goes through Bolt as usual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
+from slack_sdk.signature import SignatureVerifier
+
+from .listeners.events.turn import kept, team_of, thread_to_answer
+from .store import SlackStore
+
+RECORDED = "approval_bot_event_recorded"
+"""Set in a request's Bolt context once its event is recorded, so the middleware does not record it again."""
+
+
+def bot_user_of(body: dict[str, Any]) -> str | None:
+    """The bot's user ID as Slack states it in the delivery (`authorizations`)."""
+    for authorization in body.get("authorizations") or []:
+        if isinstance(authorization, dict) and authorization.get("is_bot") and authorization.get("user_id"):
+            return authorization["user_id"]
+    return None
+
+
+async def record_event(store: SlackStore, body: dict[str, Any], bot_user_id: str | None, team_id: str | None) -> bool:
+    """Record the delivery's `event_id`, with its message when the bot answers it; False for a repeat."""
+    event = body.get("event") or {}
+    team = team_of(body, event, team_id)
+    thread = thread_to_answer(event, team, bot_user_id)
+    return await store.claim_event(
+        body["event_id"],
+        team or None,
+        thread_id=thread.thread_id if thread else None,
+        event=kept(event) if thread else None,
+        bot_user_id=bot_user_id,
+    )
+
+
+def _first(request: AsyncBoltRequest, name: str) -> str:
+    values = request.headers.get(name) or [""]
+    return values[0] if isinstance(values, (list, tuple)) else str(values)
+
+
+class EventIntake:
+    """Acknowledges Events API deliveries before Bolt sees them (see the module docstring)."""
+
+    def __init__(self, app: AsyncApp, store: SlackStore, signing_secret: str, *, logger: logging.Logger):
+        self.app = app
+        self.store = store
+        self.verifier = SignatureVerifier(signing_secret)
+        self.logger = logger
+        self._waiting: asyncio.Queue[AsyncBoltRequest] | None = None
+        self._dispatcher: asyncio.Task[None] | None = None
+
+    async def acknowledge(self, request: AsyncBoltRequest) -> BoltResponse | None:
+        """The response for a signed event delivery, once recorded; None: let Bolt handle the request."""
+        body = request.body
+        if not isinstance(body, dict) or body.get("type") != "event_callback" or not body.get("event_id"):
+            return None
+        bot_user_id = bot_user_of(body)
+        signed = self.verifier.is_valid(
+            request.raw_body, _first(request, "x-slack-request-timestamp"), _first(request, "x-slack-signature")
+        )
+        if bot_user_id is None or not signed:
+            return None  # Bolt answers a bad signature (401) and finds the bot user itself
+        if not await record_event(self.store, body, bot_user_id, None):
+            self.logger.info("event %s already handled; skipped", body["event_id"])
+            return BoltResponse(status=200, body="")
+        request.context[RECORDED] = True
+        self._dispatch_later(request)
+        return BoltResponse(status=200, body="")
+
+    def _dispatch_later(self, request: AsyncBoltRequest) -> None:
+        if self._waiting is None:
+            self._waiting = asyncio.Queue()
+        self._waiting.put_nowait(request)
+        if self._dispatcher is None or self._dispatcher.done():
+            self._dispatcher = asyncio.create_task(self._dispatch_waiting())
+
+    async def _dispatch_waiting(self) -> None:
+        # one at a time: between two acks at most one dispatch runs, so a burst is acknowledged first
+        assert self._waiting is not None
+        while not self._waiting.empty():
+            request = self._waiting.get_nowait()
+            try:
+                await self.app.async_dispatch(request)
+            except Exception:
+                self.logger.exception("dispatching event %s failed", request.body.get("event_id"))
+
+    async def close(self) -> None:
+        if self._dispatcher is not None:
+            self._dispatcher.cancel()
+            await asyncio.gather(self._dispatcher, return_exceptions=True)
