@@ -187,7 +187,9 @@ async def run_once(database_url: str, args: argparse.Namespace, workdir: Path) -
                     try:
                         await slack.wait_for("chat.stopStream", timeout=60)
                     except AssertionError as exc:
-                        raise RuntimeError(f"the warm-up mention got no answer: {(workdir / 'bot.log').read_text()[-3000:]}") from exc
+                        raise RuntimeError(
+                            f"the warm-up mention got no answer: {(workdir / 'bot.log').read_text()[-3000:]}"
+                        ) from exc
                     bodies = [mention_body(i) for i in range(1, args.mentions + 1)]
                     started = time.perf_counter()
                     acks = await asyncio.gather(*(post(session, url, body, verifier) for body in bodies))

@@ -157,6 +157,7 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
             signing_secret=settings.slack_signing_secret if command == "serve" else None,
             api_url=settings.slack_api_url,
             max_concurrent_turns=settings.bot_max_concurrent_turns,
+            stale_after=settings.bot_stale_after,
             admins=settings.bot_admins,
         )
         web_app = build_web_app(app, path=EVENTS_PATH if command == "serve" else None)
