@@ -69,10 +69,10 @@ def mention_body(index: int) -> str:
     ts = f"{1_800_000_000 + index}.{uuid.uuid4().int % 1_000_000:06d}"
     event = {
         "type": "app_mention",
-        "user": "U1",
+        "user": f"U{index:05d}",
         "text": f"<@{BOT_USER_ID}> hello number {index}",
         "ts": ts,
-        "channel": "C1",
+        "channel": f"C{index:05d}",
         "event_ts": ts,
         "team": TEAM,
     }
