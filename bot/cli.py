@@ -134,21 +134,21 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
     from .api import add_api_routes
     from .assemble import assemble_agent
     from .metrics import add_metrics_routes
-    from .recovery import recover_forever
+    from .recovery import RecoveryLoop
     from .slack import build_web_app, create_slack_app, run_slack_recovery, serve_http, serve_socket
     from .slack.http_api import slack_api_front
     from .slack.migrations import SCHEMA as SLACK_SCHEMA
     from .slack.server import EVENTS_PATH, SlackUnreachableError
 
     storage = await open_storage(settings.database_url, SLACK_SCHEMA)
-    runtime_recovery: asyncio.Task | None = None
+    runtime_recovery: RecoveryLoop | None = None
     try:
         named = load_agent(options.agent) if options.agent else None
         agent = await assemble_agent(
             storage, model=settings.bot_model, agent=named, model_timeout=settings.bot_model_timeout
         )
-        runtime_recovery = asyncio.get_running_loop().create_task(
-            recover_forever(agent, every=settings.bot_recovery_interval, stale_after=settings.bot_stale_after)
+        runtime_recovery = RecoveryLoop(
+            agent, every=settings.bot_recovery_interval, stale_after=settings.bot_stale_after
         )
         app = create_slack_app(
             agent=agent,
@@ -188,7 +188,7 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
         # Events are no longer taken (the server stopped above). Tools at work get the grace to finish;
         # what is still running then is left to the recovery of the next start.
         if runtime_recovery is not None:
-            runtime_recovery.cancel()
+            await runtime_recovery.stop()
         left = await wait_for_running_runs(settings.bot_shutdown_grace)
         if left:
             logging.getLogger("bot").warning(

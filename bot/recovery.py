@@ -4,6 +4,7 @@ process left behind (`Agent.recover_stale_runs`; several replicas recovering at 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 from bot.agent import Agent
@@ -11,13 +12,36 @@ from bot.agent import Agent
 log = logging.getLogger(__name__)
 
 
-async def recover_forever(agent: Agent, *, every: float, stale_after: float) -> None:
-    """Recover stale runs now and then every `every` seconds, until cancelled; a failed pass is logged and retried."""
-    while True:
+class RecoveryLoop:
+    """Recover stale runs now and then every `every` seconds, in a task, until `stop()`.
+
+    `stop()` lets a pass under way finish instead of cancelling it mid-query: a query cut off while the
+    process shuts down would leave its database connection to be reset after the event loop is gone.
+    """
+
+    def __init__(self, agent: Agent, *, every: float, stale_after: float):
+        self.agent = agent
+        self.every = every
+        self.stale_after = stale_after
+        self._stopping = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="recovery")
+
+    async def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                recovered = await self.agent.recover_stale_runs(stale_after=self.stale_after)
+                if recovered:
+                    log.info("recovered %d run(s) left by a stopped process: %s", len(recovered), ", ".join(recovered))
+            except Exception:  # noqa: BLE001 - the database may be away for a moment; the next pass tries again
+                log.warning("the recovery pass failed; it runs again in %gs", self.every, exc_info=True)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self.every)
+
+    async def stop(self, timeout: float = 5.0) -> None:
+        """Stop after the pass under way, if any (cancelled only if it takes longer than `timeout`)."""
+        self._stopping.set()
         try:
-            recovered = await agent.recover_stale_runs(stale_after=stale_after)
-            if recovered:
-                log.info("recovered %d run(s) left by a stopped process: %s", len(recovered), ", ".join(recovered))
-        except Exception:  # noqa: BLE001 - the database may be away for a moment; the next pass tries again
-            log.warning("the recovery pass failed; it runs again in %gs", every, exc_info=True)
-        await asyncio.sleep(every)
+            await asyncio.wait_for(asyncio.shield(self._task), timeout)
+        except TimeoutError:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)

@@ -18,7 +18,7 @@ from bot.api import add_api_routes
 from bot.assemble import assemble_agent
 from bot.defaults import PLAYGROUND_DATABASE_URL
 from bot.metrics import add_metrics_routes
-from bot.recovery import recover_forever
+from bot.recovery import RecoveryLoop
 from bot.slack import build_web_app, create_slack_app, run_slack_recovery
 from bot.slack.http_api import slack_api_front
 from bot.slack.migrations import SCHEMA as SLACK_SCHEMA
@@ -67,7 +67,7 @@ class Playground:
         self._delivery: Delivery | None = None
         self._runner: web.AppRunner | None = None
         self._workspace_store: WorkspaceStore | None = None
-        self._recovery: asyncio.Task | None = None
+        self._recovery: RecoveryLoop | None = None
         self._slack_recovery: asyncio.Task | None = None
         self._bolt_app: Any = None
 
@@ -95,10 +95,8 @@ class Playground:
             self._runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=STOP_GRACE)
             await self._runner.setup()
             await web.SockSite(self._runner, sock).start()
-            self._recovery = asyncio.get_running_loop().create_task(
-                recover_forever(
-                    self.agent, every=self.settings.bot_recovery_interval, stale_after=self.settings.bot_stale_after
-                )
+            self._recovery = RecoveryLoop(
+                self.agent, every=self.settings.bot_recovery_interval, stale_after=self.settings.bot_stale_after
             )
             self._slack_recovery = asyncio.get_running_loop().create_task(
                 run_slack_recovery(
@@ -117,7 +115,7 @@ class Playground:
         """Stop within about a second, open pages or not: their long polls are answered at once, and what
         the bot was doing is left to the recovery of the next start."""
         if self._recovery is not None:
-            self._recovery.cancel()
+            await self._recovery.stop(timeout=1.0)
             self._recovery = None
         if self._slack_recovery is not None:
             self._slack_recovery.cancel()
