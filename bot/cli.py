@@ -133,6 +133,7 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
     from .agent import wait_for_running_runs
     from .api import add_api_routes
     from .assemble import assemble_agent
+    from .expiry import expire_forever
     from .metrics import add_metrics_routes
     from .recovery import RecoveryLoop
     from .slack import build_web_app, create_slack_app, run_slack_recovery, serve_http, serve_socket
@@ -142,6 +143,7 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
 
     storage = await open_storage(settings.database_url, SLACK_SCHEMA)
     runtime_recovery: RecoveryLoop | None = None
+    expiry: asyncio.Task | None = None
     try:
         named = load_agent(options.agent) if options.agent else None
         agent = await assemble_agent(
@@ -150,6 +152,7 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
         runtime_recovery = RecoveryLoop(
             agent, every=settings.bot_recovery_interval, stale_after=settings.bot_stale_after
         )
+        expiry = asyncio.get_running_loop().create_task(expire_forever(agent))
         app = create_slack_app(
             agent=agent,
             storage=storage,
@@ -189,6 +192,8 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
         # what is still running then is left to the recovery of the next start.
         if runtime_recovery is not None:
             await runtime_recovery.stop()
+        if expiry is not None:
+            expiry.cancel()
         left = await wait_for_running_runs(settings.bot_shutdown_grace)
         if left:
             logging.getLogger("bot").warning(

@@ -168,7 +168,12 @@ class RunStore:
 
     # --- tool calls -------------------------------------------------------------------------
     async def record_step(
-        self, run: RunRow, reply: dict[str, Any], calls: list[ToolCallRow], results: Iterable[dict[str, Any]] = ()
+        self,
+        run: RunRow,
+        reply: dict[str, Any],
+        calls: list[ToolCallRow],
+        results: Iterable[dict[str, Any]] = (),
+        audits: Iterable[tuple[ToolCallRow, Audit]] = (),
     ) -> None:
         """Store one step at once: the model's reply, the run's step count, its calls and any immediate results.
 
@@ -183,6 +188,7 @@ class RunStore:
             )
             session.add_all(calls)
             _add_messages(session, run, results)
+            session.add_all([audit.row(call, {}) for call, audit in audits])
 
     async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRow | None:
         async with self._storage.session() as session:
@@ -220,7 +226,7 @@ class RunStore:
         allowed_from: Iterable[ToolCallState] | None = None,
         messages: Iterable[dict[str, Any]] = (),
         run: RunRow | None = None,
-        audit: Audit | None = None,
+        audit: Audit | Iterable[Audit] | None = None,
         lease: str | None = None,
         **fields: Any,
     ) -> bool:
@@ -245,8 +251,8 @@ class RunStore:
                 if messages:
                     assert run is not None, "messages belong to a run"
                     _add_messages(session, run, messages)
-                if audit is not None:
-                    session.add(audit.row(call, values))
+                for line in [audit] if isinstance(audit, Audit) else audit or ():
+                    session.add(line.row(call, values))
                 if lease is not None:
                     await session.execute(
                         update(RunRow).where(RunRow.id == call.run_id).values(heartbeat_at=now, owner=lease)
@@ -278,6 +284,27 @@ class RunStore:
             policy_version=policy_version,
             detail=detail,
         )
+
+    async def approvals_waiting_since(
+        self, agent_id: str, tool_name: str, *, before: datetime, limit: int = 100
+    ) -> list[tuple[str, str]]:
+        """(run id, tool call id) of the top-level calls of one agent that wait for approval of `tool_name`
+        (as a human sees it) since before `before`: what the expiry sweep declines."""
+        statement = (
+            select(ToolCallRow.run_id, ToolCallRow.tool_call_id)
+            .join(RunRow, RunRow.id == ToolCallRow.run_id)
+            .where(
+                ToolCallRow.agent_id == agent_id,
+                ToolCallRow.state == str(ToolCallState.AWAITING_APPROVAL),
+                func.coalesce(ToolCallRow.shown_tool_name, ToolCallRow.tool_name) == tool_name,
+                ToolCallRow.suspended_at < before,
+                RunRow.parent_run_id.is_(None),
+            )
+            .order_by(ToolCallRow.suspended_at)
+            .limit(limit)
+        )
+        async with self._storage.session() as session:
+            return [(row.run_id, row.tool_call_id) for row in await session.execute(statement)]
 
     # --- discovery --------------------------------------------------------------------------
     async def suspended_runs(

@@ -108,11 +108,18 @@ class DecisionKind(StrEnum):
     APPROVE = "approve"
     DECLINE = "decline"
     RESUME = "resume"
+    EXPIRE = "expire"
+    """Nobody decided before the tool policy's expiry: declined as expired (by the expiry sweep)."""
 
     @property
     def recorded_as(self) -> str:
         """The word stored in `tool_calls.decision` and in the audit trail."""
-        return {"approve": "approved", "decline": "declined", "resume": "resumed"}[self.value]
+        return {"approve": "approved", "decline": "declined", "resume": "resumed", "expire": "expired"}[self.value]
+
+    @property
+    def refuses(self) -> bool:
+        """The call does not run (declined, or expired)."""
+        return self in (DecisionKind.DECLINE, DecisionKind.EXPIRE)
 
     @classmethod
     def of_recorded(cls, word: str | None) -> DecisionKind | None:
@@ -134,6 +141,8 @@ def next_state_after(kind: DecisionKind, *, passes_down: bool) -> ToolCallState:
     """
     if passes_down:
         return ToolCallState.RUNNING
+    if kind == DecisionKind.EXPIRE:
+        return ToolCallState.EXPIRED
     return ToolCallState.DECLINED if kind == DecisionKind.DECLINE else ToolCallState.APPROVED
 
 

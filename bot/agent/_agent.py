@@ -28,7 +28,7 @@ from tools import Schema, SchemaValidationError, Tool, create_tool, to_jsonable
 from ._autoresume import find_answer, waiting_note
 from ._fingerprint import fingerprint
 from ._model import shared_client
-from ._run import Decision, RequestOptions, RunDriver, declined_message
+from ._run import Decision, RequestOptions, RunDriver, declined_message, expired_message
 from ._stream import AgentStream
 from .exceptions import (
     AmbiguousSuspendedRunsError,
@@ -244,7 +244,7 @@ class Agent:
             stream = await self.decide(
                 answer.call.run_id,
                 answer.call.tool_call_id,
-                Decision(kind=DecisionKind.RESUME, actor=resource_id, via="thread", resume_data=answer.resume_data),
+                Decision(kind=DecisionKind.RESUME, actor=resource_id, resume_data=answer.resume_data, via="thread"),
             )
         except (ToolCallNotSuspendedError, ResumeDataInvalidError):
             return None, []  # someone settled it first, or the data did not fit: a normal turn
@@ -336,26 +336,40 @@ class Agent:
         tool_call_id: str | None = None,
         approver: str | None = None,
         args: Any = None,
+        via: str = "runtime",
     ) -> AgentStream:
-        """Approve a waiting call (optionally with edited `args`) and go on with the run."""
+        """Approve a waiting call (optionally with edited `args`) and go on with the run. `via` says
+        through what it was decided (`button`, `home`, `api`...), for the audit trail."""
         return await self.decide(
-            run_id, tool_call_id, Decision(kind=DecisionKind.APPROVE, actor=approver), edited_args=args
+            run_id, tool_call_id, Decision(kind=DecisionKind.APPROVE, actor=approver, via=via), edited_args=args
         )
 
     async def decline_tool_call(
-        self, *, run_id: str, tool_call_id: str | None = None, reason: str | None = None, approver: str | None = None
+        self,
+        *,
+        run_id: str,
+        tool_call_id: str | None = None,
+        reason: str | None = None,
+        approver: str | None = None,
+        via: str = "runtime",
     ) -> AgentStream:
         """Decline a waiting call: it never runs; the model hears it was not approved, and why."""
         return await self.decide(
-            run_id, tool_call_id, Decision(kind=DecisionKind.DECLINE, actor=approver, reason=reason)
+            run_id, tool_call_id, Decision(kind=DecisionKind.DECLINE, actor=approver, reason=reason, via=via)
         )
 
     async def resume_stream(
-        self, resume_data: Any, *, run_id: str, tool_call_id: str | None = None, actor: str | None = None
+        self,
+        resume_data: Any,
+        *,
+        run_id: str,
+        tool_call_id: str | None = None,
+        actor: str | None = None,
+        via: str = "runtime",
     ) -> AgentStream:
         """Resume a call that suspended itself, with data that fits its `resume_schema`."""
         return await self.decide(
-            run_id, tool_call_id, Decision(kind=DecisionKind.RESUME, actor=actor, resume_data=resume_data)
+            run_id, tool_call_id, Decision(kind=DecisionKind.RESUME, actor=actor, resume_data=resume_data, via=via)
         )
 
     async def approve_tool_call_generate(
@@ -404,20 +418,27 @@ class Agent:
         if decision.kind == DecisionKind.RESUME:
             decision.resume_data = self._checked_resume_data(call, decision.resume_data)
             fields["resume_data"] = decision.resume_data
+        # the policy in force at the decision, for the audit trail
+        version = (await self.storage.policies.get(call.displayed_tool_name)).version
+        audit = [Audit(action=decision.kind.recorded_as, actor=decision.actor, via=decision.via, detail=decision.reason,
+                       policy_version=version)]  # fmt: skip
         if edited_args is not None:
             fields.update(self._checked_edit(call, edited_args))
+            audit.insert(0, Audit(action="edited", actor=decision.actor, via=decision.via, policy_version=version))
         target = next_state_after(decision.kind, passes_down=call.child_run_id is not None)
         # A decline's tool message is stored with the decision: a crash right after loses nothing.
-        messages = [declined_message(call, decision.reason)] if target == ToolCallState.DECLINED else []
+        messages = []
+        if target == ToolCallState.DECLINED:
+            messages = [declined_message(call, decision.reason)]
+        elif target == ToolCallState.EXPIRED:
+            messages = [expired_message(call, decision.reason)]
         won = await runs.transition(
             call,
             target,
             allowed_from={wanted},
             messages=messages,
             run=run,
-            audit=Audit(
-                action=decision.kind.recorded_as, actor=decision.actor, via=decision.via, detail=decision.reason
-            ),
+            audit=audit,
             lease=self.owner,  # the deciding process works on the run now: recovery leaves it alone
             **fields,
         )
@@ -426,6 +447,36 @@ class Agent:
             raise ToolCallNotSuspendedError(run_id, call.tool_call_id, latest.state if latest else None)
         driver = RunDriver(self, run, self._stored_options(run))
         return AgentStream(run.id, driver.after_decision(call, decision))
+
+    # --- expiry -----------------------------------------------------------------------------
+    async def expire_waiting_approvals(self) -> list[tuple[str, str]]:
+        """Decline as expired every call of this agent that waited for approval longer than its tool
+        policy's expiry; returns the (run id, tool call id) of the calls this process expired.
+
+        Safe to call from several processes at once: each call is expired once (the decision's
+        conditional UPDATE picks the winner). The model is told, and each run goes on in a stream
+        handed to the `on_background_stream` hook.
+        """
+        expired: list[tuple[str, str]] = []
+        now = utcnow()
+        for policy in await self.storage.policies.with_expiry():
+            before = now - timedelta(seconds=policy.expires_after or 0)
+            for run_id, call_id in await self.storage.runs.approvals_waiting_since(
+                self.id, policy.tool_name, before=before
+            ):
+                decision = Decision(
+                    kind=DecisionKind.EXPIRE,
+                    via="expiry",
+                    reason=f"nobody decided within {policy.expires_after} s",
+                )
+                try:
+                    stream = await self.decide(run_id, call_id, decision)
+                except ToolCallNotSuspendedError:
+                    continue  # decided meanwhile, or another replica expired it
+                log.info("expired %s/%s (%s, after %ss)", run_id, call_id, policy.tool_name, policy.expires_after)
+                self.background(stream)
+                expired.append((run_id, call_id))
+        return expired
 
     # --- recovery ---------------------------------------------------------------------------
     async def recover_stale_runs(self, stale_after: float = 30.0) -> list[str]:

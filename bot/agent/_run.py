@@ -84,6 +84,8 @@ class RunDriver:
         self.options = options
         self.runs = agent.storage.runs
         self.usage: dict[str, int] = {}
+        self._policy_versions: dict[str, int] = {}
+        """Tool call id -> the version of its tool's policy when it was proposed (for the audit trail)."""
         self._holds_run = run.status == RunStatus.RUNNING
         """True while this driver is the run's worker (the run is `running` on its behalf)."""
 
@@ -157,7 +159,7 @@ class RunDriver:
             await self._make_call_ids_unique(reply.tool_calls)
             rows = [await self._record(position, tool_call) for position, tool_call in enumerate(reply.tool_calls)]
             failed = [_result_message(r) for r in rows if r.state == ToolCallState.FAILED]
-            await self.runs.record_step(self.run, reply.message(), rows, failed)
+            await self.runs.record_step(self.run, reply.message(), rows, failed, audits=self._requested(rows))
             for row in rows:
                 yield self._chunk("tool-call", tool_call_id=row.tool_call_id, tool_name=row.tool_name, args=row.args)
             for row in rows:
@@ -279,11 +281,29 @@ class RunDriver:
         except SchemaValidationError as exc:
             return _failed(row, f"invalid arguments for {name!r}: {exc}")
         row.fingerprint = fingerprint(name, row.args)
-        if await self._approval_required(tool, row.args):
+        policy = await self.agent.storage.policies.get(name)
+        self._policy_versions[row.tool_call_id] = policy.version
+        if policy.disabled:
+            return _failed(row, disabled_error(name))
+        # a policy adds an approval; it never removes one the code asks for
+        if policy.adds_approval or await self._approval_required(tool, row.args):
             row.state = str(ToolCallState.AWAITING_APPROVAL)
             row.requires_approval = True
             row.suspended_at = utcnow()
         return row
+
+    def _requested(self, rows: list[ToolCallRow]) -> list[tuple[ToolCallRow, Audit]]:
+        """The audit lines of the calls of a step that wait for approval: requested by the speaker."""
+        context = self.options.request_context
+        requester = context.get("requester") or self.run.resource_id
+        return [
+            (
+                row,
+                Audit(action="requested", actor=requester, policy_version=self._policy_versions.get(row.tool_call_id)),
+            )
+            for row in rows
+            if row.state == ToolCallState.AWAITING_APPROVAL
+        ]
 
     async def _approval_required(self, tool: Tool, args: Any) -> bool:
         """The contract's rule: the tool's callable decides alone; else the tool's flag OR the request's rule."""
@@ -311,6 +331,8 @@ class RunDriver:
         if tool is None or row.fingerprint != fingerprint(row.tool_name, row.args):
             reason = ARGS_CHANGED if tool is not None else f"the tool {row.tool_name!r} is no longer available"
             return await self._settle(row, ToolCallState.FAILED, {"error": reason}, is_error=True)
+        if (await self.agent.storage.policies.get(row.tool_name)).disabled:  # read again: it may have changed
+            return await self._settle(row, ToolCallState.FAILED, {"error": disabled_error(row.tool_name)}, True)
         skipped, output = await self._before_tool_call(row)
         if skipped:
             return await self._settle(row, ToolCallState.DONE, to_jsonable(output))
@@ -386,7 +408,11 @@ class RunDriver:
     async def _settle(self, row: ToolCallRow, to: ToolCallState, result: Any, is_error: bool = False) -> list[Chunk]:
         """Store a call's result and the tool message the model reads, in one transaction."""
         message = _result_message_of(row.tool_call_id, result)
-        if not await self.runs.transition(row, to, result=result, is_error=is_error, messages=[message], run=self.run):
+        error = result.get("error") if is_error and isinstance(result, dict) else None
+        audit = Audit(action="executed" if to == ToolCallState.DONE else "failed", detail=error and str(error)[:500])
+        if not await self.runs.transition(
+            row, to, result=result, is_error=is_error, messages=[message], run=self.run, audit=audit
+        ):
             log.warning("run %s: call %s was settled elsewhere; its result here is dropped", self.run.id, row.id)
             return []
         metrics.tool_run(row.tool_name, "error" if is_error else "ok")
@@ -397,10 +423,10 @@ class RunDriver:
             child = self.agent.find_agent_of_run_child(call)
             stream = await child.decide(call.child_run_id, call.child_tool_call_id, decision)
             chunks = await self._after_child(call, await stream.result())
-            if decision.kind == DecisionKind.DECLINE:
+            if decision.kind.refuses:
                 chunks.insert(0, self._denied_chunk(call, decision.reason))
             return chunks
-        if decision.kind == DecisionKind.DECLINE:
+        if decision.kind.refuses:
             return [self._denied_chunk(call, decision.reason)]  # its tool message was stored with the decision
         return await self._execute(call)
 
@@ -540,6 +566,22 @@ class RunDriver:
             # an interrupted call says so here ({"interrupted": true, ...}); a fresh approval has None
             return self._chunk("tool-call-approval", suspend_payload=row.suspend_payload, **payload)
         return self._chunk("tool-call-suspended", suspend_payload=row.suspend_payload, **payload)
+
+
+def disabled_error(tool_name: str) -> str:
+    """What the model reads when an admin's policy disabled the tool it called."""
+    return (
+        f"the tool {tool_name!r} is disabled by an admin's policy, so it was not run; "
+        "tell the user it is disabled and do not call it again"
+    )
+
+
+def expired_message(call: ToolCallRow, reason: str | None) -> dict[str, Any]:
+    """The tool message the model reads when nobody decided a call before its policy's expiry."""
+    content = "Nobody approved this tool call in time: the approval request expired, so it was not run."
+    if reason:
+        content += f" ({reason})"
+    return {"role": "tool", "tool_call_id": call.tool_call_id, "content": content}
 
 
 def declined_message(call: ToolCallRow, reason: str | None) -> dict[str, Any]:

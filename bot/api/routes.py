@@ -185,14 +185,16 @@ class _Api:
                 raise ApiError(403, refusal)
         try:
             if action == "approve":
-                stream = await agent.approve_tool_call(run_id=run_id, tool_call_id=tool_call_id, approver=user_id)
+                stream = await agent.approve_tool_call(
+                    run_id=run_id, tool_call_id=tool_call_id, approver=user_id, via="api"
+                )
             elif action == "decline":
                 stream = await agent.decline_tool_call(
-                    run_id=run_id, tool_call_id=tool_call_id, approver=user_id, reason=reason
+                    run_id=run_id, tool_call_id=tool_call_id, approver=user_id, reason=reason, via="api"
                 )
             else:
                 stream = await agent.resume_stream(
-                    body["resumeData"], run_id=run_id, tool_call_id=tool_call_id, actor=user_id or None
+                    body["resumeData"], run_id=run_id, tool_call_id=tool_call_id, actor=user_id or None, via="api"
                 )
         except ResumeDataInvalidError as exc:
             raise ApiError(400, str(exc)) from None

@@ -17,6 +17,7 @@ from bot.agent import Agent
 from bot.api import add_api_routes
 from bot.assemble import assemble_agent
 from bot.defaults import PLAYGROUND_DATABASE_URL
+from bot.expiry import expire_forever
 from bot.metrics import add_metrics_routes
 from bot.recovery import RecoveryLoop
 from bot.slack import build_web_app, create_slack_app, run_slack_recovery
@@ -70,6 +71,7 @@ class Playground:
         self._recovery: RecoveryLoop | None = None
         self._slack_recovery: asyncio.Task | None = None
         self._bolt_app: Any = None
+        self._expiry: asyncio.Task | None = None
 
     @property
     def url(self) -> str:
@@ -105,6 +107,7 @@ class Playground:
                     repost_after=self.settings.bot_stale_after,
                 )
             )
+            self._expiry = asyncio.get_running_loop().create_task(expire_forever(self.agent))
         except BaseException:
             sock.close()
             await self.stop()
@@ -114,6 +117,9 @@ class Playground:
     async def stop(self) -> None:
         """Stop within about a second, open pages or not: their long polls are answered at once, and what
         the bot was doing is left to the recovery of the next start."""
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
         if self._recovery is not None:
             await self._recovery.stop(timeout=1.0)
             self._recovery = None

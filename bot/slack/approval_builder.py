@@ -64,6 +64,8 @@ class DecisionView:
     reason: str | None = None
     edited: bool = False
     """The approver changed the arguments; `ApprovalView.args` are then the edited ones."""
+    expired: bool = False
+    """Nobody decided before the tool policy's expiry: declined as expired."""
 
 
 def format_args(args: Any, *, limit: int = ARGS_LIMIT, value_limit: int = VALUE_LIMIT) -> str:
@@ -143,6 +145,13 @@ def build_approval_blocks(view: ApprovalView) -> list[Block]:
 
 def build_decided_approval_blocks(view: ApprovalView, decision: DecisionView) -> list[Block]:
     """The approval once settled: no buttons; the decision, who made it, when (and why, if declined)."""
+    if decision.expired:
+        blocks = _describe(view, headline=f":hourglass: *Expired*: `{escape(view.tool_name)}`")
+        line = f"Expired on {slack_date(decision.decided_at)}: nobody decided in time, so it was not run."
+        if decision.reason:
+            line += f"\n({escape(decision.reason)})"
+        blocks.append(SectionBlock(text=MarkdownTextObject(text=line)))
+        return blocks
     if decision.approved and view.interrupted:
         headline = f":white_check_mark: *Run again*: `{escape(view.tool_name)}` (it had been interrupted)"
     elif decision.approved:
@@ -161,7 +170,7 @@ def build_decided_approval_blocks(view: ApprovalView, decision: DecisionView) ->
 
 
 def decided_text(view: ApprovalView, decision: DecisionView) -> str:
-    outcome = "Approved" if decision.approved else "Declined"
+    outcome = "Expired" if decision.expired else "Approved" if decision.approved else "Declined"
     return f"{outcome}: {view.tool_name}"
 
 

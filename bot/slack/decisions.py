@@ -28,7 +28,13 @@ from .waiting_messages import record_of, refresh_message, still_waits
 UNKNOWN = "This button does not belong to a request that is waiting here."
 ALREADY_DECIDED = "This request was already decided."
 ALREADY_ANSWERED = "This question was already answered."
-_REFUSAL_REASONS = {UNKNOWN: "unknown", ALREADY_DECIDED: "already_decided", ALREADY_ANSWERED: "already_decided"}
+EXPIRED = "This request expired: nobody decided before its tool policy's time limit, so it was not run."
+_REFUSAL_REASONS = {
+    UNKNOWN: "unknown",
+    ALREADY_DECIDED: "already_decided",
+    ALREADY_ANSWERED: "already_decided",
+    EXPIRED: "expired",
+}
 
 
 class ClickRefused(Exception):
@@ -94,6 +100,8 @@ async def check_click(
         row = await services.store.get_message(row.id) or row
     record = await record_of(services, row)
     if record is None or not still_waits(row, record):
+        if record is not None and record.state == "expired":
+            raise ClickRefused(EXPIRED, row=row)
         raise ClickRefused(ALREADY_DECIDED if kind == "approval" else ALREADY_ANSWERED, row=row)
     verdict = await services.decision_rule(
         DecisionCheck(
@@ -113,13 +121,22 @@ async def check_click(
 
 
 async def approve(
-    services: SlackServices, client: AsyncWebClient, call: WaitingCall, *, user_id: str, args: Any = None
+    services: SlackServices,
+    client: AsyncWebClient,
+    call: WaitingCall,
+    *,
+    user_id: str,
+    args: Any = None,
+    via: str = "button",
 ) -> None:
     """Approve (with edited `args` if given), show the decision, and relay the run as it goes on.
+    `via` (`button` or `home`) is where the click came from, for the audit trail.
 
     Raises `ClickRefused` when another click won; `ToolArgsInvalidError` passes through (nothing decided).
     """
-    options: dict[str, Any] = {"approver": user_id} if args is None else {"approver": user_id, "args": args}
+    options: dict[str, Any] = {"approver": user_id, "via": via}
+    if args is not None:
+        options["args"] = args
 
     async def decide() -> AgentStream:
         return await services.agent.approve_tool_call(
@@ -130,13 +147,19 @@ async def approve(
 
 
 async def decline(
-    services: SlackServices, client: AsyncWebClient, call: WaitingCall, *, user_id: str, reason: str | None = None
+    services: SlackServices,
+    client: AsyncWebClient,
+    call: WaitingCall,
+    *,
+    user_id: str,
+    reason: str | None = None,
+    via: str = "button",
 ) -> None:
     """Decline (with a reason the model will see), show the decision, and relay the run as it goes on."""
 
     async def decide() -> AgentStream:
         return await services.agent.decline_tool_call(
-            run_id=call.row.run_id, tool_call_id=call.row.tool_call_id, approver=user_id, reason=reason
+            run_id=call.row.run_id, tool_call_id=call.row.tool_call_id, approver=user_id, reason=reason, via=via
         )
 
     await _settle(services, client, call, decide, lost=ALREADY_DECIDED, outcome="declined", user_id=user_id)
@@ -149,7 +172,7 @@ async def answer(
 
     async def decide() -> AgentStream:
         return await services.agent.resume_stream(
-            resume_data, run_id=call.row.run_id, tool_call_id=call.row.tool_call_id, actor=user_id
+            resume_data, run_id=call.row.run_id, tool_call_id=call.row.tool_call_id, actor=user_id, via="button"
         )
 
     await _settle(

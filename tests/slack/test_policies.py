@@ -8,6 +8,7 @@ import os
 import sys
 
 from memory import PolicyChange
+from tests.support.scripted_model import call, reply, tool_calls
 
 from .harness import RunningBot
 from .listeners.actions.test_approve import ask_to_delete, record_ids
@@ -109,3 +110,42 @@ async def test_a_group_slack_cannot_resolve_refuses_the_click_and_says_so(bot: R
     message = await bot.approval_message()
     explanation = await refused_click(bot, message, "U2")
     assert "could not read the members of user group S404" in explanation and "Nothing was changed" in explanation
+
+
+async def test_the_audit_rows_of_one_whole_cycle_in_slack(bot: RunningBot, model):
+    await bot.storage.policies.set("delete-record", PolicyChange(approvers=["U2"], self_approval=False))
+    ask_to_delete(model)
+    await bot.mention("delete record 3", user="U1")
+    message = await bot.approval_message()
+    await refused_click(bot, message, "U1")  # refused clicks change nothing, so they leave no audit row
+    await bot.sender.click(message, "tool_approve", user="U2")
+    await bot.slack.wait_for("chat.stopStream")
+
+    entries = await bot.storage.audit_log.entries()
+    assert [(e.action, e.actor, e.via, e.policy_version, e.tool_name) for e in entries] == [
+        ("requested", "U1", "runtime", 1, "delete-record"),
+        ("approved", "U2", "button", 1, "delete-record"),
+        ("executed", "system", "runtime", None, "delete-record"),
+    ]
+    assert len({e.args_fingerprint for e in entries}) == 1 and len({e.run_id for e in entries}) == 1
+
+
+async def test_an_expired_approval_says_so_and_a_later_click_changes_nothing(bot: RunningBot, model):
+    await bot.storage.policies.set("delete-record", PolicyChange(expires_after=1))
+    model.chat.push(
+        tool_calls(call("delete-record", {"id": 3}, id="call_1")), reply("Nobody approved it in time, so I did not.")
+    )
+    await bot.mention("delete record 3")
+    message = await bot.approval_message()
+    await asyncio.sleep(1.2)
+    assert len(await bot.agent.expire_waiting_approvals()) == 1
+
+    await bot.slack.wait_for("chat.update", lambda c: c.params.get("ts") == message.ts)
+    assert message.action_ids() == [] and "Expired" in message.all_text
+    stops = await bot.slack.wait_for("chat.stopStream")
+    assert bot.slack.message("C1", stops[-1].params["ts"]).text == "Nobody approved it in time, so I did not."
+
+    await bot.sender.click(message, "tool_approve", user="U2")
+    ephemeral = await bot.slack.wait_for("chat.postEphemeral")
+    assert "This request expired" in ephemeral[-1].params["text"]
+    assert await record_ids(bot) == [1, 2, 3, 4, 5]

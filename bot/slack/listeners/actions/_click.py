@@ -24,6 +24,8 @@ class Click:
     trigger_id: str | None
     carried: bool
     """Whether the clicked message's buttons carry `ref` (a value that is not on the message is forged)."""
+    via: str = "button"
+    """`home` for a click in the App Home, `button` for one in a thread (for the audit trail)."""
 
 
 def click_of(body: dict[str, Any]) -> Click:
@@ -38,6 +40,7 @@ def click_of(body: dict[str, Any]) -> Click:
         ref=actions[0].get("value"),
         trigger_id=body.get("trigger_id"),
         carried=carries(message, actions[0].get("value") or ""),
+        via="home" if container.get("type") == "view" else "button",
     )
 
 

@@ -20,4 +20,6 @@ async def handle_approve_button(
     services = services_of(context)
     click, call = await checked_click(services, client, body, kind="approval", action="approve")
     if call is not None:
-        await settle_or_explain(services, client, click, approve(services, client, call, user_id=click.user_id))
+        await settle_or_explain(
+            services, client, click, approve(services, client, call, user_id=click.user_id, via=click.via)
+        )

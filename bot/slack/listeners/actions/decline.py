@@ -21,7 +21,9 @@ async def handle_decline_button(
     services = services_of(context)
     click, call = await checked_click(services, client, body, kind="approval", action="decline")
     if call is not None:
-        await settle_or_explain(services, client, click, decline(services, client, call, user_id=click.user_id))
+        await settle_or_explain(
+            services, client, click, decline(services, client, call, user_id=click.user_id, via=click.via)
+        )
 
 
 async def handle_decline_with_reason_button(
