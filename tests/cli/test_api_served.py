@@ -1,0 +1,51 @@
+"""`python -m bot serve` with BOT_API_TOKEN serves the HTTP API on its port, in a real process: a call
+waiting in Slack is approved through the API and the Slack message is updated as a click would."""
+
+from __future__ import annotations
+
+import os
+
+import aiohttp
+
+from tests.support.scripted_model import call, reply, tool_calls
+from tests.support.slack import SignedSender
+
+from .test_serve import SECRET, free_port, slack, start_bot, stop_bot  # noqa: F401 - `slack` is a fixture
+
+
+async def test_serve_serves_the_api_and_a_decision_through_it_shows_in_slack(database_url, slack, model, tmp_path):  # noqa: F811
+    env = {
+        **os.environ,
+        "SLACK_BOT_TOKEN": "xoxb-cli",
+        "SLACK_SIGNING_SECRET": SECRET,
+        "SLACK_API_URL": slack.api_url,
+        "DATABASE_URL": database_url,
+        "BOT_MODEL": "openai/test-model",
+        "BOT_API_TOKEN": "cli-api-token",
+    }
+    model.chat.push(tool_calls(call("delete-record", {"id": 2}, id="call_1")), reply("Record 2 is deleted."))
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    process = await start_bot(port, env, tmp_path / "bot.log")
+    auth = {"Authorization": "Bearer cli-api-token"}
+    try:
+        sender = SignedSender(f"{base}/slack/events", SECRET, slack=slack)
+        assert (await sender.event(sender.mention("delete record 2")))[0] == 200
+        posted = await slack.wait_for("chat.postMessage", lambda c: "tool_approve" in str(c.params.get("blocks")))
+        message = slack.posted_by(posted[0])
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"{base}/api/agents/demo-agent/suspended-runs", headers=auth) as response:
+                page = await response.json()
+            assert response.status == 200 and page["total"] == 1
+            run = page["runs"][0]
+            path = f"{base}/api/agents/demo-agent/runs/{run['runId']}/tool-calls/call_1/approve"
+            async with session.post(path, json={"approver": "U2"}) as response:
+                assert response.status == 401
+            async with session.post(path, json={"approver": "U2"}, headers=auth) as response:
+                assert response.status == 200, await response.text()
+        await slack.wait_for("chat.update", lambda c: c.params.get("ts") == message.ts, timeout=30)
+        assert "Approved" in message.all_text and "<@U2>" in message.all_text
+        stops = await slack.wait_for("chat.stopStream", timeout=30)
+        assert slack.message("C1", stops[-1].params["ts"]).text == "Record 2 is deleted."
+    finally:
+        await stop_bot(process)
