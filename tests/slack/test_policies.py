@@ -137,6 +137,7 @@ async def test_an_expired_approval_says_so_and_a_later_click_changes_nothing(bot
     )
     await bot.mention("delete record 3")
     message = await bot.approval_message()
+    ref = message.button_value("tool_approve")
     await asyncio.sleep(1.2)
     assert len(await bot.agent.expire_waiting_approvals()) == 1
 
@@ -145,7 +146,7 @@ async def test_an_expired_approval_says_so_and_a_later_click_changes_nothing(bot
     stops = await bot.slack.wait_for("chat.stopStream")
     assert bot.slack.message("C1", stops[-1].params["ts"]).text == "Nobody approved it in time, so I did not."
 
-    await bot.sender.click(message, "tool_approve", user="U2")
+    await bot.sender.click(message, "tool_approve", user="U2", value=ref)  # a client that still shows the button
     ephemeral = await bot.slack.wait_for("chat.postEphemeral")
     assert "This request expired" in ephemeral[-1].params["text"]
     assert await record_ids(bot) == [1, 2, 3, 4, 5]
