@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from bot.slack.services import services_of_app
 from memory import PolicyChange
 
 from .harness import RunningBot, running_bot
@@ -224,6 +225,7 @@ async def test_a_home_opened_on_one_replica_is_refreshed_by_another(database_url
         await second.mention("delete record 3", user="U1")  # the request goes to the second
         view = await home_of(second, "U2", count=2)
         assert "`delete-record` requested by <@U1>" in text_of(view)
+        await services_of_app(second.app).home.settled()  # its digest stored
         await open_home(second, "U2")  # opened again, nothing new: not published again
         await slack.settle()
         assert len(published(first, "U2")) == 2
