@@ -244,7 +244,7 @@ def _settled_approval(row: ToolCallMessageRow, record: ToolCallRecord | None) ->
         decided_at=record.decided_at,
         reason=record.reason,
         edited=shown != row.args,
-        expired=outcome_of(record.state, record.decision) == "expired",
+        expired=record.outcome == "expired",
     )
     return decided_text(view, decision), build_decided_approval_blocks(view, decision)
 
