@@ -103,7 +103,7 @@ async def test_expiry_with_two_replicas_declines_the_call_once_and_the_run_goes_
         assert len(tools[0].calls) + len(tools[1].calls) == 0
 
         record = await replicas[1].get_tool_call(approval.run_id, "c1")
-        assert (record.state, record.decision) == ("expired", "expired")
+        assert (record.state, record.decision, record.outcome) == ("expired", "expire", "expired")
         with pytest.raises(ToolCallNotSuspendedError):
             await replicas[1].approve_tool_call(run_id=approval.run_id, tool_call_id="c1", approver="U2")
         assert await replicas[0].expire_waiting_approvals() == []
