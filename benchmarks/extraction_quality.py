@@ -120,7 +120,8 @@ def score(case: Case, got: tuple[str, Any] | None) -> Outcome:
 async def extract(agent: Any, case: Case, *, timeout: float) -> tuple[str, Any] | None:
     """The bot's own extraction of one case: which waiting call resumes, with what."""
     parked = parked_calls(case)
-    found = (await _autoresume.find_answer(agent, parked, case.message, timeout=timeout)).answer
+    reading = await _autoresume.find_answer(agent.model_client, agent.model, parked, case.message, timeout=timeout)
+    found = reading.answer
     if found is None:
         return None
     return found.call.tool_name, found.resume_data

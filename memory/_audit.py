@@ -18,7 +18,7 @@ from sqlalchemy import select
 from .tables import AuditRow, utcnow
 
 if TYPE_CHECKING:
-    from ._storage import Storage
+    from ._database import Database
 
 SYSTEM = "system"
 """The actor of what nobody clicked: an expiry, a recovery, the runtime running an approved call."""
@@ -67,7 +67,7 @@ class AuditEntry:
 class AuditLog:
     """Writes and reads the audit trail (the `audit` table)."""
 
-    def __init__(self, storage: Storage):
+    def __init__(self, storage: Database):
         self._storage = storage
 
     async def record(

@@ -23,7 +23,7 @@ from .exceptions import PolicyError
 from .tables import PolicyRow, utcnow
 
 if TYPE_CHECKING:
-    from ._storage import Storage
+    from ._database import Database
 
 _SLACK_ID = re.compile(r"^[UWS][A-Z0-9]+$")
 
@@ -115,7 +115,7 @@ class PolicyChange:
 class PolicyStore:
     """Reads and changes tool policies. Every change is one transaction that bumps the version."""
 
-    def __init__(self, storage: Storage):
+    def __init__(self, storage: Database):
         self._storage = storage
 
     async def get(self, tool_name: str) -> ToolPolicy:

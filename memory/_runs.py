@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, exists, func, or_, select, update
 
-from ._audit import SYSTEM
+from ._audit import SYSTEM, AuditLog
 from .exceptions import ThreadOwnerError
 from .states import (
     IN_PROGRESS_STATES,
@@ -28,12 +28,13 @@ from .states import (
 from .tables import AuditRow, MessageRow, RunRow, ThreadRow, ToolCallRow, utcnow
 
 if TYPE_CHECKING:
-    from ._storage import Storage
+    from ._database import Database
 
 
 class RunStore:
-    def __init__(self, storage: Storage):
+    def __init__(self, storage: Database, audit_log: AuditLog):
         self._storage = storage
+        self._audit_log = audit_log
 
     # --- runs -------------------------------------------------------------------------------
     async def create_run(self, run: RunRow, messages: Iterable[dict[str, Any]] = ()) -> None:
@@ -273,7 +274,7 @@ class RunStore:
         policy_version: int | None = None,
     ) -> None:
         """Add what happened to `call` to the audit trail (see `memory._audit`)."""
-        await self._storage.audit_log.record(
+        await self._audit_log.record(
             run_id=call.run_id,
             tool_call_id=call.tool_call_id,
             tool_name=call.displayed_tool_name,

@@ -50,9 +50,9 @@ class Storage:
         from ._policies import PolicyStore
         from ._runs import RunStore
 
-        self.runs = RunStore(self)
-        self.policies = PolicyStore(self)
         self.audit_log = AuditLog(self)
+        self.runs = RunStore(self, self.audit_log)
+        self.policies = PolicyStore(self)
 
     def __repr__(self) -> str:
         return f"Storage({self.engine.url.render_as_string(hide_password=True)!r})"

@@ -28,14 +28,13 @@ from tools import Schema, SchemaValidationError, Tool, create_tool, to_jsonable
 from ._autoresume import find_answer, waiting_note
 from ._fingerprint import fingerprint
 from ._model import shared_client
-from ._run import Decision, RequestOptions, RunDriver, declined_message, expired_message
+from ._run import Decision, RequestOptions, RunDeps, RunDriver, SubAgent, declined_message, expired_message
 from ._stream import AgentStream
 from .exceptions import (
     AmbiguousSuspendedRunsError,
     NoSuspendedRunError,
     ResumeDataInvalidError,
     SnapshotNotFoundError,
-    SubAgentNotFoundError,
     ToolArgsInvalidError,
     ToolCallNotSuspendedError,
 )
@@ -177,32 +176,43 @@ class Agent:
         """Nothing to close of the agent's own: a model client given to it is the giver's, the shared
         one the process's, and storage the caller's."""
 
-    # --- tools as the loop sees them --------------------------------------------------------
-    def find_tool(self, name: str) -> Tool | None:
+    # --- what the loop works with ----------------------------------------------------------
+    def _deps(self) -> RunDeps:
+        """The narrow parts of this agent a `RunDriver` works with."""
+        return RunDeps(
+            agent_id=self.id,
+            owner=self.owner,
+            model=self.model,
+            instructions=self.instructions,
+            model_client=self.model_client,
+            runs=self.storage.runs,
+            policies=self.storage.policies,
+            memory=self.memory,
+            find_tool=self._find_tool,
+            tool_names=self._tool_names,
+            tool_specs=self._tool_specs,
+            sub_agent_for=self._sub_agent_for,
+            hooks=self.hooks,
+            forget_request_rule=self._forget_request_rule,
+        )
+
+    def _find_tool(self, name: str) -> Tool | None:
         return self.tools.get(name) or self._sub_agent_tools.get(name)
 
-    def tool_names(self) -> list[str]:
+    def _tool_names(self) -> list[str]:
         return [*self.tools, *self._sub_agent_tools]
 
-    def tool_specs(self) -> list[dict[str, Any]]:
+    def _tool_specs(self) -> list[dict[str, Any]]:
         return [
             {"type": "function", "function": {"name": t.id, "description": t.description, "parameters": t.parameters()}}
             for t in [*self.tools.values(), *self._sub_agent_tools.values()]
         ]
 
-    def is_sub_agent_tool(self, name: str) -> bool:
-        return name in self._sub_agent_tools
-
-    def sub_agent_for(self, tool_name: str) -> Agent | None:
+    def _sub_agent_for(self, tool_name: str) -> SubAgent | None:
         if tool_name not in self._sub_agent_tools:
             return None
-        return self.agents[tool_name.removeprefix(SUB_AGENT_PREFIX)]
-
-    def find_agent_of_run_child(self, call: ToolCallRow) -> Agent:
-        sub_agent = self.sub_agent_for(call.tool_name)
-        if sub_agent is None:
-            raise SubAgentNotFoundError(self.id, call.tool_call_id, call.tool_name)
-        return sub_agent
+        agent = self.agents[tool_name.removeprefix(SUB_AGENT_PREFIX)]
+        return SubAgent(id=agent.id, start=agent._start_child_run, decide=agent._decide, recover=agent._recover_run)
 
     # --- starting runs ----------------------------------------------------------------------
     async def stream(self, message: str | list[dict[str, Any]], **options: Any) -> AgentStream:
@@ -228,7 +238,7 @@ class Agent:
                 notes.append(waiting_note(waiting, unclear))
         run = self._new_run(thread_id=thread_id, resource_id=resource_id, uses_memory=uses_memory, options=request)
         await self.storage.runs.create_run(run, _user_messages(message))
-        return AgentStream(run.id, RunDriver(self, run, request).loop(notes))
+        return AgentStream(run.id, RunDriver(self._deps(), run, request).loop(notes))
 
     async def _auto_resume(
         self, parked: list[ToolCallRow], message: str | list[dict[str, Any]], resource_id: str | None
@@ -236,12 +246,14 @@ class Agent:
         """Resume the parked call the message answers, with the message kept in the thread; else None and
         what the message left unclear."""
         text = message if isinstance(message, str) else "\n".join(str(m.get("content") or "") for m in message)
-        reading = await find_answer(self, parked, text, timeout=float(self.default_options["auto_resume_timeout"]))
+        reading = await find_answer(
+            self.model_client, self.model, parked, text, timeout=float(self.default_options["auto_resume_timeout"])
+        )
         answer = reading.answer
         if answer is None:
             return None, reading.unclear
         try:
-            stream = await self.decide(
+            stream = await self._decide(
                 answer.call.run_id,
                 answer.call.tool_call_id,
                 Decision(kind=DecisionKind.RESUME, actor=resource_id, resume_data=answer.resume_data, via="thread"),
@@ -255,7 +267,7 @@ class Agent:
     async def generate(self, message: str | list[dict[str, Any]], **options: Any) -> AgentOutput:
         return await (await self.stream(message, **options)).result()
 
-    async def start_child_run(
+    async def _start_child_run(
         self, *, prompt: str, parent: RunRow, run_id: str, options: RequestOptions
     ) -> AgentStream:
         """Run this agent as a supervisor's sub-agent: its own run (`run_id`, already named on the
@@ -272,7 +284,7 @@ class Agent:
         )
         run.parent_run_id = parent.id
         await self.storage.runs.create_run(run, _user_messages(prompt))
-        return AgentStream(run.id, RunDriver(self, run, request).loop())
+        return AgentStream(run.id, RunDriver(self._deps(), run, request).loop())
 
     def _new_run(
         self, *, thread_id, resource_id, uses_memory: bool, options: RequestOptions, run_id: str | None = None
@@ -324,7 +336,7 @@ class Agent:
             heartbeat_interval=float(self.default_options["heartbeat_interval"]),
         )
 
-    def forget_request_rule(self, run_id: str) -> None:
+    def _forget_request_rule(self, run_id: str) -> None:
         """Drop the callable kept for a run that finished."""
         self._request_rules.pop(run_id, None)
 
@@ -340,7 +352,7 @@ class Agent:
     ) -> AgentStream:
         """Approve a waiting call (optionally with edited `args`) and go on with the run. `via` says
         through what it was decided (`button`, `home`, `api`...), for the audit trail."""
-        return await self.decide(
+        return await self._decide(
             run_id, tool_call_id, Decision(kind=DecisionKind.APPROVE, actor=approver, via=via), edited_args=args
         )
 
@@ -354,7 +366,7 @@ class Agent:
         via: str = "runtime",
     ) -> AgentStream:
         """Decline a waiting call: it never runs; the model hears it was not approved, and why."""
-        return await self.decide(
+        return await self._decide(
             run_id, tool_call_id, Decision(kind=DecisionKind.DECLINE, actor=approver, reason=reason, via=via)
         )
 
@@ -368,7 +380,7 @@ class Agent:
         via: str = "runtime",
     ) -> AgentStream:
         """Resume a call that suspended itself, with data that fits its `resume_schema`."""
-        return await self.decide(
+        return await self._decide(
             run_id, tool_call_id, Decision(kind=DecisionKind.RESUME, actor=actor, resume_data=resume_data, via=via)
         )
 
@@ -389,7 +401,7 @@ class Agent:
     ) -> AgentOutput:
         return await (await self.resume_stream(resume_data, run_id=run_id, tool_call_id=tool_call_id, **kw)).result()
 
-    async def decide(
+    async def _decide(
         self, run_id: str, tool_call_id: str | None, decision: Decision, *, edited_args: Any = None
     ) -> AgentStream:
         """Win the decision about one waiting call in storage (exactly one caller can), then carry it out."""
@@ -445,7 +457,7 @@ class Agent:
         if not won:
             latest = await runs.get_tool_call(run_id, call.tool_call_id)
             raise ToolCallNotSuspendedError(run_id, call.tool_call_id, latest.state if latest else None)
-        driver = RunDriver(self, run, self._stored_options(run))
+        driver = RunDriver(self._deps(), run, self._stored_options(run))
         return AgentStream(run.id, driver.after_decision(call, decision))
 
     # --- expiry -----------------------------------------------------------------------------
@@ -470,11 +482,11 @@ class Agent:
                     reason=f"nobody decided within {policy.expires_after} s",
                 )
                 try:
-                    stream = await self.decide(run_id, call_id, decision)
+                    stream = await self._decide(run_id, call_id, decision)
                 except ToolCallNotSuspendedError:
                     continue  # decided meanwhile, or another replica expired it
                 log.info("expired %s/%s (%s, after %ss)", run_id, call_id, policy.tool_name, policy.expires_after)
-                self.background(stream)
+                self._background(stream)
                 expired.append((run_id, call_id))
         return expired
 
@@ -495,15 +507,15 @@ class Agent:
             if run is None:
                 continue  # another process took it
             log.info("recovering run %s (%s, step %s)", run.id, run.status, run.step)
-            self.background(await self.recover_run(run))
+            self._background(await self._recover_run(run))
             recovered.append(run.id)
         return recovered
 
-    async def recover_run(self, run: RunRow) -> AgentStream:
+    async def _recover_run(self, run: RunRow) -> AgentStream:
         """Go on with a run this process took over: interrupted calls are turned into approvals first."""
         if run.status in FINISHED_RUN_STATUSES:
             return AgentStream(run.id, self._finished_output(run))
-        driver = RunDriver(self, run, self._stored_options(run))
+        driver = RunDriver(self._deps(), run, self._stored_options(run))
         interrupted = await driver.prepare_recovery()
         return AgentStream(run.id, driver.recover(interrupted))
 
@@ -517,7 +529,7 @@ class Agent:
             yield Chunk(type="text-delta", run_id=run.id, payload={"text": answer})
         yield Chunk(type="finish", run_id=run.id, payload={"finish_reason": run.finish_reason or "stop", "usage": {}})
 
-    def background(self, stream: AgentStream) -> None:
+    def _background(self, stream: AgentStream) -> None:
         """Hand a run that goes on without a caller to the front end's `on_background_stream` hook."""
         hook = self.hooks.get("on_background_stream")
         if hook is None:

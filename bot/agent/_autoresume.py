@@ -19,7 +19,9 @@ import json
 import logging
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import openai
 
 from memory.tables import ToolCallRow
 from tools import Schema, SchemaValidationError
@@ -27,9 +29,6 @@ from tools import Schema, SchemaValidationError
 from . import _grounding as grounding
 from ._model import StructuredOutputRefused, structured
 from .exceptions import ModelError
-
-if TYPE_CHECKING:
-    from ._agent import Agent
 
 log = logging.getLogger(__name__)
 
@@ -255,17 +254,18 @@ def _unclear(form: _Form, names: list[str]) -> str:
     return f'{form.label} (asked "{_question(form.call)}") still needs: {fields}'
 
 
-async def find_answer(agent: Agent, parked: list[ToolCallRow], message: str, *, timeout: float) -> Reading:
+async def find_answer(
+    client: openai.AsyncOpenAI, model: str, parked: list[ToolCallRow], message: str, *, timeout: float
+) -> Reading:
     """What the message answers among the parked calls: one call to resume with validated, supported
     data, or nothing (and what was unclear)."""
-    client = agent.model_client
     in_prompt = client in _json_object_only
     messages, schema = extraction_request(parked, message, schema_in_prompt=in_prompt)
     try:
         try:
             reply = await structured(
                 client,
-                agent.model,
+                model,
                 messages,
                 schema,
                 name="reply_reading",
@@ -279,7 +279,7 @@ async def find_answer(agent: Agent, parked: list[ToolCallRow], message: str, *, 
             messages, schema = extraction_request(parked, message, schema_in_prompt=True)
             reply = await structured(
                 client,
-                agent.model,
+                model,
                 messages,
                 schema,
                 name="reply_reading",

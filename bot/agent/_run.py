@@ -14,14 +14,16 @@ import inspect
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import openai
 
 from bot import metrics
-from memory import RunStatus, ToolCallState
+from memory import Memory, PolicyStore, RunStatus, ToolCallState
 from memory._memory import pair_tool_results
-from memory._runs import Audit
+from memory._runs import Audit, RunStore
 from memory.states import IN_PROGRESS_STATES, SETTLED_STATES, WAITING_STATES, DecisionKind
 from memory.tables import RunRow, ToolCallRow, utcnow
 from tools import (
@@ -37,10 +39,9 @@ from tools import (
 
 from ._fingerprint import fingerprint
 from ._model import ModelError, stream_step
+from ._stream import AgentStream
+from .exceptions import SubAgentNotFoundError
 from .types import AgentOutput, Chunk, ToolCallCheck
-
-if TYPE_CHECKING:
-    from ._agent import Agent
 
 log = logging.getLogger(__name__)
 
@@ -77,12 +78,52 @@ class Decision:
     resume_data: Any = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class SubAgent:
+    """A sub-agent as a supervisor's run drives it: three of its agent's own (private) methods, bound."""
+
+    id: str
+    start: Callable[..., Awaitable[AgentStream]]
+    """Start its run for a supervisor's call (`prompt=`, `parent=`, `run_id=`, `options=`)."""
+    decide: Callable[[str, str | None, Decision], Awaitable[AgentStream]]
+    """Pass a decision down to its waiting call (`run_id`, `tool_call_id`, `decision`)."""
+    recover: Callable[[RunRow], Awaitable[AgentStream]]
+    """Go on with its run after the process that worked on it stopped."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunDeps:
+    """What a `RunDriver` needs of its agent, and nothing more (the driver never sees the `Agent`)."""
+
+    agent_id: str
+    owner: str
+    """This process's name on the runs it works on (the lease)."""
+    model: str
+    instructions: str
+    model_client: openai.AsyncOpenAI
+    runs: RunStore
+    policies: PolicyStore
+    """The admins' tool policies, read when a call is proposed and again right before it runs."""
+    memory: Memory | None
+    """Thread history, for runs that use memory."""
+    find_tool: Callable[[str], Tool | None]
+    """The tool the model may call by this name (the agent's own, or `agent-<id>` for a sub-agent)."""
+    tool_names: Callable[[], list[str]]
+    tool_specs: Callable[[], list[dict[str, Any]]]
+    """The tools as the model is offered them."""
+    sub_agent_for: Callable[[str], SubAgent | None]
+    """The sub-agent behind an `agent-<id>` tool; None for any other tool."""
+    hooks: Mapping[str, Callable[..., Any]]
+    forget_request_rule: Callable[[str], None]
+    """Drop the request's approval callable kept for a run that finished."""
+
+
 class RunDriver:
-    def __init__(self, agent: Agent, run: RunRow, options: RequestOptions):
-        self.agent = agent
+    def __init__(self, deps: RunDeps, run: RunRow, options: RequestOptions):
+        self.deps = deps
         self.run = run
         self.options = options
-        self.runs = agent.storage.runs
+        self.runs = deps.runs
         self.usage: dict[str, int] = {}
         self._policy_versions: dict[str, int] = {}
         """Tool call id -> the version of its tool's policy when it was proposed (for the audit trail)."""
@@ -125,7 +166,7 @@ class RunDriver:
         while True:
             await asyncio.sleep(self.options.heartbeat_interval)
             try:
-                await self.runs.heartbeat(self.run.id, self.agent.owner)
+                await self.runs.heartbeat(self.run.id, self.deps.owner)
             except Exception:  # noqa: BLE001 - a missed beat is retried; the work goes on
                 log.warning("run %s: could not refresh the lease", self.run.id, exc_info=True)
 
@@ -137,10 +178,10 @@ class RunDriver:
                 return
             reply = None
             async for part in stream_step(
-                self.agent.model_client,
-                self.agent.model,
+                self.deps.model_client,
+                self.deps.model,
                 await self._context(notes),
-                self.agent.tool_specs(),
+                self.deps.tool_specs(),
                 timeout=self.options.model_timeout,
             ):
                 if isinstance(part, str):
@@ -221,7 +262,7 @@ class RunDriver:
         waiting = [self._waiting_chunk(row) for row in touched if row.state in WAITING_STATES]
         if not await self._step_settled():
             return waiting, "suspended"
-        if await self.runs.claim_run(self.run, self.agent.owner):
+        if await self.runs.claim_run(self.run, self.deps.owner):
             self._holds_run = True
             return waiting, "continue"
         return waiting, "stop"
@@ -257,7 +298,7 @@ class RunDriver:
         row = ToolCallRow(
             run_id=self.run.id,
             tool_call_id=tool_call["id"],
-            agent_id=self.agent.id,
+            agent_id=self.deps.agent_id,
             thread_id=self.run.thread_id,
             resource_id=self.run.resource_id,
             step=self.run.step,
@@ -273,15 +314,15 @@ class RunDriver:
         except json.JSONDecodeError as exc:
             row.args = tool_call["function"]["arguments"]
             return _failed(row, f"the arguments are not valid JSON ({exc}); send a JSON object")
-        tool = self.agent.find_tool(name)
+        tool = self.deps.find_tool(name)
         if tool is None:
-            return _failed(row, f"there is no tool {name!r}; available: {', '.join(self.agent.tool_names())}")
+            return _failed(row, f"there is no tool {name!r}; available: {', '.join(self.deps.tool_names())}")
         try:
             tool.parse_args(row.args)
         except SchemaValidationError as exc:
             return _failed(row, f"invalid arguments for {name!r}: {exc}")
         row.fingerprint = fingerprint(name, row.args)
-        policy = await self.agent.storage.policies.get(name)
+        policy = await self.deps.policies.get(name)
         self._policy_versions[row.tool_call_id] = policy.version
         if policy.disabled:
             return _failed(row, disabled_error(name))
@@ -307,7 +348,7 @@ class RunDriver:
 
     async def _approval_required(self, tool: Tool, args: Any) -> bool:
         """The contract's rule: the tool's callable decides alone; else the tool's flag OR the request's rule."""
-        if self.agent.is_sub_agent_tool(tool.id):
+        if self.deps.sub_agent_for(tool.id) is not None:
             return False  # the sub-agent's own tools are what need approval; the request's rule goes down to them
         check = ApprovalCheck(
             tool_name=tool.id,
@@ -327,19 +368,19 @@ class RunDriver:
         The `before_tool_call` hook runs first; then the call is marked `running` in storage (the
         "tool started" mark, one conditional UPDATE: whoever wins runs it, once); then `execute`.
         """
-        tool = self.agent.find_tool(row.tool_name)
+        tool = self.deps.find_tool(row.tool_name)
         if tool is None or row.fingerprint != fingerprint(row.tool_name, row.args):
             reason = ARGS_CHANGED if tool is not None else f"the tool {row.tool_name!r} is no longer available"
             return await self._settle(row, ToolCallState.FAILED, {"error": reason}, is_error=True)
-        if (await self.agent.storage.policies.get(row.tool_name)).disabled:  # read again: it may have changed
+        if (await self.deps.policies.get(row.tool_name)).disabled:  # read again: it may have changed
             return await self._settle(row, ToolCallState.FAILED, {"error": disabled_error(row.tool_name)}, True)
         skipped, output = await self._before_tool_call(row)
         if skipped:
             return await self._settle(row, ToolCallState.DONE, to_jsonable(output))
-        sub_agent = self.agent.sub_agent_for(row.tool_name)
+        sub_agent = self.deps.sub_agent_for(row.tool_name)
         # a sub-agent's run is named with the mark, so a recovery finds it and goes on with it
         child = {"child_run_id": uuid.uuid4().hex, "child_tool_call_id": None} if sub_agent is not None else {}
-        if not await self.runs.transition(row, ToolCallState.RUNNING, lease=self.agent.owner, **child):
+        if not await self.runs.transition(row, ToolCallState.RUNNING, lease=self.deps.owner, **child):
             return []  # someone else took it: a call runs once
         if sub_agent is not None:
             return await self._run_sub_agent(row, sub_agent)
@@ -387,7 +428,7 @@ class RunDriver:
         return await self._settle(row, ToolCallState.DONE, output)
 
     async def _before_tool_call(self, row: ToolCallRow) -> tuple[bool, Any]:
-        hook = self.agent.hooks.get("before_tool_call")
+        hook = self.deps.hooks.get("before_tool_call")
         if hook is None:
             return False, None
         answer = hook(
@@ -420,7 +461,7 @@ class RunDriver:
 
     async def _carry_out(self, call: ToolCallRow, decision: Decision) -> list[Chunk]:
         if call.child_run_id is not None and call.state == ToolCallState.RUNNING:
-            child = self.agent.find_agent_of_run_child(call)
+            child = self._sub_agent_of(call)
             stream = await child.decide(call.child_run_id, call.child_tool_call_id, decision)
             chunks = await self._after_child(call, await stream.result())
             if decision.kind.refuses:
@@ -464,14 +505,20 @@ class RunDriver:
 
     async def _continue_sub_agent(self, row: ToolCallRow) -> list[Chunk]:
         """Go on with the sub-agent run of a supervisor's call that was at work when its process stopped."""
-        sub_agent = self.agent.find_agent_of_run_child(row)
+        sub_agent = self._sub_agent_of(row)
         child_run = await self.runs.get_run(row.child_run_id)
-        stream = await sub_agent.recover_run(child_run)
+        stream = await sub_agent.recover(child_run)
         return await self._after_child(row, await stream.result())
 
     # --- sub-agents -------------------------------------------------------------------------
-    async def _run_sub_agent(self, row: ToolCallRow, sub_agent: Agent) -> list[Chunk]:
-        stream = await sub_agent.start_child_run(
+    def _sub_agent_of(self, call: ToolCallRow) -> SubAgent:
+        sub_agent = self.deps.sub_agent_for(call.tool_name)
+        if sub_agent is None:
+            raise SubAgentNotFoundError(self.deps.agent_id, call.tool_call_id, call.tool_name)
+        return sub_agent
+
+    async def _run_sub_agent(self, row: ToolCallRow, sub_agent: SubAgent) -> list[Chunk]:
+        stream = await sub_agent.start(
             prompt=str(row.args.get("prompt", "")), parent=self.run, run_id=row.child_run_id, options=self.options
         )
         return await self._after_child(row, await stream.result())
@@ -512,7 +559,7 @@ class RunDriver:
             owner=None,
         )
         self._holds_run = False
-        self.agent.forget_request_rule(self.run.id)
+        self.deps.forget_request_rule(self.run.id)
         return self._chunk("finish", finish_reason=finish_reason, usage=self.usage)
 
     async def _fail(self, message: str) -> AsyncIterator[Chunk]:
@@ -521,16 +568,16 @@ class RunDriver:
         except Exception:
             log.exception("run %s: could not store the failure", self.run.id)
         self._holds_run = False
-        self.agent.forget_request_rule(self.run.id)
+        self.deps.forget_request_rule(self.run.id)
         yield self._chunk("error", message=message)
         yield self._chunk("finish", finish_reason="error", usage=self.usage)
 
     async def _context(self, notes: list[str] | None) -> list[dict[str, Any]]:
         # one system message, first: some OpenAI-compatible servers accept no other place for it
-        system = "\n\n".join(part for part in [self.agent.instructions, *(notes or [])] if part)
+        system = "\n\n".join(part for part in [self.deps.instructions, *(notes or [])] if part)
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         if self.run.uses_memory:
-            history = await self.agent.memory.window(self.run.thread_id)
+            history = await self.deps.memory.window(self.run.thread_id)
         else:
             history = [m for group in pair_tool_results(await self.runs.run_messages(self.run.id)) for m in group]
         return messages + history

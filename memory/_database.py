@@ -1,0 +1,20 @@
+"""What the stores (runs, policies, the audit log) need of `Storage`: a transaction and the dialect.
+
+A protocol, so the stores do not import the `Storage` that builds them (no import cycle).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+
+class Database(Protocol):
+    is_sqlite: bool
+    """True on SQLite, False on PostgreSQL (a few statements differ)."""
+
+    def session(self) -> AbstractAsyncContextManager[AsyncSession]:
+        """A session inside one transaction, committed on success."""
+        ...
