@@ -20,7 +20,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.signature import SignatureVerifier
 
-from .listeners.events.turn import kept, team_of, thread_to_answer
+from .event_reading import kept, team_of, thread_to_answer
 from .store import SlackStore
 
 RECORDED = "approval_bot_event_recorded"
