@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
 from pathlib import Path
 
-import aiohttp
 import pytest
 
 from bot.slack_emulator import SlackEmulator
-from tests.cli.test_serve import SECRET, free_port, stop_bot
+from tests.cli.test_serve import SECRET, free_port, start_bot, stop_bot
 from tests.runtime.test_recovery import crash, lines, run
 from tests.support.scripted_model import call, reply, tool_calls
 from tests.support.slack import SignedSender, slack_workspace
@@ -35,34 +33,7 @@ def effects(tmp_path, monkeypatch) -> Path:
 
 
 async def start_serve(port: int, env: dict[str, str], log: Path) -> asyncio.subprocess.Process:
-    with log.open("ab") as log_file:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bot",
-            "serve",
-            "--agent",
-            "tests.runtime.crash_agent:bot_agent",
-            "--port",
-            str(port),
-            "--host",
-            "127.0.0.1",
-            cwd=ROOT,
-            env=env,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=log_file,
-        )
-    async with aiohttp.ClientSession() as session:
-        for _ in range(150):
-            if process.returncode is not None:
-                raise AssertionError(log.read_text())
-            try:
-                async with session.get(f"http://127.0.0.1:{port}/health") as response:
-                    if response.status == 200:
-                        return process
-            except aiohttp.ClientError:
-                await asyncio.sleep(0.2)
-    raise AssertionError("the bot did not start")
+    return await start_bot(port, env, log, "--agent", "tests.runtime.crash_agent:bot_agent")
 
 
 def bot_env(database_url: str, slack: SlackEmulator, **extra: str) -> dict[str, str]:

@@ -27,18 +27,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-async def start_bot(port: int, env: dict[str, str], log: Path) -> asyncio.subprocess.Process:
-    """`python -m bot serve` on `port`, its log appended to `log` (a file, so a full pipe never blocks it)."""
+async def start_bot(port: int, env: dict[str, str], log: Path, *args: str) -> asyncio.subprocess.Process:
+    """`python -m bot serve [args]` on `port`, its log appended to `log` (a file, so a full pipe never blocks it)."""
     with log.open("ab") as log_file:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "bot",
             "serve",
+            *args,
             "--port",
             str(port),
             "--host",
             "127.0.0.1",
+            cwd=Path(__file__).resolve().parents[2],
             env=env,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=log_file,

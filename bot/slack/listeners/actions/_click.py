@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ...decisions import ClickRefused, WaitingCall, check_click, refuse
+from ...decisions import ClickRefused, WaitingCall, check_click, refuse, tell
+from ...modal_builder import ModalTarget
 from ...posting import carries
 from ...services import SlackServices
 
@@ -80,3 +81,23 @@ async def settle_or_explain(
 
 async def explain(services: SlackServices, client: AsyncWebClient, click: Click, refused: ClickRefused) -> None:
     await refuse(services, client, refused, user=click.user_id, channel=click.channel, thread_ts=click.thread_ts)
+
+
+async def open_form(
+    client: AsyncWebClient,
+    click: Click,
+    call: WaitingCall,
+    *,
+    schema: dict[str, Any] | None,
+    build: Callable[[ModalTarget, dict[str, Any]], dict[str, Any]],
+    without_form: str,
+) -> None:
+    """Open the modal `build(target, schema)` for a checked click; without a schema to build a form from,
+    tell the clicker `without_form` instead."""
+    if schema is None:
+        await tell(
+            client, channel=call.row.channel, user=click.user_id, thread_ts=call.row.thread_ts, text=without_form
+        )
+        return
+    target = ModalTarget(ref=call.row.id, tool_name=call.row.tool_name)
+    await client.views_open(trigger_id=click.trigger_id, view=build(target, schema))
