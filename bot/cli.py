@@ -193,7 +193,8 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
         if runtime_recovery is not None:
             await runtime_recovery.stop()
         if expiry is not None:
-            expiry.cancel()
+            expiry.cancel()  # and wait for it, so it does not hold a connection while the storage closes
+            await asyncio.gather(expiry, return_exceptions=True)
         left = await wait_for_running_runs(settings.bot_shutdown_grace)
         if left:
             logging.getLogger("bot").warning(

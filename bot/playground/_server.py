@@ -117,15 +117,16 @@ class Playground:
     async def stop(self) -> None:
         """Stop within about a second, open pages or not: their long polls are answered at once, and what
         the bot was doing is left to the recovery of the next start."""
-        if self._expiry is not None:
-            self._expiry.cancel()
-            self._expiry = None
+        # The background passes end before the storage closes: one cancelled mid-query and left to finish
+        # on its own would be closing its connection while the engine is disposed, and hang the loop's end.
+        background = [task for task in (self._expiry, self._slack_recovery) if task is not None]
+        for task in background:
+            task.cancel()
+        await asyncio.gather(*background, return_exceptions=True)
+        self._expiry = self._slack_recovery = None
         if self._recovery is not None:
             await self._recovery.stop(timeout=1.0)
             self._recovery = None
-        if self._slack_recovery is not None:
-            self._slack_recovery.cancel()
-            self._slack_recovery = None
         if self._runner is not None:
             self.workspace.changed()  # every page waiting for a change gets its answer now
             await self._runner.cleanup()
