@@ -11,8 +11,10 @@ import asyncio
 import errno
 import importlib
 import logging
+import os
 import signal
 import sys
+import threading
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
@@ -309,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         work = _run(options.command, options, settings)
     try:
-        _run_until_stopped(work)
+        _run_until_stopped(work, hard_deadline=settings.bot_shutdown_grace + 15)
     except StartupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -342,13 +344,23 @@ def _run_admin(options: argparse.Namespace) -> int:
     return 0
 
 
-def _run_until_stopped(work: Coroutine[Any, Any, None]) -> None:
+def _run_until_stopped(work: Coroutine[Any, Any, None], *, hard_deadline: float) -> None:
     """Run `work` until Ctrl-C or SIGTERM (`docker stop`, process managers). Both cancel it, so its
     cleanup runs; a KeyboardInterrupt raised from a signal handler could land anywhere, even in a
-    `__del__` that swallows it, and the bot would never stop."""
+    `__del__` that swallows it, and the bot would never stop.
+
+    SIGTERM also arms a watchdog: a process still alive `hard_deadline` seconds later (its cleanup stuck,
+    e.g. a database connection that never finishes closing) exits anyway. Nothing is lost by that: what
+    was at work is taken over by the recovery of the next start."""
+
+    def stop(task: asyncio.Task) -> None:
+        watchdog = threading.Timer(hard_deadline, os._exit, args=(0,))
+        watchdog.daemon = True
+        watchdog.start()
+        task.cancel()
 
     async def main() -> None:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop, asyncio.current_task())
         try:
             await work
         except asyncio.CancelledError:
