@@ -83,9 +83,15 @@ def _short(exc: Exception) -> str:
     return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
+SERVER_SHUTDOWN_TIMEOUT = 3.0
+"""Seconds the HTTP server gives requests in flight when it stops."""
+
+
 async def serve_http(web_app: web.Application, *, host: str = "0.0.0.0", port: int = 3000, what: str = "") -> None:
     """Serve until cancelled; one log line once listening (an OSError if the port is taken)."""
-    runner = web.AppRunner(web_app)
+    # On stop, requests in flight get a moment, not aiohttp's default minute: the work they started goes on
+    # in runs, which the shutdown grace (BOT_SHUTDOWN_GRACE) and the next start's recovery look after.
+    runner = web.AppRunner(web_app, shutdown_timeout=SERVER_SHUTDOWN_TIMEOUT)
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port).start()
