@@ -47,13 +47,6 @@ class RunStore:
         async with self._storage.session() as session:
             return await session.get(RunRow, run_id)
 
-    async def set_run(self, run_id: str, **fields: Any) -> None:
-        """Update a run's bookkeeping (never its status: `move_run` does that)."""
-        assert "status" not in fields, "a run's status changes through move_run"
-        fields.setdefault("updated_at", utcnow())
-        async with self._storage.session() as session:
-            await session.execute(update(RunRow).where(RunRow.id == run_id).values(**fields))
-
     async def move_run(
         self,
         run: RunRow,

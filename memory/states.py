@@ -33,6 +33,7 @@ older than `stale_after` and that has work in progress is taken over by `Agent.r
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 
 class RunStatus(StrEnum):
@@ -144,6 +145,11 @@ def next_state_after(kind: DecisionKind, *, passes_down: bool) -> ToolCallState:
     if kind == DecisionKind.EXPIRE:
         return ToolCallState.EXPIRED
     return ToolCallState.DECLINED if kind == DecisionKind.DECLINE else ToolCallState.APPROVED
+
+
+def is_interrupted(suspend_payload: Any) -> bool:
+    """Whether a call's suspend payload marks it interrupted: its tool started and no result was stored."""
+    return isinstance(suspend_payload, dict) and suspend_payload.get("interrupted") is True
 
 
 def outcome_of(state: str, decision: str | None) -> str | None:

@@ -4,7 +4,7 @@ Knows nothing of Slack: it imports `tools` and `memory` only. Every front end (S
 the playground) drives it through the names exported here.
 """
 
-from memory.states import DecisionKind, RunStatus, ToolCallState
+from memory.states import DecisionKind, RunStatus, ToolCallState, is_interrupted
 
 from ._agent import Agent
 from ._fingerprint import fingerprint
@@ -35,6 +35,7 @@ from .types import (
 )
 
 __all__ = [
+    "is_interrupted",
     "Agent",
     "AgentError",
     "AgentOutput",

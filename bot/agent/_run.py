@@ -24,7 +24,7 @@ from bot import metrics
 from memory import Memory, PolicyStore, RunStatus, ToolCallState
 from memory._memory import pair_tool_results
 from memory._runs import Audit, RunStore
-from memory.states import IN_PROGRESS_STATES, SETTLED_STATES, WAITING_STATES, DecisionKind
+from memory.states import IN_PROGRESS_STATES, SETTLED_STATES, WAITING_STATES, DecisionKind, is_interrupted
 from memory.tables import RunRow, ToolCallRow, utcnow
 from tools import (
     AgentToolContext,
@@ -633,7 +633,7 @@ def expired_message(call: ToolCallRow, reason: str | None) -> dict[str, Any]:
 
 def declined_message(call: ToolCallRow, reason: str | None) -> dict[str, Any]:
     """The tool message the model reads when a call was declined (stored with the decision)."""
-    if _is_interrupted(call):
+    if is_interrupted(call.suspend_payload):
         content = (
             "This tool call was interrupted before its result was stored, and the user chose not to run it "
             "again: it did not complete, and it may or may not have taken effect."
@@ -645,13 +645,9 @@ def declined_message(call: ToolCallRow, reason: str | None) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call.tool_call_id, "content": content}
 
 
-def _is_interrupted(call: ToolCallRow) -> bool:
-    return isinstance(call.suspend_payload, dict) and call.suspend_payload.get("interrupted") is True
-
-
 def _suspended_with(payload: Any) -> Any:
     """What the tool suspended with, also after an interruption wrapped it."""
-    if isinstance(payload, dict) and payload.get("interrupted") is True:
+    if is_interrupted(payload):
         return payload.get("suspended_with")
     return payload
 

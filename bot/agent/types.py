@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from memory.states import DecisionKind, RunStatus, ToolCallState, outcome_of, waiting_state_for
+from memory.states import DecisionKind, RunStatus, ToolCallState, is_interrupted, outcome_of, waiting_state_for
 
 ChunkType = Literal[
     "text-delta",
@@ -163,7 +163,7 @@ class ToolCallRecord:
     @property
     def interrupted(self) -> bool:
         """Whether it waits again because its tool started and the bot stopped before a result was stored."""
-        return isinstance(self.suspend_payload, dict) and self.suspend_payload.get("interrupted") is True
+        return is_interrupted(self.suspend_payload)
 
     def waits_for(self, kind: DecisionKind) -> bool:
         """Whether a decision of this kind can be made about it now (approve/decline, or resume)."""

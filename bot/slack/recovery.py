@@ -28,7 +28,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.agent import AgentStream
+from bot.agent import AgentStream, is_interrupted
 from memory.tables import utcnow
 
 from .conversation import continue_run
@@ -37,7 +37,6 @@ from .services import SlackServices
 from .tables import ToolCallMessageRow
 from .threads import SlackThread
 from .waiting_messages import (
-    is_interrupted,
     post_recorded,
     record_of,
     refresh_message,

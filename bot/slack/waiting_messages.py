@@ -12,7 +12,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.agent import DecisionKind, ToolCallRecord
+from bot.agent import DecisionKind, ToolCallRecord, is_interrupted
 
 from .approval_builder import (
     ApprovalView,
@@ -135,11 +135,6 @@ async def _say_not_posted_yet(services: SlackServices, client: AsyncWebClient, r
         services.logger.warning("could not tell %s that its message is not posted yet", row.thread_id)
     except UNCLEAR:
         services.logger.warning("could not tell %s that its message is not posted yet", row.thread_id)
-
-
-def is_interrupted(suspend_payload: Any) -> bool:
-    """Whether a call's suspend payload marks it interrupted: its tool started and never stored a result."""
-    return isinstance(suspend_payload, dict) and suspend_payload.get("interrupted") is True
 
 
 def approval_view_of(row: ToolCallMessageRow, record: ToolCallRecord | None, args: Any = None) -> ApprovalView:
