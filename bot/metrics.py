@@ -105,7 +105,7 @@ class WaitingCalls:
             .where(ToolCallRow.state.in_([ToolCallState.AWAITING_APPROVAL, ToolCallState.SUSPENDED]))
             .group_by(ToolCallRow.state)
         )
-        async with storage.session() as session:
+        async with storage.read_session() as session:
             counts = {str(state): number for state, number in (await session.execute(query)).all()}
         return cls(counts.get(ToolCallState.AWAITING_APPROVAL, 0), counts.get(ToolCallState.SUSPENDED, 0))
 

@@ -117,7 +117,7 @@ class AuditLog:
             statement = statement.where(AuditRow.run_id == run_id)
         if limit is not None:
             statement = statement.limit(limit)
-        async with self._storage.session() as session:
+        async with self._storage.read_session() as session:
             return [entry_of(row) for row in await session.scalars(statement)]
 
 

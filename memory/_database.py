@@ -8,7 +8,7 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 
 class Database(Protocol):
@@ -17,4 +17,16 @@ class Database(Protocol):
 
     def session(self) -> AbstractAsyncContextManager[AsyncSession]:
         """A session inside one transaction, committed on success."""
+        ...
+
+    def transaction(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """One write transaction on a plain connection, committed on success."""
+        ...
+
+    def read(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """A plain connection for reads alone, outside any write transaction."""
+        ...
+
+    def read_session(self) -> AbstractAsyncContextManager[AsyncSession]:
+        """A session for reads alone, outside any write transaction."""
         ...

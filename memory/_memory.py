@@ -30,7 +30,7 @@ class Memory:
 
     async def window(self, thread_id: str) -> list[dict[str, Any]]:
         """The latest messages of the thread, each tool call followed right away by its result."""
-        async with self.storage.session() as session:
+        async with self.storage.read_session() as session:
             rows = list(
                 await session.scalars(
                     select(MessageRow)
@@ -43,7 +43,7 @@ class Memory:
 
     async def messages(self, thread_id: str) -> list[dict[str, Any]]:
         """Every stored message of the thread, in order, as stored."""
-        async with self.storage.session() as session:
+        async with self.storage.read_session() as session:
             rows = await session.scalars(
                 select(MessageRow).where(MessageRow.thread_id == thread_id).order_by(MessageRow.id)
             )

@@ -120,19 +120,19 @@ class PolicyStore:
 
     async def get(self, tool_name: str) -> ToolPolicy:
         """The policy of `tool_name`, or the defaults when none is stored."""
-        async with self._storage.session() as session:
+        async with self._storage.read_session() as session:
             row = await session.get(PolicyRow, tool_name)
             return policy_of(row) if row is not None else ToolPolicy(tool_name=tool_name)
 
     async def all(self) -> list[ToolPolicy]:
         """Every stored policy, by tool name."""
-        async with self._storage.session() as session:
+        async with self._storage.read_session() as session:
             rows = await session.scalars(select(PolicyRow).order_by(PolicyRow.tool_name))
             return [policy_of(row) for row in rows]
 
     async def with_expiry(self) -> list[ToolPolicy]:
         """The stored policies that set an expiry (what the expiry sweep looks at)."""
-        async with self._storage.session() as session:
+        async with self._storage.read_session() as session:
             rows = await session.scalars(select(PolicyRow).where(PolicyRow.expires_after.is_not(None)))
             return [policy_of(row) for row in rows]
 

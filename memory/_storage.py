@@ -1,24 +1,29 @@
 """The database handle: one async engine, one session factory, migrations applied on first use.
 
-The schema check is done once per process per database and package: several `Storage` objects on
-one URL (a benchmark, a test, a process that builds one per request) pay Alembic's check once.
+Several `Storage` objects on one URL (a benchmark, a test, a process that builds one per request) pay
+the setup once: the schema check is done once per process per database and package, and in one event
+loop they share one engine (its connection pool and its cache of compiled statements), which is
+disposed when the last of them closes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from .defaults import DEFAULT_DATABASE_URL
 from .migrations import SCHEMA as RUNTIME
 from .schema import Schema
 
+_READ_ONLY = "memory_read_only"  # an execution option: this connection only reads (no BEGIN IMMEDIATE)
 _MIGRATION_LOCK = 7_300_451  # any constant: the advisory lock replicas take while one of them migrates
 _UP_TO_DATE: set[tuple[str, str]] = set()
 """(database, package) pairs this process has brought up to date: the check is not repeated."""
@@ -37,13 +42,19 @@ class Storage:
         self.is_sqlite = parsed.get_backend_name() == "sqlite"
         if self.is_sqlite and parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        self.engine: AsyncEngine = create_async_engine(url, echo=echo)
-        if self.is_sqlite:
-            _serialize_sqlite_writers(self.engine)
-        self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
         # An in-memory SQLite database lives and dies with its engine: it is its own database.
         in_memory = self.is_sqlite and parsed.database in (None, "", ":memory:")
         self._database_key = f"{url}#{id(self)}" if in_memory else url
+        self._shared = None if in_memory else _shared_engine(url, echo=echo, is_sqlite=self.is_sqlite)
+        self.engine: AsyncEngine = self._shared.engine if self._shared else _new_engine(url, echo, self.is_sqlite)
+        self._closed = False
+        self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
+        # Reads outside a write transaction: on SQLite no BEGIN IMMEDIATE (no write lock; each statement
+        # reads a consistent snapshot of its own, WAL readers never wait for the writer), on PostgreSQL
+        # autocommit (no BEGIN ... COMMIT round trips).
+        read_options = {_READ_ONLY: True} if self.is_sqlite else {"isolation_level": "AUTOCOMMIT"}
+        self._read_engine = self.engine.execution_options(**read_options)
+        self._reader = async_sessionmaker(self._read_engine, expire_on_commit=False)
         self._migrated = False
         self._migrate_lock = asyncio.Lock()
         from ._audit import AuditLog
@@ -88,8 +99,45 @@ class Storage:
         async with self.sessionmaker() as session, session.begin():
             yield session
 
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncConnection]:
+        """One write transaction on a plain connection (SQL statements, no ORM unit of work), committed on
+        success: the runtime's hot path, where every state transition is one of these."""
+        if not self._migrated:
+            await self.migrate()
+        async with self.engine.begin() as connection:
+            yield connection
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncConnection]:
+        """A plain connection for reads alone, outside any write transaction (see `read_session`)."""
+        if not self._migrated:
+            await self.migrate()
+        async with self._read_engine.connect() as connection:
+            yield connection
+
+    @asynccontextmanager
+    async def read_session(self) -> AsyncIterator[AsyncSession]:
+        """A session for reads alone, outside any write transaction (see `__init__`); never write through it.
+
+        What is read and then written in one decision belongs in `session()`: a read here may be stale by
+        the time its caller acts, which is fine for what the caller then checks with a conditional UPDATE.
+        """
+        if not self._migrated:
+            await self.migrate()
+        async with self._reader() as session:
+            yield session
+
     async def close(self) -> None:
-        await self.engine.dispose()
+        """Close the database connections, unless another open `Storage` of this loop shares them."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._shared is not None:
+            self._shared.users -= 1
+            if self._shared.users > 0:
+                return
+        await self.engine.dispose()  # the engine stays usable: a later Storage opens new connections
 
     # Convenience pass-throughs used by tests and the command line.
     async def get_run(self, run_id: str):
@@ -97,6 +145,38 @@ class Storage:
 
     async def stored_bytes(self, run_id: str) -> int:
         return await self.runs.stored_bytes(run_id)
+
+
+@dataclass
+class _SharedEngine:
+    engine: AsyncEngine
+    users: int = 0
+    """Open `Storage` objects on it; the last to close disposes its connections."""
+
+
+_ENGINES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, bool], _SharedEngine]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Per event loop (connections belong to the loop that opened them): (URL, echo) -> its engine."""
+
+
+def _shared_engine(url: str, *, echo: bool, is_sqlite: bool) -> _SharedEngine | None:
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None  # built outside a loop: an engine of its own
+    shared = _ENGINES.setdefault(loop, {}).get((url, echo))
+    if shared is None:
+        shared = _ENGINES[loop][(url, echo)] = _SharedEngine(_new_engine(url, echo, is_sqlite))
+    shared.users += 1
+    return shared
+
+
+def _new_engine(url: str, echo: bool, is_sqlite: bool) -> AsyncEngine:
+    engine = create_async_engine(url, echo=echo)
+    if is_sqlite:
+        _serialize_sqlite_writers(engine)
+    return engine
 
 
 def _serialize_sqlite_writers(engine: AsyncEngine) -> None:
@@ -117,4 +197,5 @@ def _serialize_sqlite_writers(engine: AsyncEngine) -> None:
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        if not connection.get_execution_options().get(_READ_ONLY):
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
