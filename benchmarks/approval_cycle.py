@@ -278,19 +278,36 @@ class Project(System):
         super().__init__(workdir, base_url)
         self.url = f"sqlite+aiosqlite:///{self.path}"
         self.commits = 0
+        self.transactions = 0
         self.statements = 0
+        self._counted: list[Any] = []
 
     def count(self, storage: Any) -> None:
+        """Count the transactions that wrote (commits), all transactions, and the statements, once per engine
+        (new `Storage` objects of one URL share an engine in one event loop)."""
         from sqlalchemy import event
 
-        def on_commit(_connection: Any) -> None:
-            self.commits += 1
+        engine = storage.engine.sync_engine
+        if engine in self._counted:
+            return
+        self._counted.append(engine)
+        wrote: dict[int, bool] = {}
 
-        def on_statement(*_args: Any) -> None:
+        def on_begin(connection: Any) -> None:
+            wrote[id(connection)] = False
+
+        def on_statement(connection: Any, _cursor: Any, statement: str, *_args: Any) -> None:
             self.statements += 1
+            if statement.lstrip().split(None, 1)[0].upper() in {"INSERT", "UPDATE", "DELETE"}:
+                wrote[id(connection)] = True
 
-        event.listen(storage.engine.sync_engine, "commit", on_commit)
-        event.listen(storage.engine.sync_engine, "before_cursor_execute", on_statement)
+        def on_commit(connection: Any) -> None:
+            self.transactions += 1
+            self.commits += wrote.pop(id(connection), False)
+
+        event.listen(engine, "begin", on_begin)
+        event.listen(engine, "before_cursor_execute", on_statement)
+        event.listen(engine, "commit", on_commit)
 
     async def setup(self) -> None:
         from memory import Storage
@@ -394,7 +411,7 @@ async def measure(systems: list[System], cycles: int, warmups: int) -> dict[str,
             sizes = {s.name: stored_bytes(s.path) for s in systems}
             for system in systems:
                 if isinstance(system, Project):
-                    system.commits = system.statements = 0
+                    system.commits = system.transactions = system.statements = 0
         for system in systems:
             executions = Executions()
             cpu, wall = time.process_time(), time.perf_counter()
@@ -416,6 +433,7 @@ async def measure(systems: list[System], cycles: int, warmups: int) -> dict[str,
         }
         if isinstance(system, Project):
             results[system.name]["commits"] = system.commits / cycles
+            results[system.name]["transactions"] = system.transactions / cycles
             results[system.name]["statements"] = system.statements / cycles
         if isinstance(system, ProjectRestart):
             results[system.name]["child_work_cpu_ms"] = statistics.mean(system.child_work_cpu_ms[warmups:])
@@ -439,7 +457,8 @@ def report(results: dict[str, dict[str, Any]], cycles: int) -> None:
         if name in results and "commits" in results[name]:
             r = results[name]
             print(
-                f"{name}: {r['commits']:.1f} commits and {r['statements']:.1f} statements per cycle (in this process)"
+                f"{name}: {r['commits']:.1f} commits (transactions that wrote), {r['transactions']:.1f} transactions "
+                f"and {r['statements']:.1f} statements per cycle (in this process)"
             )
     if "project-restart" in results:
         print(

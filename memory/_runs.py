@@ -2,6 +2,10 @@
 
 Every change of a tool call's state goes through `transition`, a conditional UPDATE: the row moves
 only if it is still in a state it may leave, and the caller learns whether it won.
+
+The runtime's path (a run, its steps, decisions, results) is written with plain SQL statements on a
+connection (`Storage.transaction`), one transaction per state transition, and read outside any write
+transaction (`Storage.read`): no ORM unit of work on the way of every approval.
 """
 
 from __future__ import annotations
@@ -12,12 +16,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, exists, func, or_, select, update
+from sqlalchemy import and_, exists, func, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._audit import SYSTEM, AuditLog
 from .exceptions import ThreadOwnerError
 from .states import (
     IN_PROGRESS_STATES,
+    SETTLED_STATES,
     UNFINISHED_RUN_STATUSES,
     WAITING_STATES,
     RunStatus,
@@ -30,6 +36,9 @@ from .tables import AuditRow, MessageRow, RunRow, ThreadRow, ToolCallRow, utcnow
 if TYPE_CHECKING:
     from ._database import Database
 
+RUNS, MESSAGES, CALLS, AUDIT = RunRow.__table__, MessageRow.__table__, ToolCallRow.__table__, AuditRow.__table__
+_SETTLED = [str(s) for s in SETTLED_STATES]
+
 
 class RunStore:
     def __init__(self, storage: Database, audit_log: AuditLog):
@@ -38,14 +47,27 @@ class RunStore:
 
     # --- runs -------------------------------------------------------------------------------
     async def create_run(self, run: RunRow, messages: Iterable[dict[str, Any]] = ()) -> None:
-        async with self._storage.session() as session:
-            session.add(run)
-            await session.flush()
-            _add_messages(session, run, messages)
+        async with self._storage.transaction() as connection:
+            await connection.execute(insert(RUNS).values(**_new_row_values(run)))
+            await _add_messages(connection, run, messages)
 
     async def get_run(self, run_id: str) -> RunRow | None:
-        async with self._storage.session() as session:
-            return await session.get(RunRow, run_id)
+        async with self._storage.read() as connection:
+            row = (await connection.execute(select(RUNS).where(RUNS.c.id == run_id))).first()
+        return RunRow(**row._mapping) if row is not None else None
+
+    async def run_and_call(self, run_id: str, tool_call_id: str | None) -> tuple[RunRow | None, ToolCallRow | None]:
+        """A run and one of its calls (with no `tool_call_id`, the call that waits latest), read together."""
+        async with self._storage.read() as connection:
+            row = (await connection.execute(select(RUNS).where(RUNS.c.id == run_id))).first()
+            if row is None:
+                return None, None
+            if tool_call_id is None:
+                statement = _latest_waiting(run_id)
+            else:
+                statement = select(CALLS).where(CALLS.c.run_id == run_id, CALLS.c.tool_call_id == tool_call_id)
+            call = (await connection.execute(statement)).first()
+        return RunRow(**row._mapping), ToolCallRow(**call._mapping) if call is not None else None
 
     async def move_run(
         self,
@@ -67,14 +89,13 @@ class RunStore:
         values = {"status": str(to), "updated_at": now, **fields}
         if to == RunStatus.RUNNING:
             values.setdefault("heartbeat_at", now)
-        messages = list(messages)
-        async with self._storage.session() as session:
-            result = await session.execute(
-                update(RunRow).where(RunRow.id == run.id, RunRow.status.in_(sources)).values(**values)
+        async with self._storage.transaction() as connection:
+            result = await connection.execute(
+                update(RUNS).where(RUNS.c.id == run.id, RUNS.c.status.in_(sources)).values(**values)
             )
             won = result.rowcount == 1
-            if won and messages:
-                _add_messages(session, run, messages)
+            if won:
+                await _add_messages(connection, run, messages)
         if won:
             for key, value in values.items():
                 setattr(run, key, value)
@@ -83,6 +104,44 @@ class RunStore:
     async def claim_run(self, run: RunRow, owner: str) -> bool:
         """Take a suspended run to work on it; exactly one claimant wins."""
         return await self.move_run(run, RunStatus.RUNNING, only_from=[RunStatus.SUSPENDED], owner=owner)
+
+    async def after_work(self, run: RunRow, owner: str, *, holds_run: bool) -> str:
+        """What follows a worker's calls of the current step: see `_after_work`."""
+        async with self._storage.transaction() as connection:
+            return await self._after_work(connection, run, owner, holds_run=holds_run)
+
+    async def _after_work(self, connection: AsyncConnection, run: RunRow, owner: str, *, holds_run: bool) -> str:
+        """ "continue" (`owner` goes on with the run: its step is settled), "suspended" (a call of the step
+        still waits or works; the run is parked if `owner` held it), or "stop" (another process goes on).
+
+        Whoever settles the last call of a step continues the run. The processes that settle calls of one
+        run take turns here (SQLite: one writer at a time; PostgreSQL: the run's row lock), so the last of
+        them sees every other's result, and the conditional claim lets only one go on.
+        """
+        if not self._storage.is_sqlite:
+            await connection.execute(select(RUNS.c.id).where(RUNS.c.id == run.id).with_for_update())
+        unsettled = await connection.scalar(
+            select(exists().where(CALLS.c.run_id == run.id, CALLS.c.step == run.step, CALLS.c.state.not_in(_SETTLED)))
+        )
+        now = utcnow()
+        if holds_run and not unsettled:
+            return "continue"
+        if holds_run:
+            to: dict[str, Any] = {"status": str(RunStatus.SUSPENDED), "suspended_at": now, "owner": None}
+            only_from = RunStatus.RUNNING
+        elif unsettled:
+            return "suspended"
+        else:
+            to = {"status": str(RunStatus.RUNNING), "owner": owner, "heartbeat_at": now}
+            only_from = RunStatus.SUSPENDED
+        moved = await connection.execute(
+            update(RUNS).where(RUNS.c.id == run.id, RUNS.c.status == str(only_from)).values(**to, updated_at=now)
+        )
+        if moved.rowcount != 1:
+            return "stop"
+        for key, value in to.items():
+            setattr(run, key, value)
+        return "continue" if to["status"] == RunStatus.RUNNING else "suspended"
 
     async def heartbeat(self, run_id: str, owner: str) -> None:
         """Refresh the run's lease: a process is still working on it."""
@@ -117,7 +176,7 @@ class RunStore:
             .order_by(RunRow.heartbeat_at)
             .limit(limit)
         )
-        async with self._storage.session() as session:
+        async with self._storage.read_session() as session:
             return list(await session.scalars(statement))
 
     async def take_over(self, run_id: str, *, stale_before: datetime, owner: str) -> RunRow | None:
@@ -138,16 +197,20 @@ class RunStore:
 
     # --- messages ---------------------------------------------------------------------------
     async def add_messages(self, run: RunRow, messages: Iterable[dict[str, Any]]) -> None:
-        async with self._storage.session() as session:
-            _add_messages(session, run, messages)
+        async with self._storage.transaction() as connection:
+            await _add_messages(connection, run, messages)
 
     async def run_messages(self, run_id: str) -> list[dict[str, Any]]:
-        async with self._storage.session() as session:
-            rows = await session.scalars(select(MessageRow).where(MessageRow.run_id == run_id).order_by(MessageRow.id))
+        async with self._storage.read() as connection:
+            rows = await connection.execute(select(MESSAGES).where(MESSAGES.c.run_id == run_id).order_by(MESSAGES.c.id))
             return [message_of(row) for row in rows]
 
     async def ensure_thread(self, thread_id: str, resource_id: str | None) -> None:
         """Create the thread for its first resource; refuse any other resource afterwards."""
+        async with self._storage.read() as connection:
+            owner = await connection.scalar(select(ThreadRow.resource_id).where(ThreadRow.id == thread_id))
+        if owner is not None and (resource_id is None or owner == resource_id):
+            return  # the usual case, every turn after the first: nothing to write
         async with self._storage.session() as session:
             thread = await session.get(ThreadRow, thread_id)
             if thread is None:
@@ -168,49 +231,55 @@ class RunStore:
         calls: list[ToolCallRow],
         results: Iterable[dict[str, Any]] = (),
         audits: Iterable[tuple[ToolCallRow, Audit]] = (),
+        *,
+        suspend: bool = False,
     ) -> None:
-        """Store one step at once: the model's reply, the run's step count, its calls and any immediate results.
+        """Store one step at once: the model's reply, the run's step count, its calls and any immediate results;
+        with `suspend` (nothing of the step is left for this worker to do, a call waits) the run is parked too.
 
         One transaction, so a crash never leaves a reply whose calls were not recorded.
         """
-        async with self._storage.session() as session:
-            _add_messages(session, run, [reply])
-            await session.execute(
-                update(RunRow)
-                .where(RunRow.id == run.id)
-                .values(step=run.step, heartbeat_at=utcnow(), updated_at=utcnow())
-            )
-            session.add_all(calls)
-            _add_messages(session, run, results)
-            session.add_all([audit.row(call, {}) for call, audit in audits])
+        now = utcnow()
+        values: dict[str, Any] = {"step": run.step, "heartbeat_at": now, "updated_at": now}
+        if suspend:
+            values.update(status=str(RunStatus.SUSPENDED), suspended_at=now, owner=None)
+        async with self._storage.transaction() as connection:
+            await _add_messages(connection, run, [reply])
+            await connection.execute(update(RUNS).where(RUNS.c.id == run.id).values(**values))
+            for call in calls:
+                inserted = await connection.execute(insert(CALLS).values(**_new_row_values(call, now)))
+                call.id = inserted.inserted_primary_key[0]
+            await _add_messages(connection, run, results)
+            audit_rows = [audit.values(call, {}) for call, audit in audits]
+            if audit_rows:
+                await connection.execute(insert(AUDIT), audit_rows)
+        for key, value in values.items():
+            setattr(run, key, value)
 
     async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRow | None:
-        async with self._storage.session() as session:
-            return await session.scalar(
-                select(ToolCallRow).where(ToolCallRow.run_id == run_id, ToolCallRow.tool_call_id == tool_call_id)
-            )
+        async with self._storage.read() as connection:
+            row = (
+                await connection.execute(
+                    select(CALLS).where(CALLS.c.run_id == run_id, CALLS.c.tool_call_id == tool_call_id)
+                )
+            ).first()
+        return ToolCallRow(**row._mapping) if row is not None else None
 
     async def latest_waiting_call(self, run_id: str) -> ToolCallRow | None:
-        async with self._storage.session() as session:
-            return await session.scalar(
-                select(ToolCallRow)
-                .where(ToolCallRow.run_id == run_id, ToolCallRow.state.in_([str(s) for s in WAITING_STATES]))
-                .order_by(ToolCallRow.suspended_at.desc(), ToolCallRow.id.desc())
-                .limit(1)
-            )
+        async with self._storage.read() as connection:
+            row = (await connection.execute(_latest_waiting(run_id))).first()
+        return ToolCallRow(**row._mapping) if row is not None else None
 
     async def call_ids(self, run_id: str) -> set[str]:
-        async with self._storage.session() as session:
-            return set(await session.scalars(select(ToolCallRow.tool_call_id).where(ToolCallRow.run_id == run_id)))
+        async with self._storage.read() as connection:
+            return set(await connection.scalars(select(CALLS.c.tool_call_id).where(CALLS.c.run_id == run_id)))
 
     async def step_calls(self, run_id: str, step: int) -> list[ToolCallRow]:
-        async with self._storage.session() as session:
-            rows = await session.scalars(
-                select(ToolCallRow)
-                .where(ToolCallRow.run_id == run_id, ToolCallRow.step == step)
-                .order_by(ToolCallRow.position)
+        async with self._storage.read() as connection:
+            rows = await connection.execute(
+                select(CALLS).where(CALLS.c.run_id == run_id, CALLS.c.step == step).order_by(CALLS.c.position)
             )
-            return list(rows)
+            return [ToolCallRow(**row._mapping) for row in rows]
 
     async def transition(
         self,
@@ -230,31 +299,62 @@ class RunStore:
         will read), an `audit` row is written, and with `lease` (an owner) the run's lease is refreshed.
         On success the in-memory `call` is updated too, so the caller goes on with what was stored.
         """
+        async with self._storage.transaction() as connection:
+            return await self._transition(connection, call, to, allowed_from, messages, run, audit, lease, fields)
+
+    async def settle(
+        self,
+        call: ToolCallRow,
+        to: ToolCallState,
+        *,
+        run: RunRow,
+        messages: Iterable[dict[str, Any]],
+        audit: Audit,
+        owner: str,
+        holds_run: bool,
+        **fields: Any,
+    ) -> tuple[bool, str | None]:
+        """`transition` a call to its result, and in the same transaction decide what follows (`_after_work`):
+        (won, "continue" | "suspended" | "stop"), or (False, None) when it was settled elsewhere."""
+        async with self._storage.transaction() as connection:
+            if not await self._transition(connection, call, to, None, messages, run, audit, None, fields):
+                return False, None
+            return True, await self._after_work(connection, run, owner, holds_run=holds_run)
+
+    async def _transition(
+        self,
+        connection: AsyncConnection,
+        call: ToolCallRow,
+        to: ToolCallState,
+        allowed_from: Iterable[ToolCallState] | None,
+        messages: Iterable[dict[str, Any]],
+        run: RunRow | None,
+        audit: Audit | Iterable[Audit] | None,
+        lease: str | None,
+        fields: dict[str, Any],
+    ) -> bool:
         sources = sources_of(to, frozenset(allowed_from) if allowed_from is not None else None)
         now = utcnow()
         values = {"state": str(to), "updated_at": now, **fields}
         if to in WAITING_STATES and "suspended_at" not in fields:
             values["suspended_at"] = now
         messages = list(messages)
-        async with self._storage.session() as session:
-            result = await session.execute(
-                update(ToolCallRow).where(ToolCallRow.id == call.id, ToolCallRow.state.in_(sources)).values(**values)
-            )
-            won = result.rowcount == 1
-            if won:
-                if messages:
-                    assert run is not None, "messages belong to a run"
-                    _add_messages(session, run, messages)
-                for line in [audit] if isinstance(audit, Audit) else audit or ():
-                    session.add(line.row(call, values))
-                if lease is not None:
-                    await session.execute(
-                        update(RunRow).where(RunRow.id == call.run_id).values(heartbeat_at=now, owner=lease)
-                    )
-        if won:
-            for key, value in values.items():
-                setattr(call, key, value)
-        return won
+        result = await connection.execute(
+            update(CALLS).where(CALLS.c.id == call.id, CALLS.c.state.in_(sources)).values(**values)
+        )
+        if result.rowcount != 1:
+            return False
+        if messages:
+            assert run is not None, "messages belong to a run"
+            await _add_messages(connection, run, messages)
+        audit_rows = [line.values(call, values) for line in ([audit] if isinstance(audit, Audit) else audit or ())]
+        if audit_rows:
+            await connection.execute(insert(AUDIT), audit_rows)
+        if lease is not None:
+            await connection.execute(update(RUNS).where(RUNS.c.id == call.run_id).values(heartbeat_at=now, owner=lease))
+        for key, value in values.items():
+            setattr(call, key, value)
+        return True
 
     async def audit(
         self,
@@ -297,7 +397,7 @@ class RunStore:
             .order_by(ToolCallRow.suspended_at)
             .limit(limit)
         )
-        async with self._storage.session() as session:
+        async with self._storage.read_session() as session:
             return [(row.run_id, row.tool_call_id) for row in await session.execute(statement)]
 
     # --- discovery --------------------------------------------------------------------------
@@ -324,7 +424,7 @@ class RunStore:
             conditions.append(RunRow.thread_id == thread_id)
         if resource_id is not None:
             conditions.append(RunRow.resource_id == resource_id)
-        async with self._storage.session() as session:
+        async with self._storage.read_session() as session:
             total = await session.scalar(select(func.count()).select_from(RunRow).where(and_(*conditions)))
             runs = list(
                 await session.scalars(
@@ -351,7 +451,7 @@ class RunStore:
 
     async def waiting_calls_in_thread(self, thread_id: str) -> list[ToolCallRow]:
         """Every call of the thread still waiting, approvals included, oldest first: one indexed query."""
-        async with self._storage.session() as session:
+        async with self._storage.read_session() as session:
             rows = await session.scalars(
                 select(ToolCallRow)
                 .where(ToolCallRow.thread_id == thread_id, ToolCallRow.state.in_([str(s) for s in WAITING_STATES]))
@@ -361,7 +461,7 @@ class RunStore:
 
     async def stored_bytes(self, run_id: str) -> int:
         """Bytes stored for one run: its row, its messages and its tool calls, as JSON."""
-        async with self._storage.session() as session:
+        async with self._storage.read_session() as session:
             rows: list[Any] = [await session.get(RunRow, run_id)]
             rows += list(await session.scalars(select(MessageRow).where(MessageRow.run_id == run_id)))
             rows += list(await session.scalars(select(ToolCallRow).where(ToolCallRow.run_id == run_id)))
@@ -378,37 +478,61 @@ class Audit:
     detail: str | None = None
     policy_version: int | None = None
 
-    def row(self, call: ToolCallRow, values: dict[str, Any]) -> AuditRow:
-        return AuditRow(
-            run_id=call.run_id,
-            tool_call_id=call.tool_call_id,
-            tool_name=values.get("shown_tool_name") or call.displayed_tool_name,
-            action=self.action,
-            actor=self.actor or SYSTEM,
-            via=self.via,
-            args_fingerprint=values.get("fingerprint") or call.fingerprint,
-            policy_version=self.policy_version,
-            detail=self.detail,
-            at=utcnow(),
-        )
+    def values(self, call: ToolCallRow, moved: dict[str, Any]) -> dict[str, Any]:
+        """The audit row, for `call` as it is after the move (`moved`: the values the move wrote)."""
+        return {
+            "run_id": call.run_id,
+            "tool_call_id": call.tool_call_id,
+            "tool_name": moved.get("shown_tool_name") or call.displayed_tool_name,
+            "action": self.action,
+            "actor": self.actor or SYSTEM,
+            "via": self.via,
+            "args_fingerprint": moved.get("fingerprint") or call.fingerprint,
+            "policy_version": self.policy_version,
+            "detail": self.detail,
+            "at": utcnow(),
+        }
 
 
-def _add_messages(session, run: RunRow, messages: Iterable[dict[str, Any]]) -> None:
+async def _add_messages(connection: AsyncConnection, run: RunRow, messages: Iterable[dict[str, Any]]) -> None:
     thread_id = run.thread_id if run.uses_memory else None
-    for message in messages:
-        session.add(
-            MessageRow(
-                run_id=run.id,
-                thread_id=thread_id,
-                role=message["role"],
-                content=message.get("content"),
-                tool_calls=message.get("tool_calls"),
-                tool_call_id=message.get("tool_call_id"),
-            )
-        )
+    now = utcnow()
+    rows = [
+        {
+            "run_id": run.id,
+            "thread_id": thread_id,
+            "role": message["role"],
+            "content": message.get("content"),
+            "tool_calls": message.get("tool_calls"),
+            "tool_call_id": message.get("tool_call_id"),
+            "created_at": now,
+        }
+        for message in messages
+    ]
+    if rows:
+        await connection.execute(insert(MESSAGES), rows)
 
 
-def message_of(row: MessageRow) -> dict[str, Any]:
+def _new_row_values(row: RunRow | ToolCallRow, now: datetime | None = None) -> dict[str, Any]:
+    """The columns of a row built in memory, for its INSERT; its creation times are set on it too."""
+    now = now or utcnow()
+    for stamp in ("created_at", "updated_at"):
+        if getattr(row, stamp) is None:
+            setattr(row, stamp, now)
+    table = row.__table__
+    return {column.key: getattr(row, column.key) for column in table.columns if column.autoincrement is not True}
+
+
+def _latest_waiting(run_id: str):
+    return (
+        select(CALLS)
+        .where(CALLS.c.run_id == run_id, CALLS.c.state.in_([str(s) for s in WAITING_STATES]))
+        .order_by(CALLS.c.suspended_at.desc(), CALLS.c.id.desc())
+        .limit(1)
+    )
+
+
+def message_of(row: Any) -> dict[str, Any]:
     """The OpenAI chat message a row stores."""
     message: dict[str, Any] = {"role": row.role, "content": row.content}
     if row.tool_calls:

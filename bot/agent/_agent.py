@@ -237,8 +237,10 @@ class Agent:
             if waiting:
                 notes.append(waiting_note(waiting, unclear))
         run = self._new_run(thread_id=thread_id, resource_id=resource_id, uses_memory=uses_memory, options=request)
-        await self.storage.runs.create_run(run, _user_messages(message))
-        return AgentStream(run.id, RunDriver(self._deps(), run, request).loop(notes))
+        messages = _user_messages(message)
+        await self.storage.runs.create_run(run, messages)
+        driver = RunDriver(self._deps(), run, request, messages=None if uses_memory else messages)
+        return AgentStream(run.id, driver.loop(notes))
 
     async def _auto_resume(
         self, parked: list[ToolCallRow], message: str | list[dict[str, Any]], resource_id: str | None
@@ -283,8 +285,9 @@ class Agent:
             thread_id=None, resource_id=parent.resource_id, uses_memory=False, options=request, run_id=run_id
         )
         run.parent_run_id = parent.id
-        await self.storage.runs.create_run(run, _user_messages(prompt))
-        return AgentStream(run.id, RunDriver(self._deps(), run, request).loop())
+        messages = _user_messages(prompt)
+        await self.storage.runs.create_run(run, messages)
+        return AgentStream(run.id, RunDriver(self._deps(), run, request, messages=messages).loop())
 
     def _new_run(
         self, *, thread_id, resource_id, uses_memory: bool, options: RequestOptions, run_id: str | None = None
@@ -406,13 +409,9 @@ class Agent:
     ) -> AgentStream:
         """Win the decision about one waiting call in storage (exactly one caller can), then carry it out."""
         runs = self.storage.runs
-        run = await runs.get_run(run_id)
+        run, call = await runs.run_and_call(run_id, tool_call_id)
         if run is None or run.agent_id != self.id:
             raise SnapshotNotFoundError(run_id, storage_configured=self._storage_configured)
-        if tool_call_id is None:
-            call = await runs.latest_waiting_call(run_id)
-        else:
-            call = await runs.get_tool_call(run_id, tool_call_id)
         wanted = waiting_state_for(decision.kind)
         if call is None or call.state != wanted:
             hint = ""
@@ -431,7 +430,8 @@ class Agent:
             decision.resume_data = self._checked_resume_data(call, decision.resume_data)
             fields["resume_data"] = decision.resume_data
         # the policy in force at the decision, for the audit trail
-        version = (await self.storage.policies.get(call.displayed_tool_name)).version
+        policy = await self.storage.policies.get(call.displayed_tool_name)
+        version = policy.version
         audit = [Audit(action=decision.kind.recorded_as, actor=decision.actor, via=decision.via, detail=decision.reason,
                        policy_version=version)]  # fmt: skip
         if edited_args is not None:
@@ -458,7 +458,7 @@ class Agent:
             latest = await runs.get_tool_call(run_id, call.tool_call_id)
             raise ToolCallNotSuspendedError(run_id, call.tool_call_id, latest.state if latest else None)
         driver = RunDriver(self._deps(), run, self._stored_options(run))
-        return AgentStream(run.id, driver.after_decision(call, decision))
+        return AgentStream(run.id, driver.after_decision(call, decision, policy))
 
     # --- expiry -----------------------------------------------------------------------------
     async def expire_waiting_approvals(self) -> list[tuple[str, str]]:

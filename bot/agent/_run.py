@@ -21,10 +21,10 @@ from typing import Any
 import openai
 
 from bot import metrics
-from memory import Memory, PolicyStore, RunStatus, ToolCallState
+from memory import Memory, PolicyStore, RunStatus, ToolCallState, ToolPolicy
 from memory._memory import pair_tool_results
 from memory._runs import Audit, RunStore
-from memory.states import IN_PROGRESS_STATES, SETTLED_STATES, WAITING_STATES, DecisionKind, is_interrupted
+from memory.states import IN_PROGRESS_STATES, WAITING_STATES, DecisionKind, is_interrupted
 from memory.tables import RunRow, ToolCallRow, utcnow
 from tools import (
     AgentToolContext,
@@ -119,12 +119,25 @@ class RunDeps:
 
 
 class RunDriver:
-    def __init__(self, deps: RunDeps, run: RunRow, options: RequestOptions):
+    def __init__(
+        self,
+        deps: RunDeps,
+        run: RunRow,
+        options: RequestOptions,
+        *,
+        messages: list[dict[str, Any]] | None = None,
+    ):
         self.deps = deps
         self.run = run
         self.options = options
         self.runs = deps.runs
         self.usage: dict[str, int] = {}
+        self._new_messages = messages
+        """The messages of a run just created without thread memory: its first step needs no read of them."""
+        self._sole_work = False
+        """True while the driver carries out one call alone: that call's result decides what follows."""
+        self._move: str | None = None
+        """What follows the step's work, when a transaction that wrote it already decided (see `_after_work`)."""
         self._policy_versions: dict[str, int] = {}
         """Tool call id -> the version of its tool's policy when it was proposed (for the audit trail)."""
         self._holds_run = run.status == RunStatus.RUNNING
@@ -135,9 +148,11 @@ class RunDriver:
         """Drive the run from where it stands until it finishes or parks a call."""
         return self._guarded(self._steps(notes))
 
-    def after_decision(self, call: ToolCallRow, decision: Decision) -> AsyncIterator[Chunk]:
-        """Carry out a decision already won in storage, then go on with the run if its step is settled."""
-        return self._guarded(self._decided(call, decision))
+    def after_decision(self, call: ToolCallRow, decision: Decision, policy: ToolPolicy) -> AsyncIterator[Chunk]:
+        """Carry out a decision already won in storage, then go on with the run if its step is settled.
+
+        `policy` is the tool's policy as read for the decision, right before it was stored."""
+        return self._guarded(self._decided(call, decision, policy))
 
     def recover(self, interrupted: list[ToolCallRow]) -> AsyncIterator[Chunk]:
         """Go on with a run taken over from a process that stopped (see `prepare_recovery`)."""
@@ -200,7 +215,14 @@ class RunDriver:
             await self._make_call_ids_unique(reply.tool_calls)
             rows = [await self._record(position, tool_call) for position, tool_call in enumerate(reply.tool_calls)]
             failed = [_result_message(r) for r in rows if r.state == ToolCallState.FAILED]
-            await self.runs.record_step(self.run, reply.message(), rows, failed, audits=self._requested(rows))
+            pending = any(r.state == ToolCallState.PENDING for r in rows)
+            waits = any(r.state in WAITING_STATES for r in rows)
+            # with nothing to run here, what follows is known now: a waiting call parks the run with the step
+            await self.runs.record_step(
+                self.run, reply.message(), rows, failed, audits=self._requested(rows), suspend=waits and not pending
+            )
+            if not pending:
+                self._move = "suspended" if waits else "continue"
             for row in rows:
                 yield self._chunk("tool-call", tool_call_id=row.tool_call_id, tool_name=row.tool_name, args=row.args)
             for row in rows:
@@ -216,8 +238,8 @@ class RunDriver:
                 yield self._chunk("finish", finish_reason=outcome, usage=self.usage)
                 return
 
-    async def _decided(self, call: ToolCallRow, decision: Decision) -> AsyncIterator[Chunk]:
-        for chunk in await self._carry_out(call, decision):
+    async def _decided(self, call: ToolCallRow, decision: Decision, policy: ToolPolicy) -> AsyncIterator[Chunk]:
+        for chunk in await self._carry_out(call, decision, policy):
             yield chunk
         async for chunk in self._then([call]):
             yield chunk
@@ -249,30 +271,21 @@ class RunDriver:
         """Decide what follows a step's work: "continue" (this driver asks the model next), "suspended"
         (a call waits), or "stop" (another process goes on); with the chunks of calls that now wait.
 
-        Whoever settles the last call of a step continues the run, and the conditional claim makes
-        sure only one does, also when a decision elsewhere settles it while this driver parks the run.
+        Whoever settles the last call of a step continues the run (`RunStore.after_work`). When the
+        transaction that recorded the step, or the result of the one call at work, already decided it,
+        nothing more is read or written here.
         """
-        if self._holds_run and await self._step_settled():
-            return [], "continue"
-        if self._holds_run:
-            await self.runs.move_run(
-                self.run, RunStatus.SUSPENDED, only_from=[RunStatus.RUNNING], suspended_at=utcnow(), owner=None
-            )
-            self._holds_run = False
+        move, self._move = self._move, None
+        if move is None:
+            move = await self.runs.after_work(self.run, self.deps.owner, holds_run=self._holds_run)
+        self._holds_run = move == "continue"
         waiting = [self._waiting_chunk(row) for row in touched if row.state in WAITING_STATES]
-        if not await self._step_settled():
-            return waiting, "suspended"
-        if await self.runs.claim_run(self.run, self.deps.owner):
-            self._holds_run = True
-            return waiting, "continue"
-        return waiting, "stop"
-
-    async def _step_settled(self) -> bool:
-        calls = await self.runs.step_calls(self.run.id, self.run.step)
-        return all(c.state in SETTLED_STATES for c in calls)
+        return waiting, move
 
     async def _make_call_ids_unique(self, tool_calls: list[dict[str, Any]]) -> None:
         """Give a call a fresh id when the model reuses one (some servers send "call_0" every step)."""
+        if self.run.step == 1:
+            return  # the first step: the run has no calls yet
         taken = await self.runs.call_ids(self.run.id)
         for position, tool_call in enumerate(tool_calls):
             if tool_call["id"] in taken:
@@ -281,10 +294,14 @@ class RunDriver:
 
     async def _work_on(self, calls: list[ToolCallRow]) -> list[Chunk]:
         """Carry out calls that need no (more) decision, concurrently; the chunks of their outcomes."""
-        chunks: list[Chunk] = []
-        for outcome in await asyncio.gather(*(self._work_on_one(call) for call in calls)):
-            chunks += outcome
-        return chunks
+        self._sole_work = len(calls) == 1
+        try:
+            chunks: list[Chunk] = []
+            for outcome in await asyncio.gather(*(self._work_on_one(call) for call in calls)):
+                chunks += outcome
+            return chunks
+        finally:
+            self._sole_work = False
 
     async def _work_on_one(self, call: ToolCallRow) -> list[Chunk]:
         if call.state == ToolCallState.RUNNING:
@@ -362,17 +379,18 @@ class RunDriver:
         return await rule_says_yes(self.options.require_tool_approval, check)
 
     # --- running one call -------------------------------------------------------------------
-    async def _execute(self, row: ToolCallRow) -> list[Chunk]:
+    async def _execute(self, row: ToolCallRow, policy: ToolPolicy | None = None) -> list[Chunk]:
         """Run a call that is pending (no approval needed) or decided (approved, or resumed with data).
 
-        The `before_tool_call` hook runs first; then the call is marked `running` in storage (the
-        "tool started" mark, one conditional UPDATE: whoever wins runs it, once); then `execute`.
+        The tool's policy is read again (it may have changed), unless the decision just read it
+        (`policy`). The `before_tool_call` hook runs first; then the call is marked `running` in storage
+        (the "tool started" mark, one conditional UPDATE: whoever wins runs it, once); then `execute`.
         """
         tool = self.deps.find_tool(row.tool_name)
         if tool is None or row.fingerprint != fingerprint(row.tool_name, row.args):
             reason = ARGS_CHANGED if tool is not None else f"the tool {row.tool_name!r} is no longer available"
             return await self._settle(row, ToolCallState.FAILED, {"error": reason}, is_error=True)
-        if (await self.deps.policies.get(row.tool_name)).disabled:  # read again: it may have changed
+        if (policy or await self.deps.policies.get(row.tool_name)).disabled:
             return await self._settle(row, ToolCallState.FAILED, {"error": disabled_error(row.tool_name)}, True)
         skipped, output = await self._before_tool_call(row)
         if skipped:
@@ -447,19 +465,26 @@ class RunDriver:
         return False, None
 
     async def _settle(self, row: ToolCallRow, to: ToolCallState, result: Any, is_error: bool = False) -> list[Chunk]:
-        """Store a call's result and the tool message the model reads, in one transaction."""
+        """Store a call's result and the tool message the model reads, in one transaction; when the call
+        was this driver's only work, the same transaction decides what follows (`_after_work`)."""
         message = _result_message_of(row.tool_call_id, result)
         error = result.get("error") if is_error and isinstance(result, dict) else None
         audit = Audit(action="executed" if to == ToolCallState.DONE else "failed", detail=error and str(error)[:500])
-        if not await self.runs.transition(
-            row, to, result=result, is_error=is_error, messages=[message], run=self.run, audit=audit
-        ):
+        stored = {"result": result, "is_error": is_error}
+        if self._sole_work:
+            won, self._move = await self.runs.settle(
+                row, to, run=self.run, messages=[message], audit=audit, owner=self.deps.owner,
+                holds_run=self._holds_run, **stored,
+            )  # fmt: skip
+        else:
+            won = await self.runs.transition(row, to, messages=[message], run=self.run, audit=audit, **stored)
+        if not won:
             log.warning("run %s: call %s was settled elsewhere; its result here is dropped", self.run.id, row.id)
             return []
         metrics.tool_run(row.tool_name, "error" if is_error else "ok")
         return [self._result_chunk(row)]
 
-    async def _carry_out(self, call: ToolCallRow, decision: Decision) -> list[Chunk]:
+    async def _carry_out(self, call: ToolCallRow, decision: Decision, policy: ToolPolicy) -> list[Chunk]:
         if call.child_run_id is not None and call.state == ToolCallState.RUNNING:
             child = self._sub_agent_of(call)
             stream = await child.decide(call.child_run_id, call.child_tool_call_id, decision)
@@ -469,7 +494,11 @@ class RunDriver:
             return chunks
         if decision.kind.refuses:
             return [self._denied_chunk(call, decision.reason)]  # its tool message was stored with the decision
-        return await self._execute(call)
+        self._sole_work = True
+        try:
+            return await self._execute(call, policy)
+        finally:
+            self._sole_work = False
 
     # --- recovery ---------------------------------------------------------------------------
     async def prepare_recovery(self) -> list[ToolCallRow]:
@@ -578,6 +607,8 @@ class RunDriver:
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         if self.run.uses_memory:
             history = await self.deps.memory.window(self.run.thread_id)
+        elif self._new_messages is not None:
+            history, self._new_messages = self._new_messages, None
         else:
             history = [m for group in pair_tool_results(await self.runs.run_messages(self.run.id)) for m in group]
         return messages + history
