@@ -365,6 +365,8 @@ class _Server(http.server.ThreadingHTTPServer):
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # as real servers do: a streamed chunk goes out now, not after the client's delayed ACK
+    disable_nagle_algorithm = True
     server: _Server
     timeout = 60  # an idle keep-alive connection is dropped after this
 
