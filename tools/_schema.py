@@ -5,6 +5,7 @@ Everything else in the project talks to `Schema`, so it never needs to know whic
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,9 +43,8 @@ class Schema:
             self.model = source
             self.json_schema: dict[str, Any] = source.model_json_schema()
         elif isinstance(source, dict):
-            jsonschema.Draft202012Validator.check_schema(source)
             self.json_schema = source
-            self._validator = jsonschema.Draft202012Validator(source)
+            self._validator = _validator_for(source)
         else:
             raise TypeError(f"a schema is a pydantic model class or a JSON Schema dict, not {type(source).__name__}")
 
@@ -78,3 +78,16 @@ def to_jsonable(value: Any) -> Any:
 
 def _pointer(parts: Any) -> str:
     return "/" + "/".join(str(p) for p in parts)
+
+
+_VALIDATORS: dict[str, jsonschema.Draft202012Validator] = {}
+"""Checked schemas, by their JSON: a tool built again (an agent per request, after a restart) is not checked again."""
+
+
+def _validator_for(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
+    key = json.dumps(schema, sort_keys=True, default=str)
+    validator = _VALIDATORS.get(key)
+    if validator is None:
+        jsonschema.Draft202012Validator.check_schema(schema)
+        validator = _VALIDATORS[key] = jsonschema.Draft202012Validator(schema)
+    return validator
