@@ -27,7 +27,7 @@ from tools import Schema, SchemaValidationError, Tool, create_tool, to_jsonable
 
 from ._autoresume import find_answer, waiting_note
 from ._fingerprint import fingerprint
-from ._model import shared_client
+from ._model import shared_client, whole_replies
 from ._run import Decision, RequestOptions, RunDeps, RunDriver, SubAgent, declined_message, expired_message
 from ._stream import AgentStream
 from .exceptions import (
@@ -267,7 +267,9 @@ class Agent:
         return stream, []
 
     async def generate(self, message: str | list[dict[str, Any]], **options: Any) -> AgentOutput:
-        return await (await self.stream(message, **options)).result()
+        with whole_replies():
+            stream = await self.stream(message, **options)
+        return await stream.result()
 
     async def _start_child_run(
         self, *, prompt: str, parent: RunRow, run_id: str, options: RequestOptions
@@ -390,19 +392,23 @@ class Agent:
     async def approve_tool_call_generate(
         self, *, run_id: str, tool_call_id: str | None = None, **kw: Any
     ) -> AgentOutput:
-        return await (await self.approve_tool_call(run_id=run_id, tool_call_id=tool_call_id, **kw)).result()
+        with whole_replies():
+            stream = await self.approve_tool_call(run_id=run_id, tool_call_id=tool_call_id, **kw)
+        return await stream.result()
 
     async def decline_tool_call_generate(
         self, *, run_id: str, tool_call_id: str | None = None, reason: str | None = None, **kw: Any
     ) -> AgentOutput:
-        return await (
-            await self.decline_tool_call(run_id=run_id, tool_call_id=tool_call_id, reason=reason, **kw)
-        ).result()
+        with whole_replies():
+            stream = await self.decline_tool_call(run_id=run_id, tool_call_id=tool_call_id, reason=reason, **kw)
+        return await stream.result()
 
     async def resume_generate(
         self, resume_data: Any, *, run_id: str, tool_call_id: str | None = None, **kw: Any
     ) -> AgentOutput:
-        return await (await self.resume_stream(resume_data, run_id=run_id, tool_call_id=tool_call_id, **kw)).result()
+        with whole_replies():
+            stream = await self.resume_stream(resume_data, run_id=run_id, tool_call_id=tool_call_id, **kw)
+        return await stream.result()
 
     async def _decide(
         self, run_id: str, tool_call_id: str | None, decision: Decision, *, edited_args: Any = None

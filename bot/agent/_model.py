@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,8 +40,11 @@ def shared_client() -> openai.AsyncOpenAI:
     if shared.http is None or shared.http.is_closed:
         shared.http = openai.DefaultAsyncHttpxClient()
         shared.clients.clear()
-    client = openai.AsyncOpenAI(http_client=shared.http)  # cheap with a pool given
-    return shared.clients.setdefault((str(client.base_url), client.api_key), client)
+    key = (os.environ.get("OPENAI_BASE_URL", ""), os.environ.get("OPENAI_API_KEY", ""))
+    client = shared.clients.get(key)
+    if client is None:
+        client = shared.clients[key] = openai.AsyncOpenAI(http_client=shared.http)  # cheap with a pool given
+    return client
 
 
 def model_name(model: str) -> str:
@@ -64,6 +70,20 @@ class StepReply:
         return message
 
 
+_WHOLE_REPLIES: ContextVar[bool] = ContextVar("whole_replies", default=False)
+
+
+@contextmanager
+def whole_replies() -> Iterator[None]:
+    """Runs started within ask the model for each reply whole, not streamed: nobody reads their text as it
+    comes (`generate`), and a streamed reply costs more to read. Their chunks are the same, the text in one."""
+    token = _WHOLE_REPLIES.set(True)
+    try:
+        yield
+    finally:
+        _WHOLE_REPLIES.reset(token)
+
+
 class StructuredOutputRefused(ModelError):
     """The server refused a `json_schema` response format (it may still take `json_object`)."""
 
@@ -82,14 +102,16 @@ async def stream_step(
     model that hangs fails the step with a `ModelError` instead of holding the run (and its thread).
     """
     deadline = asyncio.get_running_loop().time() + timeout
-    request: dict[str, Any] = {
-        "model": model_name(model),
-        "messages": messages,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
+    request: dict[str, Any] = {"model": model_name(model), "messages": messages}
     if tools:
         request["tools"] = tools
+    if _WHOLE_REPLIES.get():
+        reply = await _whole_step(client, request, deadline, timeout)
+        if reply.text:
+            yield reply.text
+        yield reply
+        return
+    request.update(stream=True, stream_options={"include_usage": True})
     reply = StepReply()
     calls: dict[int, dict[str, Any]] = {}
     stream = None
@@ -135,18 +157,59 @@ async def stream_step(
         metrics.model_call_failed("step", exc)
         raise ModelError(f"the model answered something that is not a chat completion: {exc}") from exc
     metrics.model_call_done("step", started)
-    for index in sorted(calls):
-        call = calls[index]
+    reply.tool_calls = _complete_calls([calls[index] | {"index": index} for index in sorted(calls)])
+    yield reply
+
+
+async def _whole_step(
+    client: openai.AsyncOpenAI, request: dict[str, Any], deadline: float, timeout: float
+) -> StepReply:
+    """One step's reply, asked for whole (see `whole_replies`); the same deadline and errors as a streamed one."""
+    started = metrics.clock()
+    try:
+        async with asyncio.timeout_at(deadline):
+            completion = await client.chat.completions.create(**request, timeout=timeout)
+        choice = completion.choices[0]
+        message = choice.message
+        reply = StepReply(text=message.content or "", finish_reason=choice.finish_reason)
+        if completion.usage is not None:
+            reply.usage = {
+                "prompt_tokens": completion.usage.prompt_tokens or 0,
+                "completion_tokens": completion.usage.completion_tokens or 0,
+                "total_tokens": completion.usage.total_tokens or 0,
+            }
+        calls = [
+            {"index": index, "id": call.id, "name": call.function.name, "arguments": call.function.arguments}
+            for index, call in enumerate(message.tool_calls or [])
+        ]
+    except (TimeoutError, openai.APITimeoutError) as exc:
+        metrics.model_call_failed("step", exc)
+        raise ModelError(f"the model did not answer within {timeout:g} s") from exc
+    except openai.OpenAIError as exc:
+        metrics.model_call_failed("step", exc)
+        raise ModelError(f"the model request failed: {exc}") from exc
+    except (ValueError, IndexError, AttributeError, TypeError, json.JSONDecodeError) as exc:
+        metrics.model_call_failed("step", exc)
+        raise ModelError(f"the model answered something that is not a chat completion: {exc}") from exc
+    metrics.model_call_done("step", started)
+    reply.tool_calls = _complete_calls(calls)
+    return reply
+
+
+def _complete_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tool calls of a reply in OpenAI form; a call without a name is not a call (ModelError)."""
+    complete = []
+    for call in calls:
         if not call["name"]:
             raise ModelError("the model sent a tool call without a name")
-        reply.tool_calls.append(
+        complete.append(
             {
-                "id": call["id"] or f"call_{index}",
+                "id": call["id"] or f"call_{call['index']}",
                 "type": "function",
                 "function": {"name": call["name"], "arguments": call["arguments"] or "{}"},
             }
         )
-    yield reply
+    return complete
 
 
 async def structured(
