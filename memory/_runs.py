@@ -11,12 +11,13 @@ transaction (`Storage.read`): no ORM unit of work on the way of every approval.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, exists, func, insert, or_, select, update
+from sqlalchemy import and_, exists, func, insert, literal_column, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._audit import SYSTEM, AuditLog
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from ._database import Database
 
 RUNS, MESSAGES, CALLS, AUDIT = RunRow.__table__, MessageRow.__table__, ToolCallRow.__table__, AuditRow.__table__
-_SETTLED = [str(s) for s in SETTLED_STATES]
 
 
 class RunStore:
@@ -91,7 +91,7 @@ class RunStore:
             values.setdefault("heartbeat_at", now)
         async with self._storage.transaction() as connection:
             result = await connection.execute(
-                update(RUNS).where(RUNS.c.id == run.id, RUNS.c.status.in_(sources)).values(**values)
+                update(RUNS).where(RUNS.c.id == run.id, _one_of(RUNS.c.status, sources)).values(**values)
             )
             won = result.rowcount == 1
             if won:
@@ -120,28 +120,30 @@ class RunStore:
         """
         if not self._storage.is_sqlite:
             await connection.execute(select(RUNS.c.id).where(RUNS.c.id == run.id).with_for_update())
-        unsettled = await connection.scalar(
-            select(exists().where(CALLS.c.run_id == run.id, CALLS.c.step == run.step, CALLS.c.state.not_in(_SETTLED)))
+        unsettled = exists().where(
+            CALLS.c.run_id == run.id, CALLS.c.step == run.step, ~_one_of(CALLS.c.state, SETTLED_STATES)
         )
         now = utcnow()
-        if holds_run and not unsettled:
-            return "continue"
-        if holds_run:
+        if holds_run:  # park the run while a call of its step is left; else go on
             to: dict[str, Any] = {"status": str(RunStatus.SUSPENDED), "suspended_at": now, "owner": None}
-            only_from = RunStatus.RUNNING
-        elif unsettled:
-            return "suspended"
-        else:
+            condition = unsettled
+        else:  # claim the run if every call of its step is settled
             to = {"status": str(RunStatus.RUNNING), "owner": owner, "heartbeat_at": now}
-            only_from = RunStatus.SUSPENDED
+            condition = ~unsettled
+        only_from = RunStatus.RUNNING if holds_run else RunStatus.SUSPENDED
         moved = await connection.execute(
-            update(RUNS).where(RUNS.c.id == run.id, RUNS.c.status == str(only_from)).values(**to, updated_at=now)
+            update(RUNS)
+            .where(RUNS.c.id == run.id, RUNS.c.status == str(only_from), condition)
+            .values(**to, updated_at=now)
         )
-        if moved.rowcount != 1:
-            return "stop"
-        for key, value in to.items():
-            setattr(run, key, value)
-        return "continue" if to["status"] == RunStatus.RUNNING else "suspended"
+        if moved.rowcount == 1:
+            for key, value in to.items():
+                setattr(run, key, value)
+            return "suspended" if holds_run else "continue"
+        if holds_run:
+            return "continue"
+        # not claimed: a call of the step is left, or another process claimed the run first
+        return "suspended" if await connection.scalar(select(unsettled)) else "stop"
 
     async def heartbeat(self, run_id: str, owner: str) -> None:
         """Refresh the run's lease: a process is still working on it."""
@@ -149,7 +151,7 @@ class RunStore:
         async with self._storage.session() as session:
             await session.execute(
                 update(RunRow)
-                .where(RunRow.id == run_id, RunRow.status.in_([str(s) for s in UNFINISHED_RUN_STATUSES]))
+                .where(RunRow.id == run_id, _one_of(RunRow.status, UNFINISHED_RUN_STATUSES))
                 .values(heartbeat_at=now, owner=owner)
             )
 
@@ -162,14 +164,14 @@ class RunStore:
         no call of its current step waits for anyone (it stopped before it went on).
         """
         current_step = and_(ToolCallRow.run_id == RunRow.id, ToolCallRow.step == RunRow.step)
-        in_progress = exists().where(current_step, ToolCallRow.state.in_([str(s) for s in IN_PROGRESS_STATES]))
-        waiting = exists().where(current_step, ToolCallRow.state.in_([str(s) for s in WAITING_STATES]))
+        in_progress = exists().where(current_step, _one_of(ToolCallRow.state, IN_PROGRESS_STATES))
+        waiting = exists().where(current_step, _one_of(ToolCallRow.state, WAITING_STATES))
         statement = (
             select(RunRow.id)
             .where(
                 RunRow.agent_id == agent_id,
                 RunRow.parent_run_id.is_(None),
-                RunRow.status.in_([str(s) for s in UNFINISHED_RUN_STATUSES]),
+                _one_of(RunRow.status, UNFINISHED_RUN_STATUSES),
                 or_(RunRow.heartbeat_at.is_(None), RunRow.heartbeat_at < stale_before),
                 or_(RunRow.status == str(RunStatus.RUNNING), in_progress, ~waiting),
             )
@@ -186,7 +188,7 @@ class RunStore:
                 update(RunRow)
                 .where(
                     RunRow.id == run_id,
-                    RunRow.status.in_([str(s) for s in UNFINISHED_RUN_STATUSES]),
+                    _one_of(RunRow.status, UNFINISHED_RUN_STATUSES),
                     or_(RunRow.heartbeat_at.is_(None), RunRow.heartbeat_at < stale_before),
                 )
                 .values(heartbeat_at=utcnow(), owner=owner)
@@ -340,7 +342,7 @@ class RunStore:
             values["suspended_at"] = now
         messages = list(messages)
         result = await connection.execute(
-            update(CALLS).where(CALLS.c.id == call.id, CALLS.c.state.in_(sources)).values(**values)
+            update(CALLS).where(CALLS.c.id == call.id, _one_of(CALLS.c.state, sources)).values(**values)
         )
         if result.rowcount != 1:
             return False
@@ -411,12 +413,10 @@ class RunStore:
         per_page: int,
     ) -> tuple[list[tuple[RunRow, list[ToolCallRow]]], int]:
         """Top-level runs of one agent with a call that waits for a human, newest first, with those calls."""
-        waiting = exists().where(
-            ToolCallRow.run_id == RunRow.id, ToolCallRow.state.in_([str(s) for s in WAITING_STATES])
-        )
+        waiting = exists().where(ToolCallRow.run_id == RunRow.id, _one_of(ToolCallRow.state, WAITING_STATES))
         conditions = [
             RunRow.agent_id == agent_id,
-            RunRow.status.in_([str(s) for s in UNFINISHED_RUN_STATUSES]),
+            _one_of(RunRow.status, UNFINISHED_RUN_STATUSES),
             RunRow.parent_run_id.is_(None),
             waiting,  # a run is listed while a call of it waits for a human, and only then
         ]
@@ -441,7 +441,7 @@ class RunStore:
                     select(ToolCallRow)
                     .where(
                         ToolCallRow.run_id.in_(list(calls)),
-                        ToolCallRow.state.in_([str(s) for s in WAITING_STATES]),
+                        _one_of(ToolCallRow.state, WAITING_STATES),
                     )
                     .order_by(ToolCallRow.step, ToolCallRow.position)
                 )
@@ -454,7 +454,7 @@ class RunStore:
         async with self._storage.read_session() as session:
             rows = await session.scalars(
                 select(ToolCallRow)
-                .where(ToolCallRow.thread_id == thread_id, ToolCallRow.state.in_([str(s) for s in WAITING_STATES]))
+                .where(ToolCallRow.thread_id == thread_id, _one_of(ToolCallRow.state, WAITING_STATES))
                 .order_by(ToolCallRow.suspended_at, ToolCallRow.id)
             )
             return list(rows)
@@ -523,10 +523,18 @@ def _new_row_values(row: RunRow | ToolCallRow, now: datetime | None = None) -> d
     return {column.key: getattr(row, column.key) for column in table.columns if column.autoincrement is not True}
 
 
+def _one_of(column: Any, states: Iterable[str]) -> Any:
+    """`column IN ('a', 'b')` with the states written into the SQL: they are the code's own names, and a
+    statement without a list parameter is compiled once (an expanding IN is rendered again on every call)."""
+    names = sorted(str(state) for state in states)
+    assert all(re.fullmatch(r"[a-z_]+", name) for name in names), names
+    return column.in_([literal_column(f"'{name}'") for name in names])
+
+
 def _latest_waiting(run_id: str):
     return (
         select(CALLS)
-        .where(CALLS.c.run_id == run_id, CALLS.c.state.in_([str(s) for s in WAITING_STATES]))
+        .where(CALLS.c.run_id == run_id, _one_of(CALLS.c.state, WAITING_STATES))
         .order_by(CALLS.c.suspended_at.desc(), CALLS.c.id.desc())
         .limit(1)
     )

@@ -398,7 +398,7 @@ class RunDriver:
         sub_agent = self.deps.sub_agent_for(row.tool_name)
         # a sub-agent's run is named with the mark, so a recovery finds it and goes on with it
         child = {"child_run_id": uuid.uuid4().hex, "child_tool_call_id": None} if sub_agent is not None else {}
-        if not await self.runs.transition(row, ToolCallState.RUNNING, lease=self.deps.owner, **child):
+        if not await self.runs.transition(row, ToolCallState.RUNNING, **child):
             return []  # someone else took it: a call runs once
         if sub_agent is not None:
             return await self._run_sub_agent(row, sub_agent)
