@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -120,9 +120,9 @@ class PolicyStore:
 
     async def get(self, tool_name: str) -> ToolPolicy:
         """The policy of `tool_name`, or the defaults when none is stored."""
-        async with self._storage.read_session() as session:
-            row = await session.get(PolicyRow, tool_name)
-            return policy_of(row) if row is not None else ToolPolicy(tool_name=tool_name)
+        async with self._storage.read() as connection:
+            row = (await connection.execute(_POLICY, {"b_tool": tool_name})).first()
+        return policy_of(row) if row is not None else ToolPolicy(tool_name=tool_name)
 
     async def all(self) -> list[ToolPolicy]:
         """Every stored policy, by tool name."""
@@ -168,7 +168,10 @@ class PolicyStore:
             return policy_of(row)
 
 
-def policy_of(row: PolicyRow) -> ToolPolicy:
+_POLICY = select(PolicyRow.__table__).where(PolicyRow.__table__.c.tool_name == bindparam("b_tool"))
+
+
+def policy_of(row: Any) -> ToolPolicy:
     return ToolPolicy(
         tool_name=row.tool_name,
         mode=PolicyMode(row.mode),

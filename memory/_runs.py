@@ -10,6 +10,7 @@ transaction (`Storage.read`): no ORM unit of work on the way of every approval.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, exists, func, insert, literal_column, or_, select, update
+from sqlalchemy import and_, bindparam, exists, func, insert, literal_column, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._audit import SYSTEM, AuditLog
@@ -48,25 +49,22 @@ class RunStore:
     # --- runs -------------------------------------------------------------------------------
     async def create_run(self, run: RunRow, messages: Iterable[dict[str, Any]] = ()) -> None:
         async with self._storage.transaction() as connection:
-            await connection.execute(insert(RUNS).values(**_new_row_values(run)))
+            await connection.execute(_INSERT_RUN, _new_row_values(run))
             await _add_messages(connection, run, messages)
 
     async def get_run(self, run_id: str) -> RunRow | None:
         async with self._storage.read() as connection:
-            row = (await connection.execute(select(RUNS).where(RUNS.c.id == run_id))).first()
+            row = (await connection.execute(_RUN, {"b_run": run_id})).first()
         return RunRow(**row._mapping) if row is not None else None
 
     async def run_and_call(self, run_id: str, tool_call_id: str | None) -> tuple[RunRow | None, ToolCallRow | None]:
         """A run and one of its calls (with no `tool_call_id`, the call that waits latest), read together."""
         async with self._storage.read() as connection:
-            row = (await connection.execute(select(RUNS).where(RUNS.c.id == run_id))).first()
+            row = (await connection.execute(_RUN, {"b_run": run_id})).first()
             if row is None:
                 return None, None
-            if tool_call_id is None:
-                statement = _latest_waiting(run_id)
-            else:
-                statement = select(CALLS).where(CALLS.c.run_id == run_id, CALLS.c.tool_call_id == tool_call_id)
-            call = (await connection.execute(statement)).first()
+            statement = _LATEST_WAITING if tool_call_id is None else _CALL
+            call = (await connection.execute(statement, {"b_run": run_id, "b_call": tool_call_id})).first()
         return RunRow(**row._mapping), ToolCallRow(**call._mapping) if call is not None else None
 
     async def move_run(
@@ -90,9 +88,7 @@ class RunStore:
         if to == RunStatus.RUNNING:
             values.setdefault("heartbeat_at", now)
         async with self._storage.transaction() as connection:
-            result = await connection.execute(
-                update(RUNS).where(RUNS.c.id == run.id, _one_of(RUNS.c.status, sources)).values(**values)
-            )
+            result = await connection.execute(_move_run(frozenset(sources)), {"b_run": run.id, **values})
             won = result.rowcount == 1
             if won:
                 await _add_messages(connection, run, messages)
@@ -119,23 +115,14 @@ class RunStore:
         them sees every other's result, and the conditional claim lets only one go on.
         """
         if not self._storage.is_sqlite:
-            await connection.execute(select(RUNS.c.id).where(RUNS.c.id == run.id).with_for_update())
-        unsettled = exists().where(
-            CALLS.c.run_id == run.id, CALLS.c.step == run.step, ~_one_of(CALLS.c.state, SETTLED_STATES)
-        )
+            await connection.execute(_LOCK_RUN, {"b_run": run.id})
         now = utcnow()
         if holds_run:  # park the run while a call of its step is left; else go on
             to: dict[str, Any] = {"status": str(RunStatus.SUSPENDED), "suspended_at": now, "owner": None}
-            condition = unsettled
         else:  # claim the run if every call of its step is settled
             to = {"status": str(RunStatus.RUNNING), "owner": owner, "heartbeat_at": now}
-            condition = ~unsettled
-        only_from = RunStatus.RUNNING if holds_run else RunStatus.SUSPENDED
-        moved = await connection.execute(
-            update(RUNS)
-            .where(RUNS.c.id == run.id, RUNS.c.status == str(only_from), condition)
-            .values(**to, updated_at=now)
-        )
+        statement = _PARK_RUN if holds_run else _CLAIM_SETTLED_RUN
+        moved = await connection.execute(statement, {"b_run": run.id, "b_step": run.step, "updated_at": now, **to})
         if moved.rowcount == 1:
             for key, value in to.items():
                 setattr(run, key, value)
@@ -143,7 +130,9 @@ class RunStore:
         if holds_run:
             return "continue"
         # not claimed: a call of the step is left, or another process claimed the run first
-        return "suspended" if await connection.scalar(select(unsettled)) else "stop"
+        return (
+            "suspended" if await connection.scalar(_STEP_UNSETTLED, {"b_run": run.id, "b_step": run.step}) else "stop"
+        )
 
     async def heartbeat(self, run_id: str, owner: str) -> None:
         """Refresh the run's lease: a process is still working on it."""
@@ -204,7 +193,7 @@ class RunStore:
 
     async def run_messages(self, run_id: str) -> list[dict[str, Any]]:
         async with self._storage.read() as connection:
-            rows = await connection.execute(select(MESSAGES).where(MESSAGES.c.run_id == run_id).order_by(MESSAGES.c.id))
+            rows = await connection.execute(_RUN_MESSAGES, {"b_run": run_id})
             return [message_of(row) for row in rows]
 
     async def ensure_thread(self, thread_id: str, resource_id: str | None) -> None:
@@ -247,29 +236,25 @@ class RunStore:
             values.update(status=str(RunStatus.SUSPENDED), suspended_at=now, owner=None)
         async with self._storage.transaction() as connection:
             await _add_messages(connection, run, [reply])
-            await connection.execute(update(RUNS).where(RUNS.c.id == run.id).values(**values))
+            await connection.execute(_UPDATE_RUN, {"b_run": run.id, **values})
             for call in calls:
-                inserted = await connection.execute(insert(CALLS).values(**_new_row_values(call, now)))
+                inserted = await connection.execute(_INSERT_CALL, _new_row_values(call, now))
                 call.id = inserted.inserted_primary_key[0]
             await _add_messages(connection, run, results)
             audit_rows = [audit.values(call, {}) for call, audit in audits]
             if audit_rows:
-                await connection.execute(insert(AUDIT), audit_rows)
+                await connection.execute(_INSERT_AUDIT, audit_rows)
         for key, value in values.items():
             setattr(run, key, value)
 
     async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRow | None:
         async with self._storage.read() as connection:
-            row = (
-                await connection.execute(
-                    select(CALLS).where(CALLS.c.run_id == run_id, CALLS.c.tool_call_id == tool_call_id)
-                )
-            ).first()
+            row = (await connection.execute(_CALL, {"b_run": run_id, "b_call": tool_call_id})).first()
         return ToolCallRow(**row._mapping) if row is not None else None
 
     async def latest_waiting_call(self, run_id: str) -> ToolCallRow | None:
         async with self._storage.read() as connection:
-            row = (await connection.execute(_latest_waiting(run_id))).first()
+            row = (await connection.execute(_LATEST_WAITING, {"b_run": run_id})).first()
         return ToolCallRow(**row._mapping) if row is not None else None
 
     async def call_ids(self, run_id: str) -> set[str]:
@@ -341,9 +326,7 @@ class RunStore:
         if to in WAITING_STATES and "suspended_at" not in fields:
             values["suspended_at"] = now
         messages = list(messages)
-        result = await connection.execute(
-            update(CALLS).where(CALLS.c.id == call.id, _one_of(CALLS.c.state, sources)).values(**values)
-        )
+        result = await connection.execute(_move_call(frozenset(sources)), {"b_id": call.id, **values})
         if result.rowcount != 1:
             return False
         if messages:
@@ -351,9 +334,9 @@ class RunStore:
             await _add_messages(connection, run, messages)
         audit_rows = [line.values(call, values) for line in ([audit] if isinstance(audit, Audit) else audit or ())]
         if audit_rows:
-            await connection.execute(insert(AUDIT), audit_rows)
+            await connection.execute(_INSERT_AUDIT, audit_rows)
         if lease is not None:
-            await connection.execute(update(RUNS).where(RUNS.c.id == call.run_id).values(heartbeat_at=now, owner=lease))
+            await connection.execute(_UPDATE_RUN, {"b_run": call.run_id, "heartbeat_at": now, "owner": lease})
         for key, value in values.items():
             setattr(call, key, value)
         return True
@@ -468,6 +451,61 @@ class RunStore:
         return sum(len(_row_json(row)) for row in rows if row is not None)
 
 
+# --- the statements of the runtime's path, built once (SQLAlchemy then finds each compiled in its cache) ---
+_RUN = select(RUNS).where(RUNS.c.id == bindparam("b_run"))
+_CALL = select(CALLS).where(CALLS.c.run_id == bindparam("b_run"), CALLS.c.tool_call_id == bindparam("b_call"))
+_RUN_MESSAGES = select(MESSAGES).where(MESSAGES.c.run_id == bindparam("b_run")).order_by(MESSAGES.c.id)
+_INSERT_RUN, _INSERT_CALL, _INSERT_MESSAGES, _INSERT_AUDIT = (
+    insert(RUNS),
+    insert(CALLS),
+    insert(MESSAGES),
+    insert(AUDIT),
+)
+_UPDATE_RUN = update(RUNS).where(RUNS.c.id == bindparam("b_run"))
+"""Sets the columns given with `b_run`."""
+_LOCK_RUN = select(RUNS.c.id).where(RUNS.c.id == bindparam("b_run")).with_for_update()
+
+
+def _one_of(column: Any, states: Iterable[str]) -> Any:
+    """`column IN ('a', 'b')` with the states written into the SQL: they are the code's own names, and a
+    statement without a list parameter is compiled once (an expanding IN is rendered again on every call)."""
+    names = sorted(str(state) for state in states)
+    assert all(re.fullmatch(r"[a-z_]+", name) for name in names), names
+    return column.in_([literal_column(f"'{name}'") for name in names])
+
+
+_LATEST_WAITING = (
+    select(CALLS)
+    .where(CALLS.c.run_id == bindparam("b_run"), _one_of(CALLS.c.state, WAITING_STATES))
+    .order_by(CALLS.c.suspended_at.desc(), CALLS.c.id.desc())
+    .limit(1)
+)
+_UNSETTLED = exists().where(
+    CALLS.c.run_id == RUNS.c.id, CALLS.c.step == RUNS.c.step, ~_one_of(CALLS.c.state, SETTLED_STATES)
+)
+_STEP_UNSETTLED = select(
+    exists().where(
+        CALLS.c.run_id == bindparam("b_run"),
+        CALLS.c.step == bindparam("b_step"),
+        ~_one_of(CALLS.c.state, SETTLED_STATES),
+    )
+)
+_PARK_RUN = _UPDATE_RUN.where(RUNS.c.status == str(RunStatus.RUNNING), _UNSETTLED)
+"""A worker parks its run while a call of the run's current step is not settled."""
+_CLAIM_SETTLED_RUN = _UPDATE_RUN.where(RUNS.c.status == str(RunStatus.SUSPENDED), ~_UNSETTLED)
+"""A settler claims a parked run once every call of its current step is settled."""
+
+
+@functools.cache
+def _move_call(sources: frozenset[str]) -> Any:
+    return update(CALLS).where(CALLS.c.id == bindparam("b_id"), _one_of(CALLS.c.state, sources))
+
+
+@functools.cache
+def _move_run(sources: frozenset[str]) -> Any:
+    return _UPDATE_RUN.where(_one_of(RUNS.c.status, sources))
+
+
 @dataclass(frozen=True, kw_only=True)
 class Audit:
     """One line of the audit trail (see `memory._audit`), written in the same transaction as the move it records."""
@@ -510,7 +548,7 @@ async def _add_messages(connection: AsyncConnection, run: RunRow, messages: Iter
         for message in messages
     ]
     if rows:
-        await connection.execute(insert(MESSAGES), rows)
+        await connection.execute(_INSERT_MESSAGES, rows)
 
 
 def _new_row_values(row: RunRow | ToolCallRow, now: datetime | None = None) -> dict[str, Any]:
@@ -521,23 +559,6 @@ def _new_row_values(row: RunRow | ToolCallRow, now: datetime | None = None) -> d
             setattr(row, stamp, now)
     table = row.__table__
     return {column.key: getattr(row, column.key) for column in table.columns if column.autoincrement is not True}
-
-
-def _one_of(column: Any, states: Iterable[str]) -> Any:
-    """`column IN ('a', 'b')` with the states written into the SQL: they are the code's own names, and a
-    statement without a list parameter is compiled once (an expanding IN is rendered again on every call)."""
-    names = sorted(str(state) for state in states)
-    assert all(re.fullmatch(r"[a-z_]+", name) for name in names), names
-    return column.in_([literal_column(f"'{name}'") for name in names])
-
-
-def _latest_waiting(run_id: str):
-    return (
-        select(CALLS)
-        .where(CALLS.c.run_id == run_id, _one_of(CALLS.c.state, WAITING_STATES))
-        .order_by(CALLS.c.suspended_at.desc(), CALLS.c.id.desc())
-        .limit(1)
-    )
 
 
 def message_of(row: Any) -> dict[str, Any]:
