@@ -83,6 +83,9 @@ class Storage:
         async with self._migrate_lock:
             wanted = [schema for schema in wanted if (self._database_key, schema.name) not in _UP_TO_DATE]
             if wanted:
+                if self.is_sqlite:  # the journal mode is the database's: set once (outside a transaction), it stays
+                    async with self._read_engine.connect() as connection:
+                        await connection.exec_driver_sql("PRAGMA journal_mode=WAL")
                 async with self.engine.begin() as connection:
                     if not self.is_sqlite:
                         await connection.execute(text(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})"))
@@ -173,7 +176,10 @@ def _shared_engine(url: str, *, echo: bool, is_sqlite: bool) -> _SharedEngine | 
 
 
 def _new_engine(url: str, echo: bool, is_sqlite: bool) -> AsyncEngine:
-    engine = create_async_engine(url, echo=echo)
+    # SQLite: the driver leaves transactions to us (see `_serialize_sqlite_writers`) and waits up to 30 s
+    # for another writer's lock; set when the connection opens, not by a statement each.
+    connect_args = {"isolation_level": None, "timeout": 30} if is_sqlite else {}
+    engine = create_async_engine(url, echo=echo, connect_args=connect_args)
     if is_sqlite:
         _serialize_sqlite_writers(engine)
     return engine
@@ -188,10 +194,7 @@ def _serialize_sqlite_writers(engine: AsyncEngine) -> None:
 
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:
-        dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA busy_timeout=30000")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
