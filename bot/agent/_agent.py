@@ -530,10 +530,10 @@ class Agent:
         messages = await self.storage.runs.run_messages(run.id)
         answer = next((m["content"] for m in reversed(messages) if m["role"] == "assistant" and m["content"]), "")
         if run.status == RunStatus.FAILED:
-            yield Chunk(type="error", run_id=run.id, payload={"message": run.error or "the run failed"})
+            yield Chunk.error(run.id, run.error or "the run failed")
         elif answer:
-            yield Chunk(type="text-delta", run_id=run.id, payload={"text": answer})
-        yield Chunk(type="finish", run_id=run.id, payload={"finish_reason": run.finish_reason or "stop", "usage": {}})
+            yield Chunk.text_delta(run.id, answer)
+        yield Chunk.finish(run.id, run.finish_reason or "stop")
 
     def _background(self, stream: AgentStream) -> None:
         """Hand a run that goes on without a caller to the front end's `on_background_stream` hook."""

@@ -41,7 +41,7 @@ from ._fingerprint import fingerprint
 from ._model import ModelError, stream_step
 from ._stream import AgentStream
 from .exceptions import SubAgentNotFoundError
-from .types import AgentOutput, Chunk, ToolCallCheck
+from .types import AgentOutput, Chunk, ToolCallCheck, WaitingCallPayload
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +200,7 @@ class RunDriver:
                 timeout=self.options.model_timeout,
             ):
                 if isinstance(part, str):
-                    yield self._chunk("text-delta", text=part)
+                    yield Chunk.text_delta(self.run.id, part)
                 else:
                     reply = part
             assert reply is not None
@@ -209,7 +209,7 @@ class RunDriver:
                 self.usage[key] = self.usage.get(key, 0) + value
             self.run.step += 1
             if not reply.tool_calls:
-                yield self._chunk("step-finish")
+                yield Chunk.step_finish(self.run.id)
                 yield await self._finish(RunStatus.COMPLETED, "stop", messages=[reply.message()])
                 return
             await self._make_call_ids_unique(reply.tool_calls)
@@ -224,7 +224,9 @@ class RunDriver:
             if not pending:
                 self._move = "suspended" if waits else "continue"
             for row in rows:
-                yield self._chunk("tool-call", tool_call_id=row.tool_call_id, tool_name=row.tool_name, args=row.args)
+                yield Chunk.tool_call(
+                    self.run.id, tool_call_id=row.tool_call_id, tool_name=row.tool_name, args=row.args
+                )
             for row in rows:
                 if row.state == ToolCallState.FAILED:
                     yield self._result_chunk(row)
@@ -233,9 +235,9 @@ class RunDriver:
             waiting, outcome = await self._after_work(rows)
             for chunk in waiting:
                 yield chunk
-            yield self._chunk("step-finish")
+            yield Chunk.step_finish(self.run.id)
             if outcome != "continue":
-                yield self._chunk("finish", finish_reason=outcome, usage=self.usage)
+                yield Chunk.finish(self.run.id, outcome, self.usage)
                 return
 
     async def _decided(self, call: ToolCallRow, decision: Decision, policy: ToolPolicy) -> AsyncIterator[Chunk]:
@@ -262,7 +264,7 @@ class RunDriver:
         for chunk in waiting:
             yield chunk
         if outcome != "continue":
-            yield self._chunk("finish", finish_reason=outcome, usage=self.usage)
+            yield Chunk.finish(self.run.id, outcome, self.usage)
             return
         async for chunk in self._steps():
             yield chunk
@@ -589,7 +591,7 @@ class RunDriver:
         )
         self._holds_run = False
         self.deps.forget_request_rule(self.run.id)
-        return self._chunk("finish", finish_reason=finish_reason, usage=self.usage)
+        return Chunk.finish(self.run.id, finish_reason, self.usage)
 
     async def _fail(self, message: str) -> AsyncIterator[Chunk]:
         try:
@@ -598,8 +600,8 @@ class RunDriver:
             log.exception("run %s: could not store the failure", self.run.id)
         self._holds_run = False
         self.deps.forget_request_rule(self.run.id)
-        yield self._chunk("error", message=message)
-        yield self._chunk("finish", finish_reason="error", usage=self.usage)
+        yield Chunk.error(self.run.id, message)
+        yield Chunk.finish(self.run.id, "error", self.usage)
 
     async def _context(self, notes: list[str] | None) -> list[dict[str, Any]]:
         # one system message, first: some OpenAI-compatible servers accept no other place for it
@@ -613,12 +615,9 @@ class RunDriver:
             history = [m for group in pair_tool_results(await self.runs.run_messages(self.run.id)) for m in group]
         return messages + history
 
-    def _chunk(self, type_: str, **payload: Any) -> Chunk:
-        return Chunk(type=type_, run_id=self.run.id, payload=payload)
-
     def _result_chunk(self, row: ToolCallRow) -> Chunk:
-        return self._chunk(
-            "tool-result",
+        return Chunk.tool_result(
+            self.run.id,
             tool_call_id=row.tool_call_id,
             tool_name=row.tool_name,
             result=row.result,
@@ -626,24 +625,21 @@ class RunDriver:
         )
 
     def _denied_chunk(self, row: ToolCallRow, reason: str | None) -> Chunk:
-        return self._chunk(
-            "tool-output-denied",
-            tool_call_id=row.tool_call_id,
-            tool_name=row.displayed_tool_name,
-            reason=reason,
+        return Chunk.denied(
+            self.run.id, tool_call_id=row.tool_call_id, tool_name=row.displayed_tool_name, reason=reason
         )
 
     def _waiting_chunk(self, row: ToolCallRow) -> Chunk:
-        payload = {
-            "tool_call_id": row.tool_call_id,
-            "tool_name": row.displayed_tool_name,
-            "args": row.displayed_args,
-            "resume_schema": row.resume_schema,
-        }
-        if row.state == ToolCallState.AWAITING_APPROVAL:
-            # an interrupted call says so here ({"interrupted": true, ...}); a fresh approval has None
-            return self._chunk("tool-call-approval", suspend_payload=row.suspend_payload, **payload)
-        return self._chunk("tool-call-suspended", suspend_payload=row.suspend_payload, **payload)
+        payload = WaitingCallPayload(
+            tool_call_id=row.tool_call_id,
+            tool_name=row.displayed_tool_name,
+            args=row.displayed_args,
+            resume_schema=row.resume_schema,
+            suspend_payload=row.suspend_payload,
+        )
+        return Chunk.waiting(
+            self.run.id, requires_approval=row.state == ToolCallState.AWAITING_APPROVAL, payload=payload
+        )
 
 
 def disabled_error(tool_name: str) -> str:

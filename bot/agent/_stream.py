@@ -50,8 +50,8 @@ class AgentStream:
                 self._wake()
         except Exception:  # the driver stores and reports its own failures; this is a last resort
             log.exception("run %s: the stream broke", self.run_id)
-            self._chunks.append(Chunk(type="error", run_id=self.run_id, payload={"message": "the run broke"}))
-            self._chunks.append(Chunk(type="finish", run_id=self.run_id, payload={"finish_reason": "error"}))
+            self._chunks.append(Chunk.error(self.run_id, "the run broke"))
+            self._chunks.append(Chunk.finish(self.run_id, "error"))
         finally:
             self._done = True
             self._wake()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from memory.states import DecisionKind, RunStatus, ToolCallState, is_interrupted, outcome_of, waiting_state_for
 
@@ -27,13 +27,112 @@ ChunkType = Literal[
 FinishReason = Literal["stop", "suspended", "length", "error"]
 
 
+class TextDeltaPayload(TypedDict):
+    text: str
+
+
+class ToolCallPayload(TypedDict):
+    """A call the model made: its tool (as the model named it) and arguments."""
+
+    tool_call_id: str
+    tool_name: str
+    args: Any
+
+
+class ToolResultPayload(TypedDict):
+    tool_call_id: str
+    tool_name: str
+    result: Any
+    is_error: bool
+
+
+class WaitingCallPayload(TypedDict):
+    """A call that waits: for approval (`tool-call-approval`) or for data (`tool-call-suspended`). The tool and
+    arguments a human decides about; `suspend_payload` is what the tool suspended with, `{"interrupted": true,
+    ...}` for a call whose tool started before the bot stopped, None for a fresh approval."""
+
+    tool_call_id: str
+    tool_name: str
+    args: Any
+    resume_schema: dict[str, Any] | None
+    suspend_payload: Any
+
+
+class DeniedPayload(TypedDict):
+    tool_call_id: str
+    tool_name: str
+    reason: str | None
+
+
+class FinishPayload(TypedDict):
+    finish_reason: FinishReason
+    usage: dict[str, int]
+
+
+class ErrorPayload(TypedDict):
+    message: str
+
+
+ChunkPayload = (
+    TextDeltaPayload
+    | ToolCallPayload
+    | ToolResultPayload
+    | WaitingCallPayload
+    | DeniedPayload
+    | FinishPayload
+    | ErrorPayload
+    | dict[str, Any]
+)
+"""What a chunk carries, by its type (see `Chunk`); `step-finish` carries nothing."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Chunk:
-    """One event of a run's stream."""
+    """One event of a run's stream. The runtime builds each with one of the constructors below, so
+    every chunk of a type carries the payload of that type's `TypedDict`."""
 
     type: ChunkType
     run_id: str
-    payload: dict[str, Any] = field(default_factory=dict)
+    payload: ChunkPayload = field(default_factory=dict)
+
+    @classmethod
+    def text_delta(cls, run_id: str, text: str) -> Chunk:
+        return cls(type="text-delta", run_id=run_id, payload=TextDeltaPayload(text=text))
+
+    @classmethod
+    def tool_call(cls, run_id: str, *, tool_call_id: str, tool_name: str, args: Any) -> Chunk:
+        return cls(
+            type="tool-call",
+            run_id=run_id,
+            payload=ToolCallPayload(tool_call_id=tool_call_id, tool_name=tool_name, args=args),
+        )
+
+    @classmethod
+    def tool_result(cls, run_id: str, *, tool_call_id: str, tool_name: str, result: Any, is_error: bool) -> Chunk:
+        payload = ToolResultPayload(tool_call_id=tool_call_id, tool_name=tool_name, result=result, is_error=is_error)
+        return cls(type="tool-result", run_id=run_id, payload=payload)
+
+    @classmethod
+    def waiting(cls, run_id: str, *, requires_approval: bool, payload: WaitingCallPayload) -> Chunk:
+        kind: ChunkType = "tool-call-approval" if requires_approval else "tool-call-suspended"
+        return cls(type=kind, run_id=run_id, payload=payload)
+
+    @classmethod
+    def denied(cls, run_id: str, *, tool_call_id: str, tool_name: str, reason: str | None) -> Chunk:
+        payload = DeniedPayload(tool_call_id=tool_call_id, tool_name=tool_name, reason=reason)
+        return cls(type="tool-output-denied", run_id=run_id, payload=payload)
+
+    @classmethod
+    def step_finish(cls, run_id: str) -> Chunk:
+        return cls(type="step-finish", run_id=run_id)
+
+    @classmethod
+    def finish(cls, run_id: str, finish_reason: FinishReason, usage: dict[str, int] | None = None) -> Chunk:
+        return cls(type="finish", run_id=run_id, payload=FinishPayload(finish_reason=finish_reason, usage=usage or {}))
+
+    @classmethod
+    def error(cls, run_id: str, message: str) -> Chunk:
+        return cls(type="error", run_id=run_id, payload=ErrorPayload(message=message))
 
 
 @dataclass(frozen=True, kw_only=True)
