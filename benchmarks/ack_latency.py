@@ -6,7 +6,10 @@ and the scripted OpenAI-compatible server of the tests, the model answering ever
 `--model-seconds` (1 s). After one warm-up mention, it sends N signed `app_mention` events at once
 (each in its own thread, default 300) and measures:
 
-- ack: the time from sending each event until the bot's HTTP 200 (Slack retries after 3 s);
+- ack: the time from sending each event until the bot's HTTP 200 (Slack retries after 3 s), measured
+  by a sender in a process of its own (`--burst`), as Slack's senders are: the Web API emulation and
+  the scripted model, which answer the bot's calls meanwhile, run in this process and would otherwise
+  hold the sender up;
 - answered: the time from the burst until every thread has its answer (`chat.stopStream`).
 
 Reported: ack p50 / p99 / max, acks over 1 s and over 3 s, the time until all are answered, and
@@ -190,9 +193,17 @@ async def run_once(database_url: str, args: argparse.Namespace, workdir: Path) -
                         raise RuntimeError(
                             f"the warm-up mention got no answer: {(workdir / 'bot.log').read_text()[-3000:]}"
                         ) from exc
-                    bodies = [mention_body(i) for i in range(1, args.mentions + 1)]
+                    sender = await asyncio.create_subprocess_exec(
+                        sys.executable, __file__, "--burst", url, str(args.mentions),
+                        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                    )  # fmt: skip
+                    assert sender.stdout is not None and sender.stdin is not None
+                    await sender.stdout.readline()  # ready: its bodies are built and signed
                     started = time.perf_counter()
-                    acks = await asyncio.gather(*(post(session, url, body, verifier) for body in bodies))
+                    sender.stdin.close()  # go
+                    acks = json.loads((await sender.stdout.read()).decode())
+                    if await sender.wait() != 0:
+                        raise RuntimeError("the burst sender failed")
                     try:
                         await slack.wait_for("chat.stopStream", count=args.mentions + 1, timeout=args.timeout)
                         all_answered = True
@@ -217,6 +228,17 @@ async def run_once(database_url: str, args: argparse.Namespace, workdir: Path) -
         "all_answered": all_answered,
         "all_answered_s": answered_s,
     }
+
+
+async def burst(url: str, mentions: int) -> None:
+    """`--burst URL N`: send N signed mentions at once (after a line on stdin closes), print each ack's seconds."""
+    verifier = SignatureVerifier(SECRET)
+    bodies = [mention_body(i) for i in range(1, mentions + 1)]
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+        print("ready", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+        acks = await asyncio.gather(*(post(session, url, body, verifier) for body in bodies))
+    print(json.dumps(acks), flush=True)
 
 
 async def main() -> int:
@@ -262,4 +284,7 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    if sys.argv[1:2] == ["--burst"]:
+        asyncio.run(burst(sys.argv[2], int(sys.argv[3])))
+    else:
+        sys.exit(asyncio.run(main()))
