@@ -1,13 +1,86 @@
-"""Reading and validating a submitted schema form; errors come back keyed by the form's block ids."""
+"""A submitted form of a waiting call (the answer and edit-arguments modals): checked again like the
+click that opened it, validated against its schema (errors stay in the modal, nothing is decided),
+then the call settled; what goes wrong is told to the submitter alone."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.agent import ToolCallRecord
+
+from ...decisions import ClickRefused, WaitingCall, check_click, refuse, tell
 from ...form_builder import form_errors, read_form
+from ...services import SlackServices
 
 
-def validated_form(schema: dict[str, Any], state_values: dict[str, Any]) -> tuple[Any, dict[str, str]]:
+@dataclass(frozen=True, kw_only=True)
+class SubmittedForm:
+    """A form that passed every check: who submitted it, the call it acts on, and the validated data."""
+
+    user_id: str
+    call: WaitingCall
+    data: Any
+
+
+async def submitted_form(
+    ack: AsyncAck,
+    services: SlackServices,
+    client: AsyncWebClient,
+    body: dict[str, Any],
+    view: dict[str, Any],
+    *,
+    kind: str,
+    action: str,
+    schema_of: Callable[[ToolCallRecord], dict[str, Any] | None],
+) -> SubmittedForm | None:
+    """Check the submission, read its form against `schema_of(record)`, and ack: with the errors when the
+    data does not fit (the modal stays open), plainly otherwise. None when there is nothing to settle."""
+    user_id = body["user"]["id"]
+    try:
+        call = await check_click(services, ref=view.get("private_metadata"), kind=kind, action=action, user_id=user_id)
+    except ClickRefused as refused:
+        await ack()
+        await refuse(services, client, refused, user=user_id, channel=None)
+        return None
+    schema = schema_of(call.record)
+    if schema is None:
+        await ack()
+        return None
+    data, errors = _validated_form(schema, view["state"]["values"])
+    if errors:
+        await ack(response_action="errors", errors=errors)
+        return None
+    await ack()
+    return SubmittedForm(user_id=user_id, call=call, data=data)
+
+
+async def settle_or_explain(
+    services: SlackServices,
+    client: AsyncWebClient,
+    form: SubmittedForm,
+    settle: Awaitable[None],
+    *,
+    unfit: type[Exception],
+    unfit_text: str,
+) -> None:
+    """Carry out the decision; when another click won the race, or the runtime finds the data `unfit`,
+    tell the submitter (`unfit_text: <why>`)."""
+    try:
+        await settle
+    except ClickRefused as refused:
+        await refuse(services, client, refused, user=form.user_id, channel=None)
+    except unfit as exc:
+        call = form.call
+        text = f"{unfit_text}: {exc}"
+        await tell(client, channel=call.row.channel, user=form.user_id, thread_ts=call.row.thread_ts, text=text)
+
+
+def _validated_form(schema: dict[str, Any], state_values: dict[str, Any]) -> tuple[Any, dict[str, str]]:
     """The form's data, and the errors to show in the modal, per field in plain words (empty when the
     data fits `schema`)."""
     data, errors = read_form(schema, state_values)

@@ -11,42 +11,32 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent import ToolArgsInvalidError
 
-from ...decisions import ClickRefused, approve, check_click, refuse, tell
+from ...decisions import approve
 from ...services import services_of
-from ._form import validated_form
+from ._form import settle_or_explain, submitted_form
 
 
 async def handle_edit_args_submission(
     ack: AsyncAck, body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
 ) -> None:
     services = services_of(context)
-    user_id = body["user"]["id"]
-    try:
-        call = await check_click(
-            services, ref=view.get("private_metadata"), kind="approval", action="edit_args", user_id=user_id
-        )
-    except ClickRefused as refused:
-        await ack()
-        await refuse(services, client, refused, user=user_id, channel=None)
+    form = await submitted_form(
+        ack,
+        services,
+        client,
+        body,
+        view,
+        kind="approval",
+        action="edit_args",
+        schema_of=lambda record: record.input_schema,
+    )
+    if form is None:
         return
-    schema = call.record.input_schema
-    if schema is None:
-        await ack()
-        return
-    args, errors = validated_form(schema, view["state"]["values"])
-    if errors:
-        await ack(response_action="errors", errors=errors)
-        return
-    await ack()
-    try:
-        await approve(services, client, call, user_id=user_id, args=args)
-    except ClickRefused as refused:
-        await refuse(services, client, refused, user=user_id, channel=None)
-    except ToolArgsInvalidError as exc:
-        await tell(
-            client,
-            channel=call.row.channel,
-            user=user_id,
-            thread_ts=call.row.thread_ts,
-            text=f"Nothing was approved: {exc}",
-        )
+    await settle_or_explain(
+        services,
+        client,
+        form,
+        approve(services, client, form.call, user_id=form.user_id, args=form.data),
+        unfit=ToolArgsInvalidError,
+        unfit_text="Nothing was approved",
+    )
