@@ -117,29 +117,18 @@ def build_approval_blocks(view: ApprovalView) -> list[Block]:
     if view.interrupted:
         blocks = _describe(view, headline=f":warning: *Interrupted*: `{escape(view.tool_name)}`")
         blocks.insert(1, SectionBlock(text=MarkdownTextObject(text=INTERRUPTED_NOTE)))
-        blocks.append(
-            ActionsBlock(
-                block_id=ACTIONS_BLOCK_ID,
-                elements=[
-                    ButtonElement(text="Run it again", action_id=APPROVE, value=view.ref, style="primary"),
-                    ButtonElement(text="Decline", action_id=DECLINE, value=view.ref, style="danger"),
-                    ButtonElement(text="Decline with reason", action_id=DECLINE_WITH_REASON, value=view.ref),
-                ],
-            )
-        )
-        return blocks
-    blocks = _describe(view, headline=f":raised_hand: *Approval needed* to run `{escape(view.tool_name)}`")
-    blocks.append(
-        ActionsBlock(
-            block_id=ACTIONS_BLOCK_ID,
-            elements=[
-                ButtonElement(text="Approve", action_id=APPROVE, value=view.ref, style="primary"),
-                ButtonElement(text="Decline", action_id=DECLINE, value=view.ref, style="danger"),
-                ButtonElement(text="Decline with reason", action_id=DECLINE_WITH_REASON, value=view.ref),
-                ButtonElement(text="Edit arguments", action_id=EDIT_ARGS, value=view.ref),
-            ],
-        )
-    )
+        approve_text = "Run it again"
+    else:
+        blocks = _describe(view, headline=f":raised_hand: *Approval needed* to run `{escape(view.tool_name)}`")
+        approve_text = "Approve"
+    buttons = [
+        ButtonElement(text=approve_text, action_id=APPROVE, value=view.ref, style="primary"),
+        ButtonElement(text="Decline", action_id=DECLINE, value=view.ref, style="danger"),
+        ButtonElement(text="Decline with reason", action_id=DECLINE_WITH_REASON, value=view.ref),
+    ]
+    if not view.interrupted:
+        buttons.append(ButtonElement(text="Edit arguments", action_id=EDIT_ARGS, value=view.ref))
+    blocks.append(ActionsBlock(block_id=ACTIONS_BLOCK_ID, elements=buttons))
     return blocks
 
 
