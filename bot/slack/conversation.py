@@ -18,7 +18,7 @@ from bot.agent import AgentStream
 from .replies import ThreadReply, set_thinking
 from .services import SlackServices
 from .threads import SlackThread
-from .waiting_messages import post_approval, post_question, refresh_open_messages
+from .waiting_messages import post_waiting_call, refresh_open_messages
 
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
 
@@ -133,26 +133,16 @@ async def relay(
         async for chunk in stream.full_stream:
             if chunk.type == "text-delta":
                 await reply.append(chunk.payload.get("text", ""))
-            elif chunk.type == "tool-call-approval":
+            elif chunk.type in ("tool-call-approval", "tool-call-suspended"):
                 await reply.close()
-                await post_approval(
+                await post_waiting_call(
                     services,
                     client,
+                    chunk,
                     run_id=stream.run_id or chunk.run_id,
-                    payload=chunk.payload,
                     thread=thread,
                     requester=requester,
                     request_text=request_text,
-                )
-            elif chunk.type == "tool-call-suspended":
-                await reply.close()
-                await post_question(
-                    services,
-                    client,
-                    run_id=stream.run_id or chunk.run_id,
-                    payload=chunk.payload,
-                    thread=thread,
-                    requester=requester,
                 )
             elif chunk.type == "tool-call":
                 await set_thinking(client, thread, f"is running {chunk.payload.get('tool_name', 'a tool')}…")

@@ -12,7 +12,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.agent import DecisionKind, ToolCallRecord, is_interrupted
+from bot.agent import Chunk, DecisionKind, ToolCallRecord, is_interrupted
 
 from .approval_builder import (
     ApprovalView,
@@ -36,27 +36,34 @@ from .tables import ToolCallMessageRow
 from .threads import SlackThread
 
 
-async def post_approval(
+async def post_waiting_call(
     services: SlackServices,
     client: AsyncWebClient,
+    chunk: Chunk,
     *,
     run_id: str,
-    payload: dict[str, Any],
     thread: SlackThread,
     requester: str,
     request_text: str | None,
 ) -> ToolCallMessageRow:
-    """Post the approval message of a `tool-call-approval` chunk's call (an interrupted call's says so)."""
+    """Post the message of the call a chunk shows waiting: an approval for `tool-call-approval` (an
+    interrupted call's says so), what the tool asks, with an Answer button, for `tool-call-suspended`."""
+    payload = chunk.payload
     record = await services.agent.get_tool_call(run_id, payload["tool_call_id"])
-    interrupted = is_interrupted(payload.get("suspend_payload")) or (record is not None and record.interrupted)
+    if chunk.type == "tool-call-approval":
+        kind, args, answerable_by_form = "approval", payload.get("args"), None
+        interrupted = is_interrupted(payload.get("suspend_payload")) or (record is not None and record.interrupted)
+    else:  # a question: its row keeps what the tool asked
+        kind, args, interrupted, request_text = "question", payload.get("suspend_payload"), False, None
+        answerable_by_form = payload.get("resume_schema") is not None
     if interrupted:  # the message of the call's earlier wait shows how that one was decided
         await refresh_tool_call_messages(services, client, run_id, payload["tool_call_id"])
     row, mine = await services.store.add_tool_call_message(
-        kind="approval",
+        kind=kind,
         run_id=run_id,
         tool_call_id=payload["tool_call_id"],
         tool_name=payload["tool_name"],
-        args=payload.get("args"),
+        args=args,
         thread=thread,
         requester=requester,
         request_text=request_text,
@@ -64,34 +71,7 @@ async def post_approval(
         interrupted=interrupted,
     )
     if mine:
-        await post_recorded(services, client, row, record)
-    return row
-
-
-async def post_question(
-    services: SlackServices,
-    client: AsyncWebClient,
-    *,
-    run_id: str,
-    payload: dict[str, Any],
-    thread: SlackThread,
-    requester: str,
-) -> ToolCallMessageRow:
-    """Post what a `tool-call-suspended` chunk's tool asks, with an Answer button."""
-    record = await services.agent.get_tool_call(run_id, payload["tool_call_id"])
-    row, mine = await services.store.add_tool_call_message(
-        kind="question",
-        run_id=run_id,
-        tool_call_id=payload["tool_call_id"],
-        tool_name=payload["tool_name"],
-        args=payload.get("suspend_payload"),  # a question's row keeps what the tool asked
-        thread=thread,
-        requester=requester,
-        request_text=None,
-        waiting_since=record.suspended_at if record is not None else None,
-    )
-    if mine:
-        await post_recorded(services, client, row, record, answerable_by_form=payload.get("resume_schema") is not None)
+        await post_recorded(services, client, row, record, answerable_by_form=answerable_by_form)
     return row
 
 
