@@ -15,6 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.slack_emulator import BOT_USER_ID, TEAM_ID, TEAM_NAME, Message, Modal, Workspace
+from bot.slack_emulator.app_requests import action_of, stale_button
 
 from .delivery import Delivery
 
@@ -209,35 +210,6 @@ def to_slack_text(text: str, workspace: Workspace) -> str:
     for name, user_id in sorted(names, key=lambda pair: -len(pair[0])):
         text = re.sub(rf"(?<![\w<])@{re.escape(name)}\b", f"<@{user_id}>", text, flags=re.IGNORECASE)
     return text
-
-
-def action_of(message: Message, action_id: str, block_id: Any, value: Any) -> dict[str, Any] | None:
-    """The `actions[0]` of a block_actions payload for the element `action_id` of `message` (a button, or a
-    select whose chosen option's value is `value`); None if the message has no such element."""
-    for block in message.blocks:
-        if block_id and block.get("block_id") != block_id:
-            continue
-        elements = list(block.get("elements") or []) if block.get("type") == "actions" else []
-        if block.get("type") == "section" and isinstance(block.get("accessory"), dict):
-            elements.append(block["accessory"])
-        for element in elements:
-            if element.get("action_id") != action_id:
-                continue
-            action = {"type": element.get("type"), "action_id": action_id, "block_id": block.get("block_id", "")}
-            if element.get("type") == "button":
-                action.update(value=element.get("value"), text=element.get("text"))
-                if element.get("style"):
-                    action["style"] = element["style"]
-                return action
-            options = [o for group in element.get("option_groups") or [] for o in group.get("options", [])]
-            options += element.get("options") or []
-            chosen = next((o for o in options if o.get("value") == value), None)
-            return {**action, "selected_option": chosen} if chosen else None
-    return None
-
-
-def stale_button(action_id: str, block_id: Any, value: Any) -> dict[str, Any]:
-    return {"type": "button", "action_id": action_id, "block_id": str(block_id or ""), "value": str(value)}
 
 
 def state_values(view: dict[str, Any], raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:

@@ -6,8 +6,11 @@
   and error names; an unknown method answers `unknown_method`. Records every call, and plays the
   faults a test scripts (HTTP 429/5xx, Slack errors, delays, dropped connections).
 - `SlackEmulator`: a workspace and its Web API on a loopback port of their own, for tests.
+- `app_requests`: the other direction, what Slack sends an app (events, clicks, modal submissions),
+  signed; the playground delivers a person's actions with it, and the tests drive a bot with it.
 
-It imports aiohttp and nothing of the bot, so the runtime never depends on it.
+It imports aiohttp and slack_sdk's request signing, and nothing of the bot, so the runtime never
+depends on it.
 """
 
 from .faults import Fault

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from bot.slack.services import services_of_app
+from bot.slack_emulator.app_requests import app_home_opened_event, home_block_actions
 from memory import PolicyChange
 
 from .harness import RunningBot, running_bot
@@ -23,8 +24,7 @@ async def home_bot(database_url, slack, model):
 
 
 async def open_home(bot: RunningBot, user: str) -> None:
-    event = {"type": "app_home_opened", "user": user, "channel": "D" + user, "tab": "home", "event_ts": "1.0"}
-    status, _ = await bot.sender.event(event)
+    status, _ = await bot.sender.event(app_home_opened_event(user))
     assert status == 200
 
 
@@ -71,17 +71,8 @@ def buttons(view: dict[str, Any]) -> list[tuple[str, str]]:
 
 async def home_click(bot: RunningBot, user: str, action_id: str, value: str) -> None:
     """A click on a button of the user's App Home (a view, not a message: no channel)."""
-    payload = {
-        "type": "block_actions",
-        "team": {"id": bot.sender.team_id, "domain": "test"},
-        "user": {"id": user, "username": user.lower(), "team_id": bot.sender.team_id},
-        "api_app_id": "A0APP",
-        "token": "verification-token-unused",
-        "container": {"type": "view", "view_id": "VHOME" + user},
-        "trigger_id": bot.sender.trigger_for(user),
-        "view": {"id": "VHOME" + user, "type": "home", "blocks": []},
-        "actions": [{"type": "button", "action_id": action_id, "block_id": "home", "value": value}],
-    }
+    action = {"type": "button", "action_id": action_id, "block_id": "home", "value": value}
+    payload = home_block_actions(user, {"blocks": []}, action, trigger_id=bot.sender.trigger_for(user))
     status, _ = await bot.sender.interaction(payload)
     assert status == 200
 

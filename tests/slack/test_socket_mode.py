@@ -11,6 +11,7 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 
 from bot.demo import build_demo_agent, seed_demo_records
 from bot.slack import create_slack_app
+from bot.slack_emulator.app_requests import action_of, block_actions, event_callback
 from memory import Memory, Storage
 from tests.support.scripted_model import call, reply, tool_calls
 from tests.support.slack import SignedSender
@@ -41,14 +42,7 @@ async def test_socket_mode_mention_approval_and_retry(database_url, slack, model
     payloads = SignedSender("unused", "unused", slack=slack)
     try:
         event = payloads.mention("delete record 3")
-        body = {
-            "type": "event_callback",
-            "team_id": payloads.team_id,
-            "api_app_id": "A0APP",
-            "event": event,
-            "event_id": "EvSOCKET1",
-            "event_time": 1,
-        }
+        body = event_callback(event, event_id="EvSOCKET1")
         for retry in (0, 1):  # Slack redelivers an envelope it thinks was lost: same event_id
             await handler.handle(
                 connection,
@@ -60,23 +54,9 @@ async def test_socket_mode_mention_approval_and_retry(database_url, slack, model
         await slack.settle()
         assert len(model.chat.requests) == 1
 
-        click = {
-            "type": "block_actions",
-            "user": {"id": "U2"},
-            "team": {"id": payloads.team_id},
-            "container": {"type": "message", "message_ts": message.ts, "channel_id": "C1"},
-            "channel": {"id": "C1"},
-            "message": {"ts": message.ts, "thread_ts": message.thread_ts},
-            "trigger_id": "t",
-            "actions": [
-                {
-                    "action_id": "tool_approve",
-                    "value": message.button_value("tool_approve"),
-                    "type": "button",
-                    "block_id": "b",
-                }
-            ],
-        }
+        action = action_of(message, "tool_approve")
+        assert action is not None
+        click = block_actions("U2", message, action, channel=slack.workspace.channels["C1"], trigger_id="t")
         await handler.handle(
             connection,
             SocketModeRequest(type="interactive", envelope_id="env-click", payload=json.loads(json.dumps(click))),

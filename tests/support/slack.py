@@ -16,25 +16,36 @@ messages people send also appear in its workspace, and a click carries a trigger
 from __future__ import annotations
 
 import itertools
-import json
-import time
 import uuid
 from typing import Any
-from urllib.parse import urlencode
 
 import aiohttp
 from slack_sdk.signature import SignatureVerifier
 
+from bot.slack.approval_builder import ACTIONS_BLOCK_ID
 from bot.slack_emulator import (
     BOT_ID,
     BOT_USER_ID,
     TEAM_ID,
     Channel,
     Message,
+    Modal,
     Person,
     SlackEmulator,
     UserGroup,
     Workspace,
+)
+from bot.slack_emulator.app_requests import (
+    BotAnswer,
+    action_of,
+    app_mention_event,
+    block_actions,
+    event_body,
+    interaction_body,
+    message_event,
+    post_signed,
+    stale_button,
+    view_submission,
 )
 
 __all__ = ["BOT_ID", "BOT_USER_ID", "TEAM_ID", "SignedSender", "slack_workspace"]
@@ -62,30 +73,22 @@ def slack_workspace() -> Workspace:
 
 
 class SignedSender:
-    """Posts signed requests to a Bolt app's events URL, as Slack does."""
+    """Posts signed requests to a Bolt app's events URL, as Slack does (the payloads are
+    `bot.slack_emulator.app_requests`', the ones the playground sends)."""
 
-    def __init__(self, url: str, signing_secret: str, *, team_id: str = TEAM_ID, slack: SlackEmulator | None = None):
+    def __init__(self, url: str, signing_secret: str, *, slack: SlackEmulator | None = None):
         self.url = url
         self.verifier = SignatureVerifier(signing_secret)
-        self.team_id = team_id
         self.slack = slack
         self._ts = itertools.count(1)
 
     async def post(
         self, body: str, *, content_type: str, headers: dict[str, str] | None = None, signature: str | None = None
-    ) -> tuple[int, str]:
-        timestamp = str(int(time.time()))
-        all_headers = {
-            "Content-Type": content_type,
-            "X-Slack-Request-Timestamp": timestamp,
-            "X-Slack-Signature": signature or self.verifier.generate_signature(timestamp=timestamp, body=body),
-            **(headers or {}),
-        }
-        async with (
-            aiohttp.ClientSession() as session,
-            session.post(self.url, data=body.encode(), headers=all_headers) as response,
-        ):
-            return response.status, await response.text()
+    ) -> BotAnswer:
+        async with aiohttp.ClientSession() as session:
+            return await post_signed(
+                session, self.url, self.verifier, body, content_type=content_type, headers=headers, signature=signature
+            )
 
     def trigger_for(self, user: str) -> str:
         """A trigger_id for an interaction by `user` (one the emulator's views.open accepts, if given)."""
@@ -118,38 +121,17 @@ class SignedSender:
         *,
         event_id: str | None = None,
         retry_num: int | None = None,
-    ) -> tuple[int, str]:
+    ) -> BotAnswer:
         """An Events API delivery of `event` (Slack's retries carry the same `event_id` and X-Slack-Retry-Num)."""
         self._record(event)
-        body = {
-            "token": "verification-token-unused",
-            "team_id": self.team_id,
-            "api_app_id": "A0APP",
-            "event": event,
-            "type": "event_callback",
-            "event_id": event_id or "Ev" + uuid.uuid4().hex[:12].upper(),
-            "event_time": int(time.time()),
-            "authorizations": [{"team_id": self.team_id, "user_id": BOT_USER_ID, "is_bot": True}],
-        }
         headers = {"X-Slack-Retry-Num": str(retry_num), "X-Slack-Retry-Reason": "http_timeout"} if retry_num else {}
-        return await self.post(json.dumps(body), content_type="application/json", headers=headers)
+        return await self.post(event_body(event, event_id=event_id), content_type="application/json", headers=headers)
 
     def mention(
         self, text: str, *, user: str = "U1", channel: str = "C1", ts: str | None = None, thread_ts: str | None = None
     ) -> dict[str, Any]:
         """An `app_mention` event: `<@bot> text` in a channel."""
-        event = {
-            "type": "app_mention",
-            "user": user,
-            "text": f"<@{BOT_USER_ID}> {text}",
-            "ts": ts or self.new_ts(),
-            "channel": channel,
-            "event_ts": ts,
-            "team": self.team_id,
-        }
-        if thread_ts:
-            event["thread_ts"] = thread_ts
-        return event
+        return app_mention_event(self._message(f"<@{BOT_USER_ID}> {text}", user, channel, ts, thread_ts))
 
     def message(
         self,
@@ -162,76 +144,34 @@ class SignedSender:
         channel_type: str = "channel",
         **extra: Any,
     ) -> dict[str, Any]:
-        """A `message` event."""
-        event = {
-            "type": "message",
-            "user": user,
-            "text": text,
-            "ts": ts or self.new_ts(),
-            "channel": channel,
-            "channel_type": channel_type,
-            "team": self.team_id,
-            **extra,
-        }
-        if thread_ts:
-            event["thread_ts"] = thread_ts
-        return event
+        """A `message` event (`extra`: fields such as `subtype` or `bot_id`)."""
+        return {**message_event(self._message(text, user, channel, ts, thread_ts), channel_type=channel_type), **extra}
+
+    def _message(self, text: str, user: str, channel: str, ts: str | None, thread_ts: str | None) -> Message:
+        return Message(channel=channel, ts=ts or self.new_ts(), user=user, text=text, thread_ts=thread_ts)
 
     # --- interactivity ----------------------------------------------------------------------
-    async def interaction(self, payload: dict[str, Any]) -> tuple[int, str]:
-        body = urlencode({"payload": json.dumps(payload)})
-        return await self.post(body, content_type="application/x-www-form-urlencoded")
+    async def interaction(self, payload: dict[str, Any]) -> BotAnswer:
+        return await self.post(interaction_body(payload), content_type="application/x-www-form-urlencoded")
 
-    async def click(
-        self, message: Message, action_id: str, *, user: str = "U1", value: str | None = None
-    ) -> tuple[int, str]:
-        """A block_actions payload for a click on `message`'s button `action_id` (`value` forges another)."""
-        payload = {
-            "type": "block_actions",
-            "team": {"id": self.team_id, "domain": "stub"},
-            "user": {"id": user, "username": user.lower(), "team_id": self.team_id},
-            "api_app_id": "A0APP",
-            "token": "verification-token-unused",
-            "container": {
-                "type": "message",
-                "message_ts": message.ts,
-                "channel_id": message.channel,
-                "is_ephemeral": False,
-                "thread_ts": message.thread_ts,
-            },
-            "trigger_id": self.trigger_for(user),
-            "channel": {"id": message.channel, "name": "general"},
-            "message": {
-                "type": "message",
-                "ts": message.ts,
-                "thread_ts": message.thread_ts,
-                "text": message.text,
-                "blocks": message.blocks,
-                "bot_id": BOT_ID,
-            },
-            "actions": [
-                {
-                    "type": "button",
-                    "action_id": action_id,
-                    "block_id": "tool_call_decision",
-                    "value": value if value is not None else message.button_value(action_id),
-                    "action_ts": str(time.time()),
-                }
-            ],
-        }
+    async def click(self, message: Message, action_id: str, *, user: str = "U1", value: str | None = None) -> BotAnswer:
+        """A block_actions payload for a click on `message`'s button `action_id` (`value` forges another, or
+        clicks a button the message no longer shows, as a stale client can)."""
+        action = action_of(message, action_id)
+        if value is not None:
+            action = {**(action or stale_button(action_id, ACTIONS_BLOCK_ID, value)), "value": value}
+        assert action is not None, f"the message has no button {action_id}"
+        payload = block_actions(
+            user, message, action, channel=self._channel(message.channel), trigger_id=self.trigger_for(user)
+        )
         return await self.interaction(payload)
 
-    async def submit(
-        self, view: dict[str, Any], values: dict[str, dict[str, Any]], *, user: str = "U1"
-    ) -> tuple[int, str]:
+    async def submit(self, view: dict[str, Any], values: dict[str, dict[str, Any]], *, user: str = "U1") -> BotAnswer:
         """A view_submission of `view` (as opened) with `values` (block_id -> {action_id: value})."""
-        payload = {
-            "type": "view_submission",
-            "team": {"id": self.team_id, "domain": "stub"},
-            "user": {"id": user, "username": user.lower(), "team_id": self.team_id},
-            "api_app_id": "A0APP",
-            "token": "verification-token-unused",
-            "trigger_id": self.trigger_for(user),
-            "view": {**view, "state": {"values": values}, "team_id": self.team_id, "app_id": "A0APP", "bot_id": BOT_ID},
-        }
-        return await self.interaction(payload)
+        modal = Modal(id=view.get("id") or "V" + uuid.uuid4().hex[:10].upper(), user=user, view=view)
+        return await self.interaction(view_submission(modal, values, trigger_id=self.trigger_for(user)))
+
+    def _channel(self, channel_id: str) -> Channel:
+        if self.slack is not None and channel_id in self.slack.workspace.channels:
+            return self.slack.workspace.channels[channel_id]
+        return Channel(id=channel_id, name=channel_id.lower())
