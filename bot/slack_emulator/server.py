@@ -1,5 +1,5 @@
 """The emulated Web API on a loopback port of its own, for a bot under test (the playground mounts
-`SlackWebApi` in its own server instead).
+`SlackWebApi` in its own server instead). Faults are scripted and calls read as on `SlackWebApi`.
 
     async with SlackEmulator(workspace) as slack:
         app = create_slack_app(..., api_url=slack.api_url)
@@ -10,17 +10,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from aiohttp import web
 
 from .web_api import SlackCall, SlackWebApi
 from .workspace import BOT_USER_ID, Message, Workspace
 
 
-class SlackEmulator:
-    """A `Workspace` and its `SlackWebApi`, served on `host`; see the module docstring."""
+class SlackEmulator(SlackWebApi):
+    """A `Workspace`'s `SlackWebApi`, served on `host`, with what a test reads of the workspace; see the
+    module docstring."""
 
     def __init__(
         self,
@@ -30,8 +28,7 @@ class SlackEmulator:
         streaming: bool = True,
         host: str = "127.0.0.1",
     ):
-        self.workspace = workspace or Workspace()
-        self.api = SlackWebApi(self.workspace, token=token, streaming=streaming)
+        super().__init__(workspace or Workspace(), token=token, streaming=streaming)
         self.host = host
         self.port = 0
         self._runner: web.AppRunner | None = None
@@ -39,7 +36,7 @@ class SlackEmulator:
     # --- lifecycle --------------------------------------------------------------------------
     async def start(self) -> SlackEmulator:
         app = web.Application()
-        self.api.add_routes(app)
+        self.add_routes(app)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, 0)
@@ -61,48 +58,6 @@ class SlackEmulator:
     @property
     def api_url(self) -> str:
         return f"http://{self.host}:{self.port}/api/"
-
-    # --- faults (see SlackWebApi) -------------------------------------------------------------
-    def fail(
-        self, method: str, *, status: int = 500, times: int = 1, retry_after: int = 0, error: str | None = None
-    ) -> None:
-        self.api.fail(method, status=status, times=times, retry_after=retry_after, error=error)
-
-    def delay(self, method: str, seconds: float, *, times: int = 1) -> None:
-        self.api.delay(method, seconds, times=times)
-
-    def drop_connection(self, method: str, *, times: int = 1, after: bool = True) -> None:
-        self.api.drop_connection(method, times=times, after=after)
-
-    # --- what was called ----------------------------------------------------------------------
-    @property
-    def calls(self) -> list[SlackCall]:
-        return self.api.calls
-
-    @property
-    def failed(self) -> list[tuple[str, int | str]]:
-        return self.api.failed
-
-    def calls_of(self, method: str) -> list[SlackCall]:
-        return self.api.calls_of(method)
-
-    async def wait_for(
-        self,
-        method: str,
-        predicate: Callable[[SlackCall], bool] = lambda call: True,
-        *,
-        timeout: float = 10.0,
-        count: int = 1,
-    ) -> list[SlackCall]:
-        return await self.api.wait_for(method, predicate, timeout=timeout, count=count)
-
-    async def wait_until(
-        self, probe: Callable[[], Any], *, count: int = 1, timeout: float = 10.0, what: str = "condition"
-    ) -> Any:
-        return await self.api.wait_until(probe, count=count, timeout=timeout, what=what)
-
-    async def settle(self, quiet: float = 0.3, timeout: float = 10.0) -> None:
-        await self.api.settle(quiet=quiet, timeout=timeout)
 
     # --- what the workspace holds ---------------------------------------------------------------
     @property

@@ -32,7 +32,7 @@ async def slack():
 def hang(slack: SlackEmulator, method: str, seconds: float = 6.0) -> None:
     """The next call of `method` gets no answer for `seconds`, then its connection is closed with nothing
     done: long enough for the test to kill the bot meanwhile, short enough not to hold up the end."""
-    slack.api.faults.add(Fault(method=method, delay=seconds, drop=True, after=False))
+    slack.faults.add(Fault(method=method, delay=seconds, drop=True, after=False))
 
 
 def bot_env(database_url: str, slack: SlackEmulator) -> dict[str, str]:
