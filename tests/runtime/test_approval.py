@@ -206,6 +206,24 @@ async def test_generate_suspends_then_approve_generate(model, storage):
     assert await run_status(storage, output.run_id) == "completed"
 
 
+async def test_generate_asks_for_whole_replies_and_stream_streams_them(model, storage):
+    """Nobody reads generate's text as it comes: its model requests (the approval's too) ask for the
+    reply whole; a stream's requests stream. The answers are the same."""
+    agent = make_agent([record_tool()], storage=storage)
+    model.chat.push(tool_calls(call("delete-record", {"id": "42"}, id="call_1")), reply("Deleted record 42."))
+    output = await agent.generate("Delete record 42")
+    final = await agent.approve_tool_call_generate(run_id=output.run_id)
+    assert final.text == "Deleted record 42."
+    assert [bool(r.get("stream")) for r in model.chat.requests] == [False, False]
+
+    model.chat.push(tool_calls(call("delete-record", {"id": "43"}, id="call_2")), reply("Deleted record 43."))
+    stream = await agent.stream("Delete record 43")
+    await collect(stream)
+    chunks = await collect(await agent.approve_tool_call(run_id=stream.run_id))
+    assert text_of(chunks) == "Deleted record 43."
+    assert [bool(r.get("stream")) for r in model.chat.requests[2:]] == [True, True]
+
+
 async def test_decline_generate_with_reason(model, storage):
     delete = record_tool()
     agent = make_agent([delete], storage=storage)
