@@ -379,6 +379,8 @@ class ProjectRestart(Project):
 
 async def approve_in_child(url: str, run_id: str) -> None:
     """`--approve-in-child URL RUN_ID`: the second half of a cycle in a fresh process."""
+    import bot.agent  # noqa: F401 - imported before the CPU mark, like the Storage: "without imports"
+    import tools  # noqa: F401
     from memory import Storage
 
     cpu = time.process_time()
