@@ -122,7 +122,7 @@ class RunStore:
         else:  # claim the run if every call of its step is settled
             to = {"status": str(RunStatus.RUNNING), "owner": owner, "heartbeat_at": now}
         statement = _PARK_RUN if holds_run else _CLAIM_SETTLED_RUN
-        moved = await connection.execute(statement, {"b_run": run.id, "b_step": run.step, "updated_at": now, **to})
+        moved = await connection.execute(statement, {"b_run": run.id, "updated_at": now, **to})
         if moved.rowcount == 1:
             for key, value in to.items():
                 setattr(run, key, value)
