@@ -259,11 +259,10 @@ class Agent:
                 answer.call.run_id,
                 answer.call.tool_call_id,
                 Decision(kind=DecisionKind.RESUME, actor=resource_id, resume_data=answer.resume_data, via="thread"),
+                said=_user_messages(message),
             )
         except (ToolCallNotSuspendedError, ResumeDataInvalidError):
             return None, []  # someone settled it first, or the data did not fit: a normal turn
-        run = await self.storage.runs.get_run(answer.call.run_id)
-        await self.storage.runs.add_messages(run, _user_messages(message))
         return stream, []
 
     async def generate(self, message: str | list[dict[str, Any]], **options: Any) -> AgentOutput:
@@ -411,9 +410,18 @@ class Agent:
         return await stream.result()
 
     async def _decide(
-        self, run_id: str, tool_call_id: str | None, decision: Decision, *, edited_args: Any = None
+        self,
+        run_id: str,
+        tool_call_id: str | None,
+        decision: Decision,
+        *,
+        edited_args: Any = None,
+        said: Sequence[dict[str, Any]] = (),
     ) -> AgentStream:
-        """Win the decision about one waiting call in storage (exactly one caller can), then carry it out."""
+        """Win the decision about one waiting call in storage (exactly one caller can), then carry it out.
+
+        `said`: the user's message that answered the call in the thread, stored with the decision, so the
+        run goes on with it in its history (and a decision lost to another caller stores nothing)."""
         runs = self.storage.runs
         run, call = await runs.run_and_call(run_id, tool_call_id)
         if run is None or run.agent_id != self.id:
@@ -445,7 +453,7 @@ class Agent:
             audit.insert(0, Audit(action="edited", actor=decision.actor, via=decision.via, policy_version=version))
         target = next_state_after(decision.kind, passes_down=call.child_run_id is not None)
         # A decline's tool message is stored with the decision: a crash right after loses nothing.
-        messages = []
+        messages = list(said)
         if target == ToolCallState.DECLINED:
             messages = [declined_message(call, decision.reason)]
         elif target == ToolCallState.EXPIRED:
