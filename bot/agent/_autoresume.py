@@ -259,34 +259,27 @@ async def find_answer(
 ) -> Reading:
     """What the message answers among the parked calls: one call to resume with validated, supported
     data, or nothing (and what was unclear)."""
-    in_prompt = client in _json_object_only
-    messages, schema = extraction_request(parked, message, schema_in_prompt=in_prompt)
+
+    async def ask(schema_in_prompt: bool) -> Any:
+        messages, schema = extraction_request(parked, message, schema_in_prompt=schema_in_prompt)
+        return await structured(
+            client,
+            model,
+            messages,
+            schema,
+            name="reply_reading",
+            strict=strict_compatible(schema),
+            json_object=schema_in_prompt,
+            timeout=timeout,
+        )
+
     try:
         try:
-            reply = await structured(
-                client,
-                model,
-                messages,
-                schema,
-                name="reply_reading",
-                strict=strict_compatible(schema),
-                json_object=in_prompt,
-                timeout=timeout,
-            )
+            reply = await ask(schema_in_prompt=client in _json_object_only)
         except StructuredOutputRefused as exc:
             log.info("auto-resume: %s refuses json_schema (%s); json_object from now on", client.base_url, exc)
             _json_object_only.add(client)
-            messages, schema = extraction_request(parked, message, schema_in_prompt=True)
-            reply = await structured(
-                client,
-                model,
-                messages,
-                schema,
-                name="reply_reading",
-                strict=strict_compatible(schema),
-                json_object=True,
-                timeout=timeout,
-            )
+            reply = await ask(schema_in_prompt=True)
     except ModelError as exc:
         log.info("auto-resume: no usable answer from the model (%s); the calls stay parked", exc)
         return Reading()
