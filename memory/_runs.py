@@ -104,7 +104,15 @@ class RunStore:
     async def after_work(self, run: RunRow, owner: str, *, holds_run: bool) -> str:
         """What follows a worker's calls of the current step: see `_after_work`."""
         async with self._storage.transaction() as connection:
+            await self._take_turn(connection, run)
             return await self._after_work(connection, run, owner, holds_run=holds_run)
+
+    async def _take_turn(self, connection: AsyncConnection, run: RunRow) -> None:
+        """Wait for the other transactions that settle calls of `run` (see `_after_work`). On SQLite the
+        write lock of BEGIN IMMEDIATE already does; on PostgreSQL the run's row lock, taken first (a lock
+        taken after inserting rows that reference the run would deadlock two settlers)."""
+        if not self._storage.is_sqlite:
+            await connection.execute(_LOCK_RUN, {"b_run": run.id})
 
     async def _after_work(self, connection: AsyncConnection, run: RunRow, owner: str, *, holds_run: bool) -> str:
         """ "continue" (`owner` goes on with the run: its step is settled), "suspended" (a call of the step
@@ -112,10 +120,9 @@ class RunStore:
 
         Whoever settles the last call of a step continues the run. The processes that settle calls of one
         run take turns here (SQLite: one writer at a time; PostgreSQL: the run's row lock), so the last of
-        them sees every other's result, and the conditional claim lets only one go on.
+        them sees every other's result, and the conditional claim lets only one go on. The caller has
+        taken its turn (`_take_turn`).
         """
-        if not self._storage.is_sqlite:
-            await connection.execute(_LOCK_RUN, {"b_run": run.id})
         now = utcnow()
         if holds_run:  # park the run while a call of its step is left; else go on
             to: dict[str, Any] = {"status": str(RunStatus.SUSPENDED), "suspended_at": now, "owner": None}
@@ -304,6 +311,7 @@ class RunStore:
         """`transition` a call to its result, and in the same transaction decide what follows (`_after_work`):
         (won, "continue" | "suspended" | "stop"), or (False, None) when it was settled elsewhere."""
         async with self._storage.transaction() as connection:
+            await self._take_turn(connection, run)
             if not await self._transition(connection, call, to, None, messages, run, audit, None, fields):
                 return False, None
             return True, await self._after_work(connection, run, owner, holds_run=holds_run)
@@ -463,7 +471,8 @@ _INSERT_RUN, _INSERT_CALL, _INSERT_MESSAGES, _INSERT_AUDIT = (
 )
 _UPDATE_RUN = update(RUNS).where(RUNS.c.id == bindparam("b_run"))
 """Sets the columns given with `b_run`."""
-_LOCK_RUN = select(RUNS.c.id).where(RUNS.c.id == bindparam("b_run")).with_for_update()
+_LOCK_RUN = select(RUNS.c.id).where(RUNS.c.id == bindparam("b_run")).with_for_update(key_share=True)
+"""PostgreSQL's FOR NO KEY UPDATE: it does not wait for the key-share locks of rows inserted that reference the run."""
 
 
 def _one_of(column: Any, states: Iterable[str]) -> Any:
