@@ -390,6 +390,47 @@ async def test_each_call_of_a_step_is_decided_on_its_own(model, storage):
     assert_every_tool_call_answered(model.chat.requests[-1])
 
 
+async def test_the_last_two_calls_of_a_step_approved_at_once_continue_the_run_once(model, storage):
+    """Two approvals settle the last two calls of a step at the same moment: exactly one of them goes on
+    with the run (one more model request, one answer), and the run is not left parked."""
+    both_started, release = asyncio.Event(), asyncio.Event()
+    runs: list[str] = []
+
+    async def delete(input, ctx):
+        runs.append(input["id"])
+        if len(runs) == 2:
+            both_started.set()
+        await release.wait()
+        return {"deleted": True, "id": input["id"]}
+
+    tool = create_tool(
+        id="delete-record",
+        description="Delete",
+        input_schema={"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+        require_approval=True,
+        execute=delete,
+    )
+    agent = make_agent([tool], storage=storage)
+    model.chat.push(
+        tool_calls(call("delete-record", {"id": "1"}, id="c1"), call("delete-record", {"id": "2"}, id="c2")),
+        reply("both deleted"),
+    )
+    output = await agent.generate("Delete 1 and 2")
+    assert output.finish_reason == "suspended"
+
+    first = asyncio.create_task(decide(agent.approve_tool_call(run_id=output.run_id, tool_call_id="c1")))
+    second = asyncio.create_task(decide(agent.approve_tool_call(run_id=output.run_id, tool_call_id="c2")))
+    await asyncio.wait_for(both_started.wait(), 10)
+    release.set()  # both results are stored now, side by side
+    chunks = await asyncio.gather(first, second)
+
+    assert sorted(runs) == ["1", "2"]
+    assert len(model.chat.requests) == 2  # the step's continuation asked the model once
+    assert sorted(text_of(c) for c in chunks) == ["", "both deleted"]
+    assert await run_status(storage, output.run_id) == "completed"
+    assert_every_tool_call_answered(model.chat.requests[-1])
+
+
 async def test_ungated_calls_of_one_step_run_concurrently(model, storage):
     barrier = asyncio.Barrier(2)
 
