@@ -70,6 +70,10 @@ async def test_bob_approves_from_his_home(page, playground):
         lambda s: [m for m in thread(s, ts) if "Approved by <@UBOB>" in str(m.get("blocks"))], what="approved"
     )
     await page.wait_for(lambda s: "Nothing is waiting for your decision" in home_text(s), user=BOB, what="emptied")
+    # the tool runs after the decision is shown: its effect is there once the bot says so in the thread
+    await page.wait_for(
+        lambda s: [m for m in thread(s, ts) if "record 2 is deleted" in m["text"]], what="the bot's summary"
+    )
     assert 2 not in await record_ids(playground)
 
 
