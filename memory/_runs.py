@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import and_, bindparam, exists, func, insert, literal_column, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ._audit import SYSTEM, AuditLog
+from ._audit import SYSTEM
 from .exceptions import ThreadOwnerError
 from .states import (
     IN_PROGRESS_STATES,
@@ -42,9 +42,8 @@ RUNS, MESSAGES, CALLS, AUDIT = RunRow.__table__, MessageRow.__table__, ToolCallR
 
 
 class RunStore:
-    def __init__(self, storage: Database, audit_log: AuditLog):
+    def __init__(self, storage: Database):
         self._storage = storage
-        self._audit_log = audit_log
 
     # --- runs -------------------------------------------------------------------------------
     async def create_run(self, run: RunRow, messages: Iterable[dict[str, Any]] = ()) -> None:
@@ -96,10 +95,6 @@ class RunStore:
             for key, value in values.items():
                 setattr(run, key, value)
         return won
-
-    async def claim_run(self, run: RunRow, owner: str) -> bool:
-        """Take a suspended run to work on it; exactly one claimant wins."""
-        return await self.move_run(run, RunStatus.RUNNING, only_from=[RunStatus.SUSPENDED], owner=owner)
 
     async def after_work(self, run: RunRow, owner: str, *, holds_run: bool) -> str:
         """What follows a worker's calls of the current step: see `_after_work`."""
@@ -348,29 +343,6 @@ class RunStore:
         for key, value in values.items():
             setattr(call, key, value)
         return True
-
-    async def audit(
-        self,
-        call: ToolCallRow,
-        action: str,
-        actor: str | None,
-        detail: str | None = None,
-        *,
-        via: str = "runtime",
-        policy_version: int | None = None,
-    ) -> None:
-        """Add what happened to `call` to the audit trail (see `memory._audit`)."""
-        await self._audit_log.record(
-            run_id=call.run_id,
-            tool_call_id=call.tool_call_id,
-            tool_name=call.displayed_tool_name,
-            action=action,
-            actor=actor,
-            via=via,
-            args_fingerprint=call.fingerprint,
-            policy_version=policy_version,
-            detail=detail,
-        )
 
     async def approvals_waiting_since(
         self, agent_id: str, tool_name: str, *, before: datetime, limit: int = 100

@@ -62,7 +62,7 @@ class Storage:
         from ._runs import RunStore
 
         self.audit_log = AuditLog(self)
-        self.runs = RunStore(self, self.audit_log)
+        self.runs = RunStore(self)
         self.policies = PolicyStore(self)
 
     def __repr__(self) -> str:
