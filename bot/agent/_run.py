@@ -294,21 +294,22 @@ class RunDriver:
                 tool_call["id"] = f"{tool_call['id']}-s{self.run.step}p{position}"
             taken.add(tool_call["id"])
 
-    async def _work_on(self, calls: list[ToolCallRow]) -> list[Chunk]:
-        """Carry out calls that need no (more) decision, concurrently; the chunks of their outcomes."""
+    async def _work_on(self, calls: list[ToolCallRow], policy: ToolPolicy | None = None) -> list[Chunk]:
+        """Carry out calls that need no (more) decision, concurrently; the chunks of their outcomes.
+        `policy`: of the one call a decision just read it for (see `_execute`)."""
         self._sole_work = len(calls) == 1
         try:
             chunks: list[Chunk] = []
-            for outcome in await asyncio.gather(*(self._work_on_one(call) for call in calls)):
+            for outcome in await asyncio.gather(*(self._work_on_one(call, policy) for call in calls)):
                 chunks += outcome
             return chunks
         finally:
             self._sole_work = False
 
-    async def _work_on_one(self, call: ToolCallRow) -> list[Chunk]:
+    async def _work_on_one(self, call: ToolCallRow, policy: ToolPolicy | None) -> list[Chunk]:
         if call.state == ToolCallState.RUNNING:
             return await self._continue_sub_agent(call)
-        return await self._execute(call)
+        return await self._execute(call, policy)
 
     # --- one step ---------------------------------------------------------------------------
     async def _record(self, position: int, tool_call: dict[str, Any]) -> ToolCallRow:
@@ -496,11 +497,7 @@ class RunDriver:
             return chunks
         if decision.kind.refuses:
             return [self._denied_chunk(call, decision.reason)]  # its tool message was stored with the decision
-        self._sole_work = True
-        try:
-            return await self._execute(call, policy)
-        finally:
-            self._sole_work = False
+        return await self._work_on([call], policy)
 
     # --- recovery ---------------------------------------------------------------------------
     async def prepare_recovery(self) -> list[ToolCallRow]:
