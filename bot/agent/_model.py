@@ -126,11 +126,7 @@ async def stream_step(
             if event is None:
                 break
             if event.usage is not None:
-                reply.usage = {
-                    "prompt_tokens": event.usage.prompt_tokens or 0,
-                    "completion_tokens": event.usage.completion_tokens or 0,
-                    "total_tokens": event.usage.total_tokens or 0,
-                }
+                reply.usage = _usage_of(event.usage)
             for choice in event.choices or []:
                 delta = choice.delta
                 if delta is not None and delta.content:
@@ -145,17 +141,10 @@ async def stream_step(
                         call["arguments"] += part.function.arguments or ""
                 if choice.finish_reason:
                     reply.finish_reason = choice.finish_reason
-    except (TimeoutError, openai.APITimeoutError) as exc:
-        metrics.model_call_failed("step", exc)
-        if stream is not None:
+    except (TimeoutError, openai.OpenAIError, ValueError) as exc:
+        if stream is not None and isinstance(exc, (TimeoutError, openai.APITimeoutError)):
             await stream.close()  # let go of the hung connection
-        raise ModelError(f"the model did not answer within {timeout:g} s") from exc
-    except openai.OpenAIError as exc:
-        metrics.model_call_failed("step", exc)
-        raise ModelError(f"the model request failed: {exc}") from exc
-    except (ValueError, json.JSONDecodeError) as exc:
-        metrics.model_call_failed("step", exc)
-        raise ModelError(f"the model answered something that is not a chat completion: {exc}") from exc
+        raise _step_failed(exc, timeout) from exc
     metrics.model_call_done("step", started)
     reply.tool_calls = _complete_calls([calls[index] | {"index": index} for index in sorted(calls)])
     yield reply
@@ -173,27 +162,34 @@ async def _whole_step(
         message = choice.message
         reply = StepReply(text=message.content or "", finish_reason=choice.finish_reason)
         if completion.usage is not None:
-            reply.usage = {
-                "prompt_tokens": completion.usage.prompt_tokens or 0,
-                "completion_tokens": completion.usage.completion_tokens or 0,
-                "total_tokens": completion.usage.total_tokens or 0,
-            }
+            reply.usage = _usage_of(completion.usage)
         calls = [
             {"index": index, "id": call.id, "name": call.function.name, "arguments": call.function.arguments}
             for index, call in enumerate(message.tool_calls or [])
         ]
-    except (TimeoutError, openai.APITimeoutError) as exc:
-        metrics.model_call_failed("step", exc)
-        raise ModelError(f"the model did not answer within {timeout:g} s") from exc
-    except openai.OpenAIError as exc:
-        metrics.model_call_failed("step", exc)
-        raise ModelError(f"the model request failed: {exc}") from exc
-    except (ValueError, IndexError, AttributeError, TypeError, json.JSONDecodeError) as exc:
-        metrics.model_call_failed("step", exc)
-        raise ModelError(f"the model answered something that is not a chat completion: {exc}") from exc
+    except (TimeoutError, openai.OpenAIError, ValueError, IndexError, AttributeError, TypeError) as exc:
+        raise _step_failed(exc, timeout) from exc
     metrics.model_call_done("step", started)
     reply.tool_calls = _complete_calls(calls)
     return reply
+
+
+def _step_failed(exc: BaseException, timeout: float) -> ModelError:
+    """What a step's failure is called (timed out, refused, or not a chat completion), counted in the metrics."""
+    metrics.model_call_failed("step", exc)
+    if isinstance(exc, (TimeoutError, openai.APITimeoutError)):
+        return ModelError(f"the model did not answer within {timeout:g} s")
+    if isinstance(exc, openai.OpenAIError):
+        return ModelError(f"the model request failed: {exc}")
+    return ModelError(f"the model answered something that is not a chat completion: {exc}")
+
+
+def _usage_of(usage: Any) -> dict[str, int]:
+    return {
+        "prompt_tokens": usage.prompt_tokens or 0,
+        "completion_tokens": usage.completion_tokens or 0,
+        "total_tokens": usage.total_tokens or 0,
+    }
 
 
 def _complete_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
