@@ -12,6 +12,7 @@ from bot.agent import ToolCallNotSuspendedError
 from memory import Memory
 from tests.runtime.helpers import (
     FINISHED,
+    RECORD_INPUT,
     assert_every_tool_call_answered,
     collect,
     database_bytes,
@@ -29,6 +30,14 @@ from tests.runtime.helpers import (
 )
 from tests.support.scripted_model import call, failure, reply, tool_calls
 from tools import create_tool
+
+
+def gated_delete(execute):
+    """`delete-record`, which needs approval, carried out by `execute` (a test controls when it returns)."""
+    return create_tool(
+        id="delete-record", description="Delete", input_schema=RECORD_INPUT, require_approval=True, execute=execute
+    )
+
 
 # -- 1. stored before it is shown --------------------------------------------------------------------
 
@@ -78,13 +87,7 @@ async def test_concurrent_double_click_runs_tool_once(model, storage):
         await release.wait()
         return {"deleted": True}
 
-    tool = create_tool(
-        id="delete-record",
-        description="Delete",
-        input_schema={"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
-        require_approval=True,
-        execute=slow_delete,
-    )
+    tool = gated_delete(slow_delete)
     agent = make_agent([tool], storage=storage)
     model.chat.push(tool_calls(call("delete-record", {"id": "42"}, id="c1")), reply("Deleted."))
     output = await agent.generate("Delete 42")
@@ -403,13 +406,7 @@ async def test_the_last_two_calls_of_a_step_approved_at_once_continue_the_run_on
         await release.wait()
         return {"deleted": True, "id": input["id"]}
 
-    tool = create_tool(
-        id="delete-record",
-        description="Delete",
-        input_schema={"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
-        require_approval=True,
-        execute=delete,
-    )
+    tool = gated_delete(delete)
     agent = make_agent([tool], storage=storage)
     model.chat.push(
         tool_calls(call("delete-record", {"id": "1"}, id="c1"), call("delete-record", {"id": "2"}, id="c2")),
