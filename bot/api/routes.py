@@ -56,8 +56,11 @@ class ApiFront:
 
     agent: Agent
     token: str
+    identify: Callable[[str], Awaitable[str | None]] | None = None
+    """None when the named approver (or `resumedBy`) is a person the workspace knows; otherwise why
+    not (400). Without it any non-empty name is taken."""
     authorize: Callable[[ApiDecision], Awaitable[str | None]] | None = None
-    """None when allowed; otherwise the explanation of the refusal (403)."""
+    """None when allowed; otherwise the explanation of the refusal (403), in plain text."""
     after_decision: Callable[[ApiDecision, AgentStream], Awaitable[None]] | None = None
     """Called with the decision and the run's `AgentStream` as it goes on (e.g. to update Slack)."""
 
@@ -163,6 +166,10 @@ class _Api:
             user_id = _optional_text(body, "approver") or ""
             if not user_id:
                 raise ApiError(400, "approver is required: the Slack user ID of who decides")
+        if user_id and self.front.identify is not None:
+            unknown = await self.front.identify(user_id)
+            if unknown:
+                raise ApiError(400, unknown)
         reason = _optional_text(body, "reason") if action == "decline" else None
 
         agent = self.front.agent

@@ -1,21 +1,36 @@
-"""Who someone is in the workspace, as far as policies care: an admin, a member of a user group.
+"""Who someone is in the workspace, as far as policies care: a person, an admin, a member of a user group.
 
-Admins are the users in `BOT_ADMINS` when it is set, else the workspace's admins and owners
-(`users.info`). User groups are read with `usergroups.users.list` (scope `usergroups:read`). Both are
-cached for a short time, so a burst of clicks costs one lookup, and a change in Slack shows within
-`ttl` seconds.
+A person is a Slack user ID (`U…`, `W…`) that `users.info` knows (not deleted, not a bot); a
+user-group ID is never a person, only a list of them. Admins are the users in `BOT_ADMINS` when it is
+set, else the workspace's admins and owners (`users.info`). User groups are read with
+`usergroups.users.list` (scope `usergroups:read`). Answers are cached for a short time, so a burst of
+clicks costs one lookup, and a change in Slack shows within `ttl` seconds.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 import time
 from collections.abc import Iterable
+from typing import Any
 
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
+
+log = logging.getLogger(__name__)
+
+USER_ID = re.compile(r"^[UW][A-Z0-9]+$")
+"""The shape of a Slack user ID; a user-group ID starts with S."""
 
 
 class DirectoryError(RuntimeError):
-    """Slack could not answer a lookup; the message says which and why."""
+    """Slack could not answer a lookup; the message says which, for people (the details are logged)."""
+
+
+def is_user_id(value: str) -> bool:
+    """Whether `value` has the shape of a Slack user ID (says nothing of whether Slack knows it)."""
+    return bool(USER_ID.match(value))
 
 
 class Directory:
@@ -25,23 +40,40 @@ class Directory:
         """`BOT_ADMINS`; empty: the workspace's admins and owners are the bot's admins."""
         self.ttl = ttl
         self._groups: dict[str, tuple[float, frozenset[str]]] = {}
-        self._admin_flags: dict[str, tuple[float, bool]] = {}
+        self._users: dict[str, tuple[float, dict[str, Any] | None]] = {}
+
+    async def user(self, user_id: str) -> dict[str, Any] | None:
+        """Slack's user object of `user_id` (`users.info`), or None when Slack knows no such user."""
+        if not is_user_id(user_id):
+            return None
+        cached = self._users.get(user_id)
+        if cached is not None and time.monotonic() - cached[0] < self.ttl:
+            return cached[1]
+        try:
+            answer = await self.client.users_info(user=user_id)
+            user = answer.get("user") or None
+        except SlackApiError as exc:
+            if exc.response.get("error") not in ("user_not_found", "user_not_visible"):
+                log.warning("users.info %s failed: %s", user_id, exc)
+                raise DirectoryError(f"Slack did not answer a lookup of the user {user_id}") from exc
+            user = None
+        except Exception as exc:  # noqa: BLE001 - an unknown answer is "cannot tell", and said so
+            log.warning("users.info %s failed: %s", user_id, exc)
+            raise DirectoryError(f"Slack did not answer a lookup of the user {user_id}") from exc
+        self._users[user_id] = (time.monotonic(), user)
+        return user
+
+    async def is_person(self, user_id: str) -> bool:
+        """Whether `user_id` names a person of the workspace: a user ID Slack knows, not deleted, not a bot."""
+        user = await self.user(user_id)
+        return user is not None and not user.get("deleted") and not user.get("is_bot")
 
     async def is_admin(self, user_id: str) -> bool:
         """Whether `user_id` may change tool policies."""
         if self.admins:
             return user_id in self.admins
-        cached = self._admin_flags.get(user_id)
-        if cached is not None and time.monotonic() - cached[0] < self.ttl:
-            return cached[1]
-        try:
-            answer = await self.client.users_info(user=user_id)
-        except Exception as exc:  # noqa: BLE001 - an unknown answer is "no", and said so
-            raise DirectoryError(f"could not look up <@{user_id}> in Slack ({exc})") from exc
-        user = answer.get("user") or {}
-        flag = bool(user.get("is_admin") or user.get("is_owner") or user.get("is_primary_owner"))
-        self._admin_flags[user_id] = (time.monotonic(), flag)
-        return flag
+        user = await self.user(user_id) or {}
+        return bool(user.get("is_admin") or user.get("is_owner") or user.get("is_primary_owner"))
 
     async def group_members(self, group_id: str) -> frozenset[str]:
         """The user IDs of the user group `group_id`."""
@@ -51,15 +83,19 @@ class Directory:
         try:
             answer = await self.client.usergroups_users_list(usergroup=group_id)
         except Exception as exc:  # noqa: BLE001
-            raise DirectoryError(f"could not read the members of user group {group_id} from Slack ({exc})") from exc
+            log.warning("usergroups.users.list %s failed: %s", group_id, exc)
+            raise DirectoryError(f"could not read the members of user group {group_id} from Slack") from exc
         members = frozenset(answer.get("users") or ())
         self._groups[group_id] = (time.monotonic(), members)
         return members
 
     async def is_among(self, user_id: str, approvers: Iterable[str]) -> bool:
-        """Whether `user_id` is one of `approvers` (user IDs), or a member of one of them (group IDs)."""
+        """Whether the person `user_id` is one of `approvers`' user IDs, or a member of one of its user
+        groups. A group's own ID is not a member of anything: it never matches itself."""
+        if not is_user_id(user_id):
+            return False
         approvers = list(approvers)
-        if user_id in approvers:
+        if user_id in (a for a in approvers if is_user_id(a)):
             return True
         failure: DirectoryError | None = None
         for group in (a for a in approvers if a.startswith("S")):

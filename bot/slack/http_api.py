@@ -8,10 +8,11 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 
 from bot.agent import AgentStream
-from bot.api import ApiDecision, ApiFront
+from bot.api import ApiDecision, ApiError, ApiFront
 
 from .conversation import continue_run
 from .decisions import thread_of_row
+from .directory import DirectoryError, is_user_id
 from .permissions import DecisionCheck
 from .services import SlackServices, services_of_app
 from .waiting_messages import refresh_tool_call_messages
@@ -21,9 +22,23 @@ def slack_api_front(app: AsyncApp, *, token: str) -> ApiFront:
     """The HTTP API over the agent of `app` (built by `create_slack_app`), with its rule and its messages."""
     services = services_of_app(app)
 
+    async def identify(user_id: str) -> str | None:
+        not_a_person = (
+            "the name given is not a person of this workspace: name the Slack user ID (U… or W…) of who "
+            "decides (a user-group ID is a list of people, not one)"
+        )
+        if not is_user_id(user_id):
+            return not_a_person
+        if services.directory is None:
+            return None
+        try:
+            return None if await services.directory.is_person(user_id) else not_a_person
+        except DirectoryError as exc:
+            raise ApiError(503, f"{exc}; nothing was changed, try again") from None
+
     async def authorize(decision: ApiDecision) -> str | None:
         verdict = await services.decision_rule(await _check_of(services, decision))
-        return None if verdict.allowed else (verdict.explanation or "You may not decide this request.")
+        return None if verdict.allowed else (verdict.text or "You may not decide this request.")
 
     async def after_decision(decision: ApiDecision, stream: AgentStream) -> None:
         try:
@@ -36,7 +51,9 @@ def slack_api_front(app: AsyncApp, *, token: str) -> ApiFront:
         else:
             await stream.result()  # nothing in Slack shows this call: the run goes on unseen
 
-    return ApiFront(agent=services.agent, token=token, authorize=authorize, after_decision=after_decision)
+    return ApiFront(
+        agent=services.agent, token=token, identify=identify, authorize=authorize, after_decision=after_decision
+    )
 
 
 async def _check_of(services: SlackServices, decision: ApiDecision) -> DecisionCheck:

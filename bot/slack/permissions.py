@@ -3,10 +3,14 @@
 A click on an approval, a button in the App Home and a call to the HTTP API all ask `PolicyRule`.
 It reads the tool's policy live (an admin's change holds for the next click):
 
+- the requester (whose message led to the call) may always decline their own request;
 - a disabled tool's call cannot be approved or edited (declining it is allowed: it never runs);
-- with self-approval refused, the requester (whose message led to the call) cannot approve it;
-- with approvers named, only they (users, or members of the user groups) may decide;
+- with self-approval refused, the requester cannot approve it;
+- with approvers named, only they may decide: the named users, and the members of the named user
+  groups (a group's own ID is never a person who decides);
 - otherwise anyone in the conversation may: seeing the message already means being in it.
+
+A refusal is said twice: in Slack's mrkdwn for an ephemeral message, and in plain text for the HTTP API.
 
 Answering a question a tool asked is not a decision a policy governs: anyone in the conversation may.
 """
@@ -45,6 +49,16 @@ class Verdict:
 
     allowed: bool
     explanation: str = ""
+    """Slack mrkdwn (mentions, code spans), for a message in Slack."""
+    plain: str = ""
+    """The same in plain text, for the HTTP API's error body."""
+    policy_version: int | None = None
+    """The version of the tool's policy the verdict read (None: no policy was read)."""
+
+    @property
+    def text(self) -> str:
+        """The plain explanation (or the mrkdwn one when no plain text was given)."""
+        return self.plain or self.explanation
 
 
 DecisionRule = Callable[[DecisionCheck], Awaitable[Verdict]]
@@ -82,18 +96,33 @@ class PolicyRule:
 
 def verdict_of(policy: ToolPolicy, check: DecisionCheck, is_approver: bool | str) -> Verdict:
     """The policy's answer for `check`; `is_approver` is True/False, or why it could not be told."""
-    tool = f"`{check.tool_name}`"
+    version = policy.version
+
+    def refused(template: str, approvers: tuple[str, ...] = ()) -> Verdict:
+        mrkdwn = template.format(tool=f"`{check.tool_name}`", who=who_may_decide(approvers))
+        plain = template.format(tool=check.tool_name, who=who_may_decide(approvers, plain=True))
+        return Verdict(False, mrkdwn, plain, policy_version=version)
+
+    if check.action == "decline" and check.user_id == check.requester:
+        return Verdict(True, policy_version=version)  # one's own request may always be withdrawn
     if policy.disabled and check.action in APPROVING:
-        return Verdict(False, f"An admin disabled {tool}, so this request cannot be approved. You may decline it.")
+        return refused("An admin disabled {tool}, so this request cannot be approved. You may decline it.")
     if check.action in APPROVING and not policy.self_approval and check.user_id == check.requester:
-        return Verdict(False, f"The policy for {tool} does not let you approve your own request: ask someone else.")
+        return refused("The policy for {tool} does not let you approve your own request: ask someone else.")
     if isinstance(is_approver, str):
-        return Verdict(False, is_approver)
+        return Verdict(False, is_approver, is_approver, policy_version=version)
     if not is_approver:
-        return Verdict(False, f"Only {_mentions(policy.approvers)} may decide {tool} requests.")
-    return Verdict(True)
+        return refused("Only {who} may decide {tool} requests.", policy.approvers)
+    return Verdict(True, policy_version=version)
 
 
-def _mentions(approvers: tuple[str, ...]) -> str:
-    names = [f"<!subteam^{a}>" if a.startswith("S") else f"<@{a}>" for a in approvers]
+def who_may_decide(approvers: tuple[str, ...], *, plain: bool = False) -> str:
+    """The approvers in words: Slack mentions (`<@U1> or <!subteam^S1>`), or plain (`U1 or the members
+    of user group S1`); none named: anyone in the conversation."""
+    if not approvers:
+        return "anyone in the conversation"
+    if plain:
+        names = [f"the members of user group {a}" if a.startswith("S") else a for a in approvers]
+    else:
+        names = [f"<!subteam^{a}>" if a.startswith("S") else f"<@{a}>" for a in approvers]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
