@@ -132,7 +132,7 @@ def load_agent(spec: str) -> Any:
 
 
 async def _run(command: str, options: argparse.Namespace, settings: Settings) -> None:
-    from .agent import wait_for_running_runs
+    from .agent import limit_model_requests, wait_for_running_runs
     from .api import add_api_routes
     from .assemble import assemble_agent
     from .expiry import expire_forever
@@ -143,7 +143,13 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
     from .slack.migrations import SCHEMA as SLACK_SCHEMA
     from .slack.server import EVENTS_PATH, SlackUnreachableError
 
-    storage = await open_storage(settings.database_url, SLACK_SCHEMA)
+    limit_model_requests(settings.bot_max_model_requests)
+    storage = await open_storage(
+        settings.database_url,
+        SLACK_SCHEMA,
+        pool_size=settings.bot_database_pool_size,
+        max_overflow=settings.bot_database_max_overflow,
+    )
     runtime_recovery: RecoveryLoop | None = None
     expiry: asyncio.Task | None = None
     try:
@@ -216,7 +222,7 @@ async def _dev(settings: Settings, *, port: int, agent: Any) -> None:
     await run_playground(settings, port=port, agent=agent)
 
 
-async def open_storage(database_url: str, *schemas: Any) -> Any:
+async def open_storage(database_url: str, *schemas: Any, **pool: int) -> Any:
     """The bot's storage, migrated (the runtime's tables and `schemas`); a URL that cannot be used is a
     `StartupError` naming it."""
     from memory import Storage
@@ -224,7 +230,7 @@ async def open_storage(database_url: str, *schemas: Any) -> Any:
     shown = _without_password(database_url)
     fix = "set DATABASE_URL to e.g. sqlite+aiosqlite:///data/bot.db or postgresql+asyncpg://user@host/db"
     try:
-        storage = Storage(database_url)
+        storage = Storage(database_url, **pool)
     except Exception as exc:  # unparsable, or not an async driver
         raise StartupError(f"DATABASE_URL={shown} cannot be used ({_one_line(exc)}): {fix}") from None
     try:

@@ -15,4 +15,29 @@ DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 PLAYGROUND_DATABASE_URL = "sqlite+aiosqlite:///data/playground.db"
 """The playground's own database, used when `DATABASE_URL` is not set."""
 
-__all__ = ["DEFAULT_DATABASE_URL", "DEFAULT_MODEL", "DEFAULT_SLACK_API_URL", "PLAYGROUND_DATABASE_URL"]
+DEFAULT_MAX_CONCURRENT_TURNS = 8
+"""Turns one replica works on at once (`BOT_MAX_CONCURRENT_TURNS`); a turn waiting for the model or a
+tool holds none. One event loop uses one core: a few turns keep it busy while others wait on the
+database or Slack, and few enough leave the acks of a burst their share of the loop."""
+
+DEFAULT_MAX_MODEL_REQUESTS = 32
+"""Model requests one replica has in flight at once (`BOT_MAX_MODEL_REQUESTS`): about 1,000 requests a
+minute at 2 s each, within a hosted model's usual rate limits; a 429 pauses them all anyway."""
+
+DEFAULT_DATABASE_POOL_SIZE = 10
+"""Database connections one replica keeps open (`BOT_DATABASE_POOL_SIZE`)."""
+
+DEFAULT_DATABASE_MAX_OVERFLOW = 5
+"""Connections one replica may open beyond the pool at a peak (`BOT_DATABASE_MAX_OVERFLOW`): with the
+pool, 15 per replica, well within PostgreSQL's default 100 for a few replicas."""
+
+__all__ = [
+    "DEFAULT_DATABASE_MAX_OVERFLOW",
+    "DEFAULT_DATABASE_POOL_SIZE",
+    "DEFAULT_DATABASE_URL",
+    "DEFAULT_MAX_CONCURRENT_TURNS",
+    "DEFAULT_MAX_MODEL_REQUESTS",
+    "DEFAULT_MODEL",
+    "DEFAULT_SLACK_API_URL",
+    "PLAYGROUND_DATABASE_URL",
+]

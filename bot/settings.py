@@ -11,7 +11,15 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from .defaults import DEFAULT_DATABASE_URL, DEFAULT_MODEL, DEFAULT_SLACK_API_URL
+from .defaults import (
+    DEFAULT_DATABASE_MAX_OVERFLOW,
+    DEFAULT_DATABASE_POOL_SIZE,
+    DEFAULT_DATABASE_URL,
+    DEFAULT_MAX_CONCURRENT_TURNS,
+    DEFAULT_MAX_MODEL_REQUESTS,
+    DEFAULT_MODEL,
+    DEFAULT_SLACK_API_URL,
+)
 
 
 class SettingsError(RuntimeError):
@@ -54,9 +62,16 @@ class Settings(BaseSettings):
     """BOT_ADMINS: comma-separated Slack user IDs who may edit policies (empty: workspace admins)."""
     bot_api_token: str | None = None
     """BOT_API_TOKEN: bearer token of the HTTP API; unset turns the API off."""
-    bot_max_concurrent_turns: int = Field(default=16, ge=1)
-    """BOT_MAX_CONCURRENT_TURNS: agent turns one replica runs at once (other threads' messages wait,
-    queued; Slack's ack never waits for them)."""
+    bot_max_concurrent_turns: int = Field(default=DEFAULT_MAX_CONCURRENT_TURNS, ge=1)
+    """BOT_MAX_CONCURRENT_TURNS: agent turns one replica works on at once (the CPU); a turn waiting for
+    the model or a tool holds no slot meanwhile. Other threads' messages wait; Slack's ack never does."""
+    bot_max_model_requests: int = Field(default=DEFAULT_MAX_MODEL_REQUESTS, ge=1)
+    """BOT_MAX_MODEL_REQUESTS: model requests one replica has in flight at once (the model's rate limit);
+    a 429 from the model pauses them and the request is sent again after its Retry-After."""
+    bot_database_pool_size: int = Field(default=DEFAULT_DATABASE_POOL_SIZE, ge=1)
+    """BOT_DATABASE_POOL_SIZE: database connections one replica keeps open."""
+    bot_database_max_overflow: int = Field(default=DEFAULT_DATABASE_MAX_OVERFLOW, ge=0)
+    """BOT_DATABASE_MAX_OVERFLOW: connections one replica may open beyond the pool at a peak."""
     bot_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """BOT_LOG_LEVEL: the default of `--log-level`."""
     bot_log_format: Literal["text", "json"] = "text"

@@ -36,7 +36,16 @@ class Storage:
     database: every decision another actor could race is a conditional UPDATE (see `memory.states`).
     """
 
-    def __init__(self, url: str = DEFAULT_DATABASE_URL, *, echo: bool = False):
+    def __init__(
+        self,
+        url: str = DEFAULT_DATABASE_URL,
+        *,
+        echo: bool = False,
+        pool_size: int | None = None,
+        max_overflow: int | None = None,
+    ):
+        """`pool_size` and `max_overflow` bound the connections this process opens to the database
+        (SQLAlchemy's defaults, 5 and 10, when not given); a caller beyond them waits for a free one."""
         self.url = url
         parsed = make_url(url)
         self.is_sqlite = parsed.get_backend_name() == "sqlite"
@@ -45,8 +54,9 @@ class Storage:
         # An in-memory SQLite database lives and dies with its engine: it is its own database.
         in_memory = self.is_sqlite and parsed.database in (None, "", ":memory:")
         self._database_key = f"{url}#{id(self)}" if in_memory else url
-        self._shared = None if in_memory else _shared_engine(url, echo=echo, is_sqlite=self.is_sqlite)
-        self.engine: AsyncEngine = self._shared.engine if self._shared else _new_engine(url, echo, self.is_sqlite)
+        pool = {} if in_memory else _pool_options(pool_size, max_overflow)
+        self._shared = None if in_memory else _shared_engine(url, echo=echo, is_sqlite=self.is_sqlite, pool=pool)
+        self.engine: AsyncEngine = self._shared.engine if self._shared else _new_engine(url, echo, self.is_sqlite, pool)
         self._closed = False
         self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
         # Reads outside a write transaction: on SQLite no BEGIN IMMEDIATE (no write lock; each statement
@@ -157,29 +167,36 @@ class _SharedEngine:
     """Open `Storage` objects on it; the last to close disposes its connections."""
 
 
-_ENGINES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, bool], _SharedEngine]] = (
-    weakref.WeakKeyDictionary()
-)
-"""Per event loop (connections belong to the loop that opened them): (URL, echo) -> its engine."""
+_ENGINES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple, _SharedEngine]] = weakref.WeakKeyDictionary()
+"""Per event loop (connections belong to the loop that opened them): (URL, echo, pool) -> its engine."""
 
 
-def _shared_engine(url: str, *, echo: bool, is_sqlite: bool) -> _SharedEngine | None:
+def _pool_options(pool_size: int | None, max_overflow: int | None) -> dict[str, int]:
+    options = {"pool_size": pool_size, "max_overflow": max_overflow}
+    for name, value in options.items():
+        if value is not None and value < (1 if name == "pool_size" else 0):
+            raise ValueError(f"Storage: {name} must be at least {1 if name == 'pool_size' else 0}, not {value}")
+    return {name: value for name, value in options.items() if value is not None}
+
+
+def _shared_engine(url: str, *, echo: bool, is_sqlite: bool, pool: dict[str, int]) -> _SharedEngine | None:
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return None  # built outside a loop: an engine of its own
-    shared = _ENGINES.setdefault(loop, {}).get((url, echo))
+    key = (url, echo, tuple(sorted(pool.items())))
+    shared = _ENGINES.setdefault(loop, {}).get(key)
     if shared is None:
-        shared = _ENGINES[loop][(url, echo)] = _SharedEngine(_new_engine(url, echo, is_sqlite))
+        shared = _ENGINES[loop][key] = _SharedEngine(_new_engine(url, echo, is_sqlite, pool))
     shared.users += 1
     return shared
 
 
-def _new_engine(url: str, echo: bool, is_sqlite: bool) -> AsyncEngine:
+def _new_engine(url: str, echo: bool, is_sqlite: bool, pool: dict[str, int] | None = None) -> AsyncEngine:
     # SQLite: the driver leaves transactions to us (see `_serialize_sqlite_writers`) and waits up to 30 s
     # for another writer's lock; set when the connection opens, not by a statement each.
     connect_args = {"isolation_level": None, "timeout": 30} if is_sqlite else {}
-    engine = create_async_engine(url, echo=echo, connect_args=connect_args)
+    engine = create_async_engine(url, echo=echo, connect_args=connect_args, **(pool or {}))
     if is_sqlite:
         _serialize_sqlite_writers(engine)
     return engine

@@ -8,6 +8,7 @@ from memory.states import DecisionKind, RunStatus, ToolCallState, is_interrupted
 
 from ._agent import Agent
 from ._fingerprint import fingerprint
+from ._model import limit_model_requests
 from ._stream import AgentStream, wait_for_running_runs
 from .exceptions import (
     AgentError,
@@ -78,5 +79,6 @@ __all__ = [
     "ToolResultPayload",
     "WaitingCallPayload",
     "fingerprint",
+    "limit_model_requests",
     "wait_for_running_runs",
 ]

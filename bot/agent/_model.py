@@ -1,13 +1,23 @@
-"""Talking to the model: one streamed chat completion per step, and one structured-output request."""
+"""Talking to the model: one streamed chat completion per step, and one structured-output request.
+
+Every request passes the process's model gate: at most `limit_model_requests(n)` of them in flight at
+once (a hosted model's rate limit is the scarce thing, not the turns that wait for it). A 429 is not
+an error for the user: the request is sent again after the server's Retry-After (or a backoff), and
+meanwhile the gate sends no new request either, until the call's own deadline. Waiting for the gate
+and for the answer gives the turn's work slot up (`bot.concurrency.waiting`).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+import logging
 import os
+import random
 import weakref
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import AsyncExitStack, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,8 +25,12 @@ from typing import Any
 import openai
 
 from bot import metrics
+from bot.concurrency import waiting
+from bot.defaults import DEFAULT_MAX_MODEL_REQUESTS
 
 from .exceptions import ModelError
+
+log = logging.getLogger(__name__)
 
 _shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _SharedClients] = weakref.WeakKeyDictionary()
 
@@ -51,6 +65,105 @@ def model_name(model: str) -> str:
     """`openai/gpt-5-mini` -> `gpt-5-mini`; other providers' names go to the OpenAI-compatible server as they are."""
     provider, _, name = model.partition("/")
     return name if provider == "openai" and name else model
+
+
+_max_model_requests = DEFAULT_MAX_MODEL_REQUESTS
+
+
+def limit_model_requests(limit: int) -> None:
+    """At most `limit` model requests of this process in flight at once (`BOT_MAX_MODEL_REQUESTS`);
+    the others wait for their turn, without holding a work slot. Takes effect for gates made after it
+    (each event loop has its own, made on its first request)."""
+    global _max_model_requests
+    if limit < 1:
+        raise ValueError("limit_model_requests needs at least 1")
+    _max_model_requests = limit
+    _gates.clear()
+
+
+BACKOFF_FIRST = 0.5
+"""Seconds before a request rate-limited without a Retry-After is sent again, doubled each time."""
+BACKOFF_MAX = 8.0
+
+
+class _Gate:
+    """The in-flight model requests of one event loop, and the pause that a 429 imposes on all of them."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.semaphore = asyncio.Semaphore(limit)
+        self.paused_until = 0.0
+        self.in_flight = 0
+
+    async def enter(self) -> None:
+        loop = asyncio.get_running_loop()
+        while (pause := self.paused_until - loop.time()) > 0:
+            await asyncio.sleep(pause)
+        await self.semaphore.acquire()
+        self.in_flight += 1
+
+    def leave(self) -> None:
+        self.in_flight -= 1
+        self.semaphore.release()
+
+    def back_off(self, exc: openai.RateLimitError, attempt: int, deadline: float) -> bool:
+        """Pause the gate for the 429's Retry-After (or a backoff); False if the call's deadline comes first."""
+        delay = _retry_after(exc)
+        if delay is None:
+            delay = min(BACKOFF_FIRST * 2**attempt, BACKOFF_MAX) * (1 - 0.25 * random.random())
+        loop = asyncio.get_running_loop()
+        if loop.time() + delay >= deadline:
+            return False
+        self.paused_until = max(self.paused_until, loop.time() + delay)
+        return True
+
+
+_gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Gate] = weakref.WeakKeyDictionary()
+
+
+def _gate() -> _Gate:
+    loop = asyncio.get_running_loop()
+    gate = _gates.get(loop)
+    if gate is None:
+        gate = _gates[loop] = _Gate(_max_model_requests)
+    return gate
+
+
+def _retry_after(exc: openai.RateLimitError) -> float | None:
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    for header, divisor in (("retry-after-ms", 1000), ("retry-after", 1)):
+        try:
+            seconds = float(headers.get(header)) / divisor
+        except (TypeError, ValueError):
+            continue
+        if 0 <= seconds < 3600:
+            return seconds
+    return None
+
+
+async def _send(kind: str, create: Any, request: dict[str, Any], deadline: float, stack: AsyncExitStack) -> Any:
+    """`create(**request)` through the gate, sent again after each 429 until `deadline`; the gate's
+    place is held until `stack` closes (a streamed reply holds it until it is read)."""
+    gate = _gate()
+    for attempt in itertools.count():
+        async with waiting(), asyncio.timeout_at(deadline):
+            await gate.enter()
+        try:
+            async with waiting(), asyncio.timeout_at(deadline):
+                response = await create(**request)
+        except openai.RateLimitError as exc:
+            gate.leave()
+            metrics.model_call_failed(kind, exc)
+            if not gate.back_off(exc, attempt, deadline):
+                raise
+            log.info("the model is rate limited (429); %s request sent again after a pause", kind)
+            continue
+        except BaseException:
+            gate.leave()
+            raise
+        stack.callback(gate.leave)
+        return response
+    raise AssertionError("unreachable")
 
 
 @dataclass
@@ -111,36 +224,36 @@ async def stream_step(
             yield reply.text
         yield reply
         return
-    request.update(stream=True, stream_options={"include_usage": True})
+    request.update(stream=True, stream_options={"include_usage": True}, timeout=timeout)
     reply = StepReply()
     calls: dict[int, dict[str, Any]] = {}
     stream = None
     started = metrics.clock()
     try:
-        async with asyncio.timeout_at(deadline):
-            stream = await client.chat.completions.create(**request, timeout=timeout)
-        events = aiter(stream)
-        while True:
-            async with asyncio.timeout_at(deadline):
-                event = await anext(events, None)
-            if event is None:
-                break
-            if event.usage is not None:
-                reply.usage = _usage_of(event.usage)
-            for choice in event.choices or []:
-                delta = choice.delta
-                if delta is not None and delta.content:
-                    reply.text += delta.content
-                    yield delta.content
-                for part in (delta.tool_calls if delta is not None else None) or []:
-                    call = calls.setdefault(part.index, {"id": None, "name": "", "arguments": ""})
-                    if part.id:
-                        call["id"] = part.id
-                    if part.function is not None:
-                        call["name"] += part.function.name or ""
-                        call["arguments"] += part.function.arguments or ""
-                if choice.finish_reason:
-                    reply.finish_reason = choice.finish_reason
+        async with AsyncExitStack() as held:
+            stream = await _send("step", client.chat.completions.create, request, deadline, held)
+            events = aiter(stream)
+            while True:
+                async with waiting(), asyncio.timeout_at(deadline):
+                    event = await anext(events, None)
+                if event is None:
+                    break
+                if event.usage is not None:
+                    reply.usage = _usage_of(event.usage)
+                for choice in event.choices or []:
+                    delta = choice.delta
+                    if delta is not None and delta.content:
+                        reply.text += delta.content
+                        yield delta.content
+                    for part in (delta.tool_calls if delta is not None else None) or []:
+                        call = calls.setdefault(part.index, {"id": None, "name": "", "arguments": ""})
+                        if part.id:
+                            call["id"] = part.id
+                        if part.function is not None:
+                            call["name"] += part.function.name or ""
+                            call["arguments"] += part.function.arguments or ""
+                    if choice.finish_reason:
+                        reply.finish_reason = choice.finish_reason
     except (TimeoutError, openai.OpenAIError, ValueError) as exc:
         if stream is not None and isinstance(exc, (TimeoutError, openai.APITimeoutError)):
             await stream.close()  # let go of the hung connection
@@ -156,8 +269,10 @@ async def _whole_step(
     """One step's reply, asked for whole (see `whole_replies`); the same deadline and errors as a streamed one."""
     started = metrics.clock()
     try:
-        async with asyncio.timeout_at(deadline):
-            completion = await client.chat.completions.create(**request, timeout=timeout)
+        async with AsyncExitStack() as held:
+            completion = await _send(
+                "step", client.chat.completions.create, {**request, "timeout": timeout}, deadline, held
+            )
         choice = completion.choices[0]
         message = choice.message
         reply = StepReply(text=message.content or "", finish_reason=choice.finish_reason)
@@ -228,20 +343,20 @@ async def structured(
         if json_object
         else {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": strict}}
     )
+    request = dict(
+        model=model_name(model), messages=messages, temperature=0, response_format=response_format, timeout=timeout
+    )
+    deadline = asyncio.get_running_loop().time() + timeout
     try:
-        # one request, bounded by `timeout`: the client's own retries would multiply the wait
-        completion = await client.with_options(max_retries=0).chat.completions.create(
-            model=model_name(model),
-            messages=messages,
-            temperature=0,
-            response_format=response_format,
-            timeout=timeout,
-        )
+        # one request at a time, bounded by `timeout`: the client's own retries would multiply the wait
+        async with AsyncExitStack() as held:
+            create = client.with_options(max_retries=0).chat.completions.create
+            completion = await _send("structured", create, request, deadline, held)
         content = completion.choices[0].message.content
         return json.loads(content or "")
     except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
         if not json_object and any(word in str(exc).lower() for word in ("json_schema", "response_format")):
             raise StructuredOutputRefused(f"the server refused json_schema: {exc}") from exc
         raise ModelError(f"the structured answer could not be read: {exc}") from exc
-    except (openai.OpenAIError, ValueError, IndexError, AttributeError, TypeError) as exc:
+    except (TimeoutError, openai.OpenAIError, ValueError, IndexError, AttributeError, TypeError) as exc:
         raise ModelError(f"the structured answer could not be read: {exc}") from exc

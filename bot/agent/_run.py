@@ -21,6 +21,7 @@ from typing import Any
 import openai
 
 from bot import metrics
+from bot.concurrency import waiting
 from memory import Memory, PolicyStore, RunStatus, ToolCallState, ToolPolicy
 from memory._memory import pair_tool_results
 from memory._runs import Audit, RunStore
@@ -411,18 +412,19 @@ class RunDriver:
             suspend_payload=_suspended_with(row.suspend_payload) if row.resume_data is not None else None,
         )
         try:
-            output = await tool.execute(
-                tool.parse_args(row.args),
-                ToolContext(
-                    run_id=self.run.id,
-                    tool_call_id=row.tool_call_id,
-                    thread_id=self.run.thread_id,
-                    resource_id=self.run.resource_id,
-                    request_context=self.options.request_context,
-                    agent=context,
-                    idempotency_key=f"{self.run.id}:{row.tool_call_id}",
-                ),
-            )
+            async with waiting():  # a tool's work is a wait for the turn: its work slot serves another
+                output = await tool.execute(
+                    tool.parse_args(row.args),
+                    ToolContext(
+                        run_id=self.run.id,
+                        tool_call_id=row.tool_call_id,
+                        thread_id=self.run.thread_id,
+                        resource_id=self.run.resource_id,
+                        request_context=self.options.request_context,
+                        agent=context,
+                        idempotency_key=f"{self.run.id}:{row.tool_call_id}",
+                    ),
+                )
         except Exception as exc:  # noqa: BLE001 - a failing tool is a result the model should see
             log.info("tool %s failed in run %s: %r", row.tool_name, self.run.id, exc)
             return await self._settle(row, ToolCallState.FAILED, {"error": f"{type(exc).__name__}: {exc}"}, True)

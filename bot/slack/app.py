@@ -19,7 +19,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
-from bot.defaults import DEFAULT_SLACK_API_URL
+from bot.defaults import DEFAULT_MAX_CONCURRENT_TURNS, DEFAULT_SLACK_API_URL
 from memory import Storage
 
 from .directory import Directory
@@ -80,7 +80,7 @@ def create_slack_app(
     admins: Sequence[str] = (),
     streaming: bool = True,
     logger: logging.Logger | None = None,
-    max_concurrent_turns: int = 16,
+    max_concurrent_turns: int = DEFAULT_MAX_CONCURRENT_TURNS,
     queued_notice_after: float = 10.0,
     stale_after: float = 30.0,
 ) -> AsyncApp:
@@ -89,7 +89,8 @@ def create_slack_app(
     the tool policies' rule (`permissions.PolicyRule`) unless `decision_rule` says otherwise; `admins`
     (`BOT_ADMINS`) may change policies, else the workspace's admins and owners.
 
-    At most `max_concurrent_turns` agent turns run at once; a message waiting `queued_notice_after`
+    At most `max_concurrent_turns` agent turns work at once (a turn waiting for the model or a tool
+    holds no slot meanwhile); a message waiting `queued_notice_after`
     seconds behind earlier ones in its thread is told so; a thread's turn held by a replica silent for
     `stale_after` seconds is taken over (see `turn_queue`). Serve the app with `build_web_app` or
     `serve_socket`, which start and stop its background work."""

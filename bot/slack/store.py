@@ -20,6 +20,7 @@ from sqlalchemy import delete, exists, or_, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from memory import Storage
 from memory.tables import utcnow
@@ -228,6 +229,25 @@ class SlackStore:
         async with self._session() as session:
             started = await session.scalar(select(SlackEventRow.started_at).where(SlackEventRow.event_id == event_id))
         return started is not None
+
+    async def waits_behind(self, event_id: str) -> bool:
+        """Whether the message's turn has not started and an earlier message of its thread (by ts) is
+        not done: it really waits behind another message, not for a free slot of the replica."""
+        earlier = aliased(SlackEventRow)
+        async with self._session() as session:
+            found = await session.scalar(
+                select(earlier.event_id)
+                .join(SlackEventRow, SlackEventRow.thread_id == earlier.thread_id)
+                .where(
+                    SlackEventRow.event_id == event_id,
+                    SlackEventRow.started_at.is_(None),
+                    earlier.event_id != event_id,
+                    earlier.done_at.is_(None),
+                    earlier.message_ts < SlackEventRow.message_ts,
+                )
+                .limit(1)
+            )
+        return found is not None
 
     async def threads_left_waiting(self, *, stale_after: float, older_than: float) -> list[str]:
         """Threads with a message queued more than `older_than` seconds ago whose turn nobody alive holds

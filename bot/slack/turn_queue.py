@@ -7,8 +7,11 @@ arrives while the thread is busy waits; the replica that received it tells the t
 if the wait is long. A replica that crashes leaves its row to go stale; a periodic sweep on every
 replica takes such threads over, and also any message whose receiver stopped before starting it.
 
-Turns of different threads run side by side, at most `max_concurrent_turns` at once per replica, so a
-burst of mentions never keeps the event listener (and Slack's ack) waiting behind agent work.
+Turns of different threads run side by side. At most `max_concurrent_turns` of them work at once per
+replica (`bot.concurrency.WorkSlots`), so a burst of mentions never keeps the event listener (and
+Slack's ack) waiting behind agent work; a turn that waits for the model or a tool gives its slot up
+meanwhile, so a slow model does not hold the other threads back (the model's own limit is the
+in-flight model requests, see `bot.agent.limit_model_requests`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from collections.abc import Awaitable, Callable
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.concurrency import WorkSlots
+from bot.defaults import DEFAULT_MAX_CONCURRENT_TURNS
 
 from .store import QueuedMessage, SlackStore
 from .threads import SlackThread
@@ -42,7 +48,7 @@ class TurnQueue:
         client: AsyncWebClient,
         answer: Callable[[QueuedMessage], Awaitable[None]],
         *,
-        max_concurrent_turns: int = 16,
+        max_concurrent_turns: int = DEFAULT_MAX_CONCURRENT_TURNS,
         queued_notice_after: float = 10.0,
         stale_after: float = 30.0,
         sweep_every: float = 5.0,
@@ -60,7 +66,7 @@ class TurnQueue:
         self.sweep_every = sweep_every
         self.logger = logger or logging.getLogger("bot.slack")
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._slots = asyncio.Semaphore(max_concurrent_turns)
+        self.slots = WorkSlots(max_concurrent_turns)
         self._tasks: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
 
@@ -74,9 +80,10 @@ class TurnQueue:
     async def take_turns(self, thread_id: str) -> None:
         """While this replica can hold `thread_id`, answer its waiting messages oldest first.
 
-        A thread waits for one of the `max_concurrent_turns` slots before it touches the database, so a
-        burst of messages queues here instead of crowding the connections that the acks need."""
-        async with self._slots:
+        A thread waits for one of the `max_concurrent_turns` work slots before it touches the database, so
+        a burst of messages queues here instead of crowding the CPU and the connections that the acks
+        need; while its turn waits for the model or a tool, the slot serves another thread."""
+        async with self.slots.slot():
             while await self.store.claim_thread(thread_id, self.holder, stale_after=self.stale_after):
                 heartbeat = asyncio.create_task(self._keep(thread_id))
                 try:
@@ -118,7 +125,9 @@ class TurnQueue:
     async def _tell_if_still_waiting(self, thread: SlackThread, event_id: str) -> None:
         await asyncio.sleep(self.queued_notice_after)
         try:
-            if await self.store.turn_started(event_id):
+            # only a message behind another one of its thread is queued; one waiting for a work slot
+            # (a burst of other threads) is not told anything: its turn comes without a thread's wait
+            if not await self.store.waits_behind(event_id):
                 return
             await self.client.chat_postMessage(channel=thread.channel, thread_ts=thread.thread_ts, text=QUEUED_TEXT)
         except (SlackApiError, OSError) as exc:

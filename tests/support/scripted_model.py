@@ -89,6 +89,8 @@ class ScriptedResponse:
     seconds: float = 0.0
     then: Responder | None = None
     body: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    """Extra response headers of an error answer (e.g. `Retry-After` of a 429)."""
 
 
 Responder = Union[ScriptedResponse, Callable[[dict], "ScriptedResponse | str"]]  # noqa: UP007 - a runtime alias with a forward reference
@@ -126,6 +128,7 @@ def failure(
     retry: bool = False,
     then: Responder | None = None,
     body: str | None = None,
+    headers: dict[str, str] | None = None,
 ) -> ScriptedResponse:
     """A failing answer.
 
@@ -135,9 +138,11 @@ def failure(
     - `failure("timeout", seconds=5)`: sleep, then serve `then` (default HTTP 504 error).
     - `failure("disconnect")`: drop the connection without an answer.
     `retry=False` (default) sends `x-should-retry: false` so the openai client raises at once.
+    `headers` are sent with an HTTP error (`failure(429, headers={"Retry-After": "0.2"})`).
     """
     if isinstance(kind, int):
-        return ScriptedResponse(kind="error", status=kind, message=message, retry=retry)
+        extra = tuple((headers or {}).items())
+        return ScriptedResponse(kind="error", status=kind, message=message, retry=retry, headers=extra)
     if kind == "garbage":
         return ScriptedResponse(kind="garbage", body=body, retry=retry)
     if kind == "timeout":
@@ -243,6 +248,8 @@ class ScriptedModel:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
+        self._in_flight = 0
+        self._max_in_flight = 0
 
     # lifecycle
 
@@ -298,6 +305,23 @@ class ScriptedModel:
         """Request bodies that arrived when their queue was empty."""
         with self._lock:
             return list(self._unexpected)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests being answered now (received, their answer not yet sent)."""
+        with self._lock:
+            return self._in_flight
+
+    @property
+    def max_in_flight(self) -> int:
+        """The most requests that were being answered at the same time."""
+        with self._lock:
+            return self._max_in_flight
+
+    def _answering(self, change: int) -> None:
+        with self._lock:
+            self._in_flight += change
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
 
     @property
     def errors(self) -> list[str]:
@@ -414,14 +438,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._send_error(400, "scripted model: request body is not JSON", retry=False)
             return
         model = self.server.model
-        responder = model._record(body)
-        if responder is None:
-            self._send_error(500, "scripted model: script exhausted", retry=False)
-            return
+        model._answering(+1)
         try:
+            responder = model._record(body)
+            if responder is None:
+                self._send_error(500, "scripted model: script exhausted", retry=False)
+                return
             self._serve(model._resolve(responder, body), body)
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             self.close_connection = True  # the client went away (e.g. it timed out)
+        finally:
+            model._answering(-1)
 
     def _serve(self, response: ScriptedResponse, body: dict) -> None:
         model = self.server.model
@@ -440,7 +467,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             except OSError:
                 pass
         elif response.kind == "error":
-            self._send_error(response.status, response.message, retry=response.retry)
+            self._send_error(response.status, response.message, retry=response.retry, headers=dict(response.headers))
         elif response.kind == "garbage":
             self._send_garbage(response, body)
         elif body.get("stream"):
@@ -461,7 +488,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(data)
         self.wfile.flush()
 
-    def _send_error(self, status: int, message: str | None, *, retry: bool) -> None:
+    def _send_error(
+        self, status: int, message: str | None, *, retry: bool, headers: dict[str, str] | None = None
+    ) -> None:
         error_type, code = _ERROR_TYPES.get(
             status, ("server_error" if status >= 500 else "invalid_request_error", None)
         )
@@ -473,7 +502,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 "code": code,
             }
         }
-        self._send_json(status, payload, {"x-should-retry": "true" if retry else "false"})
+        self._send_json(status, payload, {"x-should-retry": "true" if retry else "false", **(headers or {})})
 
     def _send_garbage(self, response: ScriptedResponse, body: dict) -> None:
         if body.get("stream"):

@@ -1,6 +1,7 @@
 """One turn at a time per thread, in the order the messages were sent, across replicas; turns of
-different threads run side by side, up to the configured limit; a long wait is told in the thread;
-a thread left by a crashed replica is taken over."""
+different threads run side by side, and one waiting for the model holds no work slot; model requests
+are bounded on their own and a 429 is waited out; a wait behind another message of the thread is told
+in the thread; a thread left by a crashed replica is taken over."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
+from bot.agent import limit_model_requests
+from bot.defaults import DEFAULT_MAX_MODEL_REQUESTS
 from bot.slack.listeners.events.turn import kept
 from bot.slack.services import services_of_app
 from bot.slack.store import SlackStore
@@ -78,16 +81,68 @@ async def test_different_threads_run_side_by_side(database_url, slack, model):
         await slack.wait_for("chat.stopStream", count=2)
 
 
-async def test_the_concurrency_limit_holds_turns_of_other_threads_back(database_url, slack, model):
+def answer_once_all_have_asked(model, count: int, text: str):
+    """A model that answers each request only once `count` requests have come: they are all in flight
+    at once, or (if the bot holds some back until others are answered) the first ones time out."""
+
+    def respond(body: dict) -> str:
+        model.chat.wait_for_requests(count, timeout=20)  # raises (a 500, in model.errors) if they never all come
+        return f"{text} {last_user_text(body)}"
+
+    return respond
+
+
+async def test_a_burst_of_threads_waits_for_the_model_together_and_nobody_is_told_queued(database_url, slack, model):
+    """Turns waiting for the model hold no work slot: with 2 slots, 12 threads' requests are all in flight
+    at once, so the burst takes about one model delay, not six. None of them waits behind another
+    message of its own thread, so none is told it is queued (told at once here, if it were)."""
+    threads = 12
+    model.chat.push(*[answer_once_all_have_asked(model, threads, "Answer to") for _ in range(threads)])
+    async with running_bot(
+        database_url=database_url, slack=slack, max_concurrent_turns=2, queued_notice_after=0.0
+    ) as bot:
+        sent = [await bot.mention(f"question {n} 你好 ¿qué tal? مرحبا") for n in range(threads)]
+        stops = await slack.wait_for("chat.stopStream", count=threads, timeout=40)
+        await slack.settle()
+    assert model.errors == []
+    assert model.max_in_flight == threads
+    answers = {
+        slack.message("C1", stop.params["ts"]).thread_ts: slack.message("C1", stop.params["ts"]).text for stop in stops
+    }
+    assert answers == {event["ts"]: f"Answer to question {n} 你好 ¿qué tal? مرحبا" for n, event in enumerate(sent)}
+    assert [c for c in slack.calls_of("chat.postMessage") if c.params.get("text") == QUEUED_TEXT] == []
+
+
+async def test_the_model_request_limit_holds_requests_of_other_threads_back(database_url, slack, model):
     model.chat.push(failure("timeout", seconds=1.0, then=reply("Answer A.")), reply("Answer B."))
-    async with running_bot(database_url=database_url, slack=slack, max_concurrent_turns=1) as bot:
-        await bot.mention("in thread A")
-        await bot.mention("in thread B")
-        stops = await slack.wait_for("chat.stopStream", count=2)
-        assert [slack.message("C1", s.params["ts"]).text for s in stops] == ["Answer A.", "Answer B."]
-        # thread B's request came only after thread A was answered
-        assert "Answer A." not in str(model.chat.requests[1]["messages"])
-        assert [last_user_text(r) for r in model.chat.requests] == ["in thread A", "in thread B"]
+    limit_model_requests(1)
+    try:
+        async with running_bot(database_url=database_url, slack=slack) as bot:
+            await bot.mention("in thread A")
+            await bot.mention("in thread B")
+            stops = await slack.wait_for("chat.stopStream", count=2)
+            assert [slack.message("C1", s.params["ts"]).text for s in stops] == ["Answer A.", "Answer B."]
+    finally:
+        limit_model_requests(DEFAULT_MAX_MODEL_REQUESTS)
+    assert model.max_in_flight == 1  # thread B's request was sent only once thread A's was answered
+    assert [last_user_text(r) for r in model.chat.requests] == ["in thread A", "in thread B"]
+
+
+async def test_a_rate_limited_model_is_asked_again_after_its_retry_after_and_the_user_sees_no_error(
+    database_url, slack, model
+):
+    model.chat.push(
+        failure(429, headers={"Retry-After": "0.3"}),
+        failure(429, headers={"retry-after-ms": "200"}),
+        reply("Here is the answer, après l'attente."),
+    )
+    async with running_bot(database_url=database_url, slack=slack) as bot:
+        await bot.mention("hello")
+        stops = await slack.wait_for("chat.stopStream")
+        await slack.settle()
+    assert slack.message("C1", stops[0].params["ts"]).text == "Here is the answer, après l'attente."
+    assert len(model.chat.requests) == 3
+    assert not [c for c in slack.calls_of("chat.postMessage") if ":warning:" in str(c.params.get("text"))]
 
 
 async def test_a_thread_left_by_a_crashed_replica_is_taken_over(database_url, slack, model, storage):
