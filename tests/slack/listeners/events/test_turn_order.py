@@ -114,18 +114,21 @@ async def test_a_burst_of_threads_waits_for_the_model_together_and_nobody_is_tol
 
 
 async def test_the_model_request_limit_holds_requests_of_other_threads_back(database_url, slack, model):
-    model.chat.push(failure("timeout", seconds=1.0, then=reply("Answer A.")), reply("Answer B."))
+    def answer(body: dict) -> str:
+        return f"Answer to {last_user_text(body)}"
+
+    model.chat.push(failure("timeout", seconds=1.0, then=answer), answer)
     limit_model_requests(1)
     try:
         async with running_bot(database_url=database_url, slack=slack) as bot:
-            await bot.mention("in thread A")
-            await bot.mention("in thread B")
+            sent = [await bot.mention("in thread A"), await bot.mention("in thread B")]
             stops = await slack.wait_for("chat.stopStream", count=2)
-            assert [slack.message("C1", s.params["ts"]).text for s in stops] == ["Answer A.", "Answer B."]
     finally:
         limit_model_requests(DEFAULT_MAX_MODEL_REQUESTS)
-    assert model.max_in_flight == 1  # thread B's request was sent only once thread A's was answered
-    assert [last_user_text(r) for r in model.chat.requests] == ["in thread A", "in thread B"]
+    answers = {slack.message("C1", s.params["ts"]).thread_ts: slack.message("C1", s.params["ts"]).text for s in stops}
+    assert answers == {sent[0]["ts"]: "Answer to in thread A", sent[1]["ts"]: "Answer to in thread B"}
+    # the second request was sent only once the first (slow) one was answered
+    assert model.max_in_flight == 1
 
 
 async def test_a_rate_limited_model_is_asked_again_after_its_retry_after_and_the_user_sees_no_error(
