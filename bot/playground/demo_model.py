@@ -3,7 +3,8 @@ playground needs no model key. It only knows the demo agent's tools, and only of
 request lists:
 
 - "delete record 3" -> `delete-record` {"id": 3}
-- "refund $25 for order A-1001" -> `issue-refund` (an amount and order made up when not given)
+- "refund $25 for order A-1001", "refund order A-1 $30", "订单 A-7 退款 30美元" -> `issue-refund` (an amount
+  and order made up when not given)
 - "weather" -> `get-weather` (with the city when one is named after "in", else the tool asks)
 - "list records" -> `list-records`
 - a structured-output request (`response_format`, the auto-resume extraction) -> the city-looking word
@@ -20,6 +21,7 @@ import asyncio
 import json
 import re
 import time
+import unicodedata
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -175,7 +177,7 @@ def wanted_tool(text: str) -> tuple[str, dict[str, Any]] | None:
     delete = re.search(r"\b(?:delete|remove)\b\D*?(\d+)", words)
     if delete:
         return "delete-record", {"id": int(delete.group(1))}
-    if re.search(r"\brefund", words):
+    if _REFUND_WORDS.search(words):
         return "issue-refund", refund_args(_plain(text))
     if re.search(r"\bweather\b", words):
         city = city_after_preposition(_plain(text))
@@ -185,24 +187,59 @@ def wanted_tool(text: str) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
+_CURRENCY_BEFORE = r"(?:US\$|\$|€|£|¥|￥|₩|₹)"
+_CURRENCY_AFTER = (
+    r"(?:\$|€|£|¥|₩|usd|eur|gbp|dollars?|euros?|pounds?|bucks|dólares|dolares|dollari|"
+    r"美元|美金|元|块|ドル|円|달러|원|دولار|دولارات|יורו|דולר)"
+)
+_NUMBER = r"(\d+(?:[.,]\d{1,2})?)"
+_AMOUNT_BEFORE = re.compile(_CURRENCY_BEFORE + r"\s*" + _NUMBER, re.IGNORECASE)
+_AMOUNT_AFTER = re.compile(r"(?<![\w.,-])" + _NUMBER + r"\s*" + _CURRENCY_AFTER + r"(?![A-Za-z])", re.IGNORECASE)
+_ORDER_AFTER_WORD = re.compile(
+    r"(?:\border|订单|訂單|注文|주문|pedido|commande|bestellung|ordine|طلب|הזמנה)\s*(?:#|no\.?|number|番号|번호)?\s*"
+    r"([A-Za-z0-9][A-Za-z0-9_-]*)",
+    re.IGNORECASE,
+)
+_ORDER_CODE = re.compile(r"(?<![\w$€£¥])([A-Za-z]+-\d+|#\d+)\b")
+_REFUND_WORDS = re.compile(
+    r"\brefund|\breimburse|退款|退钱|退錢|返金|払い戻|환불|reembols|rembours|rückerstatt|erstatt|rimbors|"
+    r"استرداد|استرجاع|החזר",
+    re.IGNORECASE,
+)
+
+
 def refund_args(text: str) -> dict[str, Any]:
-    """`issue-refund` arguments: the amount ($25, 25 dollars, 25.50) and the order (after "order", or a
-    code like A-1001); made up when not given, so the approval shows something to edit."""
-    amount_match = re.search(
-        r"\$\s*(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)\s*(?:\$|dollars?|usd|eur|euros?)", text, re.IGNORECASE
-    )
-    order_match = re.search(r"\border\s*(?:#|no\.?|number)?\s*([A-Za-z0-9][\w-]*)", text, re.IGNORECASE)
-    if order_match is None:
-        order_match = re.search(r"\b([A-Za-z]+-\d+|#\d+)\b", text)
-    amount = float(next(g for g in amount_match.groups() if g)) if amount_match else 10.0
+    """`issue-refund` arguments: the amount and the order; made up when not given, so the approval shows
+    something to edit.
+
+    The order is found first (after "order" or its word in another language, or a code like A-1001) and
+    its span is set aside, so its digits are never read as the amount ("refund order A-1 $30" is $30).
+    An amount is a number with a currency sign before it ($30, €12,50), else one with a currency after it
+    (30$, 25 dollars, 30美元, 500円, 5000원); a sign before a number wins, so in "1 $30" the amount is 30."""
+    text = unicodedata.normalize("NFKC", text)  # full-width digits and signs: ３０ドル, ＄30
+    order_match = _ORDER_AFTER_WORD.search(text) or _ORDER_CODE.search(text)
+    rest = text
+    if order_match is not None:
+        start, end = order_match.span(1)
+        rest = text[:start] + " " * (end - start) + text[end:]
+    amount = _amount_in(rest)
     args: dict[str, Any] = {
         "order_id": order_match.group(1).lstrip("#") if order_match else "A-1001",
-        "amount": int(amount) if amount.is_integer() else amount,
+        "amount": 10 if amount is None else (int(amount) if amount.is_integer() else amount),
     }
     reason = re.search(r"\b(?:because|reason:?)\s+(.+)$", text, re.IGNORECASE)
     if reason:
         args["reason"] = reason.group(1).strip().rstrip(".")
     return args
+
+
+def _amount_in(text: str) -> float | None:
+    """The first amount with its currency sign before it, else the first with a currency after it."""
+    for pattern in (_AMOUNT_BEFORE, _AMOUNT_AFTER):
+        found = pattern.search(text)
+        if found:
+            return float(found.group(1).replace(",", "."))
+    return None
 
 
 def city_after_preposition(text: str) -> str | None:

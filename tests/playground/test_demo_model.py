@@ -38,6 +38,29 @@ def test_rules(text, expected):
 
 
 @pytest.mark.parametrize(
+    ("text", "order_id", "amount"),
+    [
+        ("refund order A-1 $30", "A-1", 30),  # the README's phrase: the order's digits are not the amount
+        ("<@U0BOT> refund order A-1 $30", "A-1", 30),
+        ("refund A-1 30 dollars", "A-1", 30),
+        ("refund order 42 of 19.99 USD", "42", 19.99),
+        ("refund 1 order, B-7, $45", "B-7", 45),  # a sign before a number wins over a number before a word
+        ("請幫我退款 訂單 B-22 ３０ドル", "B-22", 30),  # full-width digits
+        ("退款 订单 A-7 30美元", "A-7", 30),
+        ("注文 C-3 を返金して 500円", "C-3", 500),
+        ("주문 D-4 환불 5000원", "D-4", 5000),
+        ("reembolso del pedido E-5 de 40 dólares", "E-5", 40),
+        ("rembourser la commande F-6 12,50 €", "F-6", 12.5),
+        ("استرداد طلب G-7 $15", "G-7", 15),
+    ],
+)
+def test_a_refund_reads_the_amount_and_the_order_apart(text, order_id, amount):
+    name, args = wanted_tool(text)
+    assert name == "issue-refund"
+    assert (args["order_id"], args["amount"]) == (order_id, amount)
+
+
+@pytest.mark.parametrize(
     ("text", "city"),
     [
         ("Paris", "Paris"),
