@@ -1,9 +1,9 @@
 """How the bot logs: quiet by default, as text or as JSON lines.
 
 At the default level (INFO) the console shows the bot's own lines (one at start, one per turn, one
-per decision) and warnings; the chatter of the libraries under it (Alembic's migration steps, httpx's
-line per model request, aiohttp's access log, the Slack SDK's retry and session notes) shows only at
-DEBUG. A line about a run carries its context as `extra` fields: `run_id`, `thread_id`, `tool`,
+per decision) and warnings; the chatter of the libraries under it (Alembic's migration steps, the line
+per model request of httpx, or of httpx2 under openai 3.x, aiohttp's access log, the Slack SDK's retry
+and session notes) shows only at DEBUG. A line about a run carries its context as `extra` fields: `run_id`, `thread_id`, `tool`,
 `decision`; JSON lines have them as keys, text lines as `key=value` at the end. Expected failures
 (a reconnect to Slack that failed) are one line (`one_line`); an unexpected error keeps its traceback.
 """
@@ -27,6 +27,8 @@ CHATTY_LOGGERS = (
     "alembic",
     "httpx",
     "httpcore",
+    "httpx2",  # openai 3.x sends its requests through httpx2 and httpcore2 (httpx's line per request)
+    "httpcore2",
     "openai",
     "aiohttp.access",
     "slack_sdk",

@@ -18,7 +18,7 @@ def restore_logging():
     yield
     root.handlers[:] = handlers
     root.setLevel(level)
-    for name in ("alembic", "httpx", "bot", "bot.slack", "aiohttp.access"):
+    for name in ("alembic", "httpx", "httpx2", "httpcore2", "bot", "bot.slack", "aiohttp.access"):
         logging.getLogger(name).setLevel(logging.NOTSET)
 
 
@@ -69,3 +69,23 @@ def test_an_expected_failure_is_one_line(restore_logging):
 def test_an_unknown_level_is_refused():
     with pytest.raises(ValueError, match="unknown log level"):
         configure_logging("LOUD")
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+async def test_a_model_request_through_the_openai_client_logs_nothing_at_info(restore_logging, model, log_format):
+    """openai 3.x sends its requests through httpx2 (and httpcore2), whose INFO line per request was
+    quieted only under httpx's old name: every model step logged "HTTP Request: POST ..."."""
+    import openai
+
+    from tests.support.scripted_model import reply
+
+    out = io.StringIO()
+    configure_logging("INFO", log_format, stream=out)
+    model.chat.push(reply("hello"))
+    client = openai.AsyncOpenAI(base_url=model.base_url, api_key="test", max_retries=0)
+    try:
+        answer = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    finally:
+        await client.close()
+    assert answer.choices[0].message.content == "hello"
+    assert out.getvalue() == ""
