@@ -133,7 +133,7 @@ def load_agent(spec: str) -> Any:
 
 async def _run(command: str, options: argparse.Namespace, settings: Settings) -> None:
     from .agent import limit_model_requests, wait_for_running_runs
-    from .api import add_api_routes
+    from .api import add_api_off_routes, add_api_routes
     from .assemble import assemble_agent
     from .expiry import expire_forever
     from .metrics import add_metrics_routes
@@ -174,6 +174,8 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
         web_app = build_web_app(app, path=EVENTS_PATH if command == "serve" else None)
         if settings.bot_api_token:
             add_api_routes(web_app, slack_api_front(app, token=settings.bot_api_token))
+        else:
+            add_api_off_routes(web_app)
         add_metrics_routes(web_app, storage)
         routes = ["POST /slack/events"] if command == "serve" else []
         routes += ["GET /metrics"] + (["the HTTP API under /api"] if settings.bot_api_token else [])

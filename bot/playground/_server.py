@@ -14,7 +14,7 @@ import openai
 from aiohttp import web
 
 from bot.agent import Agent
-from bot.api import add_api_routes
+from bot.api import add_api_off_routes, add_api_routes
 from bot.assemble import assemble_agent
 from bot.defaults import PLAYGROUND_DATABASE_URL
 from bot.expiry import expire_forever
@@ -177,8 +177,11 @@ class Playground:
         )
         self._bolt_app = bolt_app
         web_app = build_web_app(bolt_app)
-        if self.settings.bot_api_token:  # before the emulated Web API, whose /api/{method} would take /api/openapi.json
+        # before the emulated Web API, whose /api/{method} would take /api/openapi.json
+        if self.settings.bot_api_token:
             add_api_routes(web_app, slack_api_front(bolt_app, token=self.settings.bot_api_token))
+        else:
+            add_api_off_routes(web_app)
         add_metrics_routes(web_app, storage)
         SlackWebApi(self.workspace, token=token).add_routes(web_app)
         if self.uses_demo_model:

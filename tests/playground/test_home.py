@@ -94,3 +94,21 @@ async def test_the_playground_serves_the_http_api_beside_the_emulated_slack(tmp_
             assert (response.status, await response.json()) == (200, {"runs": [], "total": 0})
         async with session.get(url) as response:
             assert response.status == 401
+
+
+async def test_without_a_token_the_api_addresses_say_the_api_is_off(playground):
+    """With BOT_API_TOKEN unset, /api/openapi.json was taken by the emulated Web API (`unknown_method`)."""
+    import aiohttp
+
+    from bot.api import API_OFF
+
+    async with aiohttp.ClientSession() as session:
+        for method, path in [
+            ("GET", "/api/openapi.json"),
+            ("GET", "/api/agents/demo-agent/suspended-runs"),
+            ("POST", "/api/agents/demo-agent/runs/r1/tool-calls/c1/approve"),
+        ]:
+            async with session.request(method, playground.url + path) as response:
+                assert (response.status, await response.json()) == (404, {"error": API_OFF}), path
+        async with session.post(playground.url + "/api/auth.test") as response:  # the emulated Slack still answers
+            assert (await response.json())["error"] == "not_authed"
