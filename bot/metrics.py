@@ -26,7 +26,8 @@ _WAIT_BUCKETS = (5, 15, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 12 * 3600, 
 _MODEL_BUCKETS = (0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120)
 
 DECISIONS = Counter("bot_decisions_total", "Decisions on waiting tool calls, by outcome.", ["outcome"])
-"""outcome: `approved`, `declined` or `answered`."""
+"""outcome: `approved`, `declined`, `answered` (through the form or in the thread) or `expired`; counted
+once per call, when its message in Slack closes."""
 REFUSED_CLICKS = Counter(
     "bot_refused_clicks_total", "Clicks and submissions that decided nothing, by reason.", ["reason"]
 )

@@ -205,7 +205,6 @@ async def _settle(
         stream = await decide()
     except (ToolCallNotSuspendedError, SnapshotNotFoundError):
         raise ClickRefused(lost, row=call.row) from None
-    metrics.decided(outcome, kind=call.row.kind, waiting_since=call.row.created_at)
     context = {"run_id": call.row.run_id, "thread_id": call.row.thread_id, "tool": call.row.tool_name}
     services.logger.info("%s %s by %s", outcome, call.row.tool_name, user_id, extra={**context, "decision": outcome})
     try:

@@ -513,8 +513,12 @@ class SlackStore:
                 update(HomeViewRow).where(HomeViewRow.user_id == user_id).values(digest=digest, published_at=utcnow())
             )
 
-    async def close_message(self, ref: str, at: datetime | None = None) -> None:
+    async def close_message(self, ref: str, at: datetime | None = None) -> bool:
+        """Mark the message closed; True only for the one caller that closed it (replicas, copies)."""
         async with self._session() as session:
-            await session.execute(
-                update(ToolCallMessageRow).where(ToolCallMessageRow.id == ref).values(closed_at=at or utcnow())
+            result = await session.execute(
+                update(ToolCallMessageRow)
+                .where(ToolCallMessageRow.id == ref, ToolCallMessageRow.closed_at.is_(None))
+                .values(closed_at=at or utcnow())
             )
+        return bool(result.rowcount)

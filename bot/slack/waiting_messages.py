@@ -12,6 +12,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot import metrics
 from bot.agent import Chunk, DecisionKind, ToolCallRecord, is_interrupted
 
 from .approval_builder import (
@@ -194,7 +195,10 @@ async def refresh_message(
                 failures.append(exc)
     if failures:
         raise failures[0]
-    await services.store.close_message(row.id)
+    if await services.store.close_message(row.id) and record is not None and record.outcome is not None:
+        # Counted here, where every settled call's message closes once (a click, an answer in the thread,
+        # the HTTP API, an expiry), not in one of the paths that decide.
+        metrics.decided(record.outcome, kind=row.kind, waiting_since=row.created_at)
     home_changed(services)
     return True
 

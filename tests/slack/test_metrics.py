@@ -90,3 +90,30 @@ async def test_model_errors_and_failing_tools_are_counted(database_url, slack, m
 
     assert moved("bot_tool_runs_total", tool="check-stock", outcome="error") == 1
     assert moved("bot_model_call_errors_total", kind="step", error="BadRequestError") == 1
+
+
+async def test_an_answer_in_the_thread_counts_as_answered(bot: RunningBot, model):
+    """Auto-resume from the next message is a decision like a click on the form: it was not counted."""
+    from tests.support.scripted_model import structured
+
+    before = await scrape(bot)
+    model.chat.push(tool_calls(call("get-weather", {}, id="call_1")))
+    event = await bot.mention("what's the weather?")
+    question = await bot.question_message()
+    model.structured.push(structured({"city": "Paris"}))
+    model.chat.push(reply("Sunny in Paris."))
+    await bot.say("Paris", thread_ts=event["ts"])
+    await bot.slack.wait_for("chat.update", lambda c: c.params.get("ts") == question.ts)
+    await bot.slack.settle()
+    after = await scrape(bot)
+    assert (
+        value(after, "bot_decisions_total", outcome="answered")
+        - value(before, "bot_decisions_total", outcome="answered")
+        == 1
+    )
+    assert (
+        value(after, "bot_decision_wait_seconds_count", kind="question")
+        - value(before, "bot_decision_wait_seconds_count", kind="question")
+        == 1
+    )
+    assert value(after, "bot_questions_waiting") == 0
