@@ -331,7 +331,7 @@ async def test_request_level_callable_by_tool_name_pattern(model, storage, kind)
     stream = await agent.stream(
         "Show 2 and delete 1",
         require_tool_approval=sync_rule if kind == "sync" else async_rule,
-        request_context={"user": "U123"},
+        request_context={"user": "U123", "workspace": "T42"},
     )
     chunks = await collect(stream)
 
@@ -343,8 +343,8 @@ async def test_request_level_callable_by_tool_name_pattern(model, storage, kind)
     assert {c.tool_name for c in seen} == {"delete-record", "get-record"}
     check = next(c for c in seen if c.tool_name == "delete-record")
     assert check.args == {"id": "1"}
-    assert check.request_context == {"user": "U123"}
-    assert hasattr(check, "workspace")
+    assert check.request_context == {"user": "U123", "workspace": "T42"}
+    assert check.workspace == "T42"
 
 
 async def test_request_level_callable_that_raises_requires_approval(model, storage):
@@ -493,7 +493,7 @@ async def test_before_tool_call_hook_can_skip_the_tool(model, storage):
     agent = make_agent([delete], storage=storage, hooks={"before_tool_call": before_tool_call})
     model.chat.push(tool_calls(call("delete-record", {"id": "42"}, id="c1")), reply("Dry run only."))
 
-    output = await agent.generate("Delete 42")
+    output = await agent.generate("Delete 42", request_context={"user": "U7"})
     assert output.finish_reason == "suspended"
     assert seen == [], "the hook runs after the approval, right before execute"
 
@@ -507,7 +507,7 @@ async def test_before_tool_call_hook_can_skip_the_tool(model, storage):
     assert hook_call.tool_call_id == "c1"
     assert hook_call.run_id == output.run_id
     assert hook_call.input == {"id": "42"}
-    assert hasattr(hook_call, "context")
+    assert hook_call.context == {"user": "U7"}
 
 
 async def test_before_tool_call_hook_returning_none_proceeds(model, storage):

@@ -101,7 +101,11 @@ async def test_concurrent_double_click_runs_tool_once(model, storage):
     first = asyncio.create_task(click())
     second = asyncio.create_task(click())
     await asyncio.wait_for(entered.wait(), 10)
-    await asyncio.sleep(0.2)  # the second click arrives while the tool is running
+    # The loser's answer comes while the winner's tool is still held: the second click was refused
+    # while the tool ran, not after it had finished.
+    done, _ = await asyncio.wait({first, second}, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+    assert [type(task.result()) for task in done] == [ToolCallNotSuspendedError]
+    assert runs == ["42"]
     release.set()
     outcomes = await asyncio.gather(first, second)
 
@@ -312,14 +316,17 @@ async def test_default_options_max_steps(model, storage):
 async def test_step_finish_between_steps(model, storage):
     lookup = record_tool("get-record", require_approval=False)
     agent = make_agent([lookup], storage=storage)
-    model.chat.push(tool_calls(call("get-record", {"id": "1"})), reply("done"))
+    model.chat.push(
+        tool_calls(call("get-record", {"id": "1"}), usage={"prompt_tokens": 7, "completion_tokens": 1}),
+        reply("done", usage={"prompt_tokens": 9, "completion_tokens": 4}),
+    )
 
     chunks = await collect(await agent.stream("Go"))
 
     assert len(of_type(chunks, "step-finish")) >= 1
     assert finish_reason(chunks) == "stop"
     usage = one(chunks, "finish").payload["usage"]
-    assert usage is not None
+    assert (usage["prompt_tokens"], usage["completion_tokens"]) == (16, 5)
 
 
 # -- several calls in one step -------------------------------------------------------------------------
