@@ -98,13 +98,12 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
 
 
 def _seconds(value: str) -> int:
+    from memory import PolicyError, expiry_seconds
+
     try:
-        seconds = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of seconds") from None
-    if seconds < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative; use 0 to remove the expiry")
-    return seconds
+        return expiry_seconds(value)  # the one rule of the Home, the command line and storage
+    except PolicyError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def load_agent(spec: str) -> Any:

@@ -6,13 +6,14 @@ Imports nothing from `bot`; the runtime imports this package.
 
 from ._audit import SYSTEM, AuditAction, AuditEntry, AuditLog, AuditVia
 from ._memory import Memory
-from ._policies import PolicyChange, PolicyMode, PolicyStore, ToolPolicy
+from ._policies import EXPIRY_LIMIT, PolicyChange, PolicyMode, PolicyStore, ToolPolicy, UnreadablePolicy, expiry_seconds
 from ._runs import RunStore
 from ._storage import Storage
 from .exceptions import AgentError, PolicyError, ThreadOwnerError
 from .states import RunStatus, ToolCallState
 
 __all__ = [
+    "EXPIRY_LIMIT",
     "SYSTEM",
     "AgentError",
     "AuditAction",
@@ -30,4 +31,6 @@ __all__ = [
     "ThreadOwnerError",
     "ToolCallState",
     "ToolPolicy",
+    "UnreadablePolicy",
+    "expiry_seconds",
 ]

@@ -27,6 +27,33 @@ if TYPE_CHECKING:
 
 _SLACK_ID = re.compile(r"^[UWS][A-Z0-9]+$")
 
+EXPIRY_LIMIT = 365 * 24 * 3600
+"""The longest expiry a policy may set: 365 days, in seconds (the shortest is 1 second)."""
+_EXPIRY_BOUNDS = f"an expiry is 1 second to 365 days ({EXPIRY_LIMIT} seconds), or 0 for none"
+
+
+def expiry_seconds(value: str | int) -> int:
+    """The expiry `value` names, in seconds (0: none); the one rule of the command line, the App Home
+    and storage. Raises `PolicyError` (one line) for anything but a whole number from 0 to 365 days."""
+    if isinstance(value, bool):
+        raise PolicyError(f"the expiry must be a whole number of seconds, not {value!r}: {_EXPIRY_BOUNDS}")
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("-") and text[1:].isascii() and text[1:].isdigit():
+            raise PolicyError(f"{text} is negative: {_EXPIRY_BOUNDS}")
+        if not (text.isascii() and text.isdigit()):  # "²" is a digit to str.isdigit, not to int()
+            raise PolicyError(f"{text[:40]!r} is not a whole number of seconds: {_EXPIRY_BOUNDS}")
+        if len(text.lstrip("0")) > len(str(EXPIRY_LIMIT)):
+            raise PolicyError(f"that is more than 365 days: {_EXPIRY_BOUNDS}")
+        value = int(text)
+    if not isinstance(value, int):
+        raise PolicyError(f"the expiry must be a whole number of seconds, not {value!r}: {_EXPIRY_BOUNDS}")
+    if value < 0:
+        raise PolicyError(f"{value} is negative: {_EXPIRY_BOUNDS}")
+    if value > EXPIRY_LIMIT:
+        raise PolicyError(f"{value} seconds is more than 365 days: {_EXPIRY_BOUNDS}")
+    return value
+
 
 class PolicyMode(StrEnum):
     """What a policy does to a tool's calls."""
@@ -74,6 +101,15 @@ class ToolPolicy:
 
 
 @dataclass(frozen=True, kw_only=True)
+class UnreadablePolicy:
+    """A stored policy row that does not make a `ToolPolicy`: what is wrong with it, in one line."""
+
+    tool_name: str
+    version: int
+    problem: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class PolicyChange:
     """A patch to a policy: a field left None keeps its value."""
 
@@ -104,11 +140,7 @@ class PolicyChange:
         if self.self_approval is not None:
             values["self_approval"] = bool(self.self_approval)
         if self.expires_after is not None:
-            if isinstance(self.expires_after, bool) or not isinstance(self.expires_after, int):
-                raise PolicyError(f"expiry must be a whole number of seconds, not {self.expires_after!r}")
-            if self.expires_after < 0:
-                raise PolicyError(f"expiry must be 0 (none) or more seconds, not {self.expires_after}")
-            values["expires_after"] = self.expires_after or None
+            values["expires_after"] = expiry_seconds(self.expires_after) or None
         return values
 
 
@@ -130,11 +162,22 @@ class PolicyStore:
             rows = await session.scalars(select(PolicyRow).order_by(PolicyRow.tool_name))
             return [policy_of(row) for row in rows]
 
-    async def with_expiry(self) -> list[ToolPolicy]:
-        """The stored policies that set an expiry (what the expiry sweep looks at)."""
+    async def with_expiry(self) -> list[ToolPolicy | UnreadablePolicy]:
+        """The stored policies that set an expiry (what the expiry sweep looks at). A row that does not
+        make a policy (an unknown mode, an expiry outside 1 s to 365 days, stored by an older version or
+        by hand) is an `UnreadablePolicy`, so the others are still swept."""
         async with self._storage.read_session() as session:
             rows = await session.scalars(select(PolicyRow).where(PolicyRow.expires_after.is_not(None)))
-            return [policy_of(row) for row in rows]
+            found: list[ToolPolicy | UnreadablePolicy] = []
+            for row in rows:
+                try:
+                    policy = policy_of(row)
+                    expiry_seconds(policy.expires_after or 0)
+                except (ValueError, TypeError) as exc:  # PolicyError is a ValueError
+                    found.append(UnreadablePolicy(tool_name=row.tool_name, version=row.version, problem=str(exc)))
+                else:
+                    found.append(policy)
+            return found
 
     async def set(self, tool_name: str, change: PolicyChange, *, actor: str | None = None) -> ToolPolicy:
         """Apply `change` to the policy of `tool_name` (creating it from the defaults) and bump its version."""
@@ -184,4 +227,13 @@ def policy_of(row: Any) -> ToolPolicy:
     )
 
 
-__all__ = ["PolicyChange", "PolicyError", "PolicyMode", "PolicyStore", "ToolPolicy"]
+__all__ = [
+    "EXPIRY_LIMIT",
+    "PolicyChange",
+    "PolicyError",
+    "PolicyMode",
+    "PolicyStore",
+    "ToolPolicy",
+    "UnreadablePolicy",
+    "expiry_seconds",
+]

@@ -13,13 +13,13 @@ import socket
 import tempfile
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import openai
 
 from bot.defaults import DEFAULT_MODEL
-from memory import Memory, RunStatus, Storage, ToolCallState
+from memory import Memory, RunStatus, Storage, ToolCallState, ToolPolicy, UnreadablePolicy
 from memory._runs import Audit
 from memory.states import FINISHED_RUN_STATUSES, DecisionKind, next_state_after, waiting_state_for
 from memory.tables import RunRow, ToolCallRow, utcnow
@@ -112,6 +112,8 @@ class Agent:
         self._storage: Storage | None = None
         self._storage_configured = False
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._unswept: set[tuple[str, int, str]] = set()
+        """The stored policies the expiry sweep skipped and logged (each is logged once)."""
         self._request_rules: dict[str, Any] = {}
         self.attach(storage=storage, memory=memory)
 
@@ -486,23 +488,43 @@ class Agent:
         expired: list[tuple[str, str]] = []
         now = utcnow()
         for policy in await self.storage.policies.with_expiry():
-            before = now - timedelta(seconds=policy.expires_after or 0)
-            for run_id, call_id in await self.storage.runs.approvals_waiting_since(
-                self.id, policy.tool_name, before=before
-            ):
-                decision = Decision(
-                    kind=DecisionKind.EXPIRE,
-                    via="expiry",
-                    reason=f"nobody decided within {policy.expires_after} s",
-                )
-                try:
-                    stream = await self._decide(run_id, call_id, decision)
-                except ToolCallNotSuspendedError:
-                    continue  # decided meanwhile, or another replica expired it
-                log.info("expired %s/%s (%s, after %ss)", run_id, call_id, policy.tool_name, policy.expires_after)
-                self._background(stream)
-                expired.append((run_id, call_id))
+            if isinstance(policy, UnreadablePolicy):
+                self._skip_in_sweep(policy.tool_name, policy.version, policy.problem)
+                continue
+            try:
+                expired += await self._expire_calls_of(policy, now)
+            except Exception as exc:  # noqa: BLE001 - one policy the sweep cannot handle never stops the others
+                self._skip_in_sweep(policy.tool_name, policy.version, f"{type(exc).__name__}: {exc}")
         return expired
+
+    async def _expire_calls_of(self, policy: ToolPolicy, now: datetime) -> list[tuple[str, str]]:
+        expired: list[tuple[str, str]] = []
+        before = now - timedelta(seconds=policy.expires_after or 0)
+        for run_id, call_id in await self.storage.runs.approvals_waiting_since(
+            self.id, policy.tool_name, before=before
+        ):
+            decision = Decision(
+                kind=DecisionKind.EXPIRE,
+                via="expiry",
+                reason=f"nobody decided within {policy.expires_after} s",
+            )
+            try:
+                stream = await self._decide(run_id, call_id, decision)
+            except ToolCallNotSuspendedError:
+                continue  # decided meanwhile, or another replica expired it
+            log.info("expired %s/%s (%s, after %ss)", run_id, call_id, policy.tool_name, policy.expires_after)
+            self._background(stream)
+            expired.append((run_id, call_id))
+        return expired
+
+    def _skip_in_sweep(self, tool_name: str, version: int, problem: str) -> None:
+        key = (tool_name, version, problem)
+        if key not in self._unswept:
+            self._unswept.add(key)
+            log.error(
+                "the expiry sweep skips the policy of %r (version %s): %s; fix it with `python -m bot policy set`",
+                tool_name, version, problem,
+            )  # fmt: skip
 
     # --- recovery ---------------------------------------------------------------------------
     async def recover_stale_runs(self, stale_after: float = 30.0) -> list[str]:

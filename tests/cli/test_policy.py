@@ -61,6 +61,9 @@ async def test_bad_input_is_one_line_and_changes_nothing(database_url):
         (("policy", "set", "delete-record", "--approvers", "bob"), "not a Slack user or user-group ID: bob"),
         (("policy", "set", "delete-record", "--expires", "-1"), "negative"),
         (("policy", "set", "delete-record", "--expires", "soon"), "not a whole number of seconds"),
+        # issue 17, item 4: a year at most (it was stored, and stopped the expiry sweep; a traceback on PostgreSQL)
+        (("policy", "set", "delete-record", "--expires", "100000000000"), "an expiry is 1 second to 365 days"),
+        (("policy", "set", "delete-record", "--expires", "31536001"), "more than 365 days"),
         (("policy", "set", "delete-record", "--mode", "maybe"), "invalid choice: 'maybe'"),
         (("audit", "--since", "last tuesday"), "not an ISO-8601 date or time"),
     ]:

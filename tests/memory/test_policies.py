@@ -73,7 +73,7 @@ async def test_concurrent_changes_each_get_their_own_version(database_url):
     [
         (PolicyChange(mode="sometimes"), "unknown mode 'sometimes'"),
         (PolicyChange(approvers=["alice"]), "not a Slack user or user-group ID: alice"),
-        (PolicyChange(expires_after=-5), "expiry must be 0 (none) or more seconds"),
+        (PolicyChange(expires_after=-5), "-5 is negative: an expiry is 1 second to 365 days"),
     ],
 )
 async def test_bad_changes_are_refused_and_change_nothing(storage: Storage, change, message):
