@@ -77,7 +77,7 @@ async def list_policies(storage: Storage, agent: Any, out: TextIO = sys.stdout) 
     tools = agent_tools(agent)
     stored = {p.tool_name: p for p in await storage.policies.all()}
     names = sorted(set(tools) | set(stored))
-    header = ("TOOL", "CODE", "MODE", "APPROVERS", "SELF-APPROVAL", "EXPIRES", "VERSION")
+    header = ("TOOL", "CODE", "MODE", "APPROVERS", "SELF-APPROVAL", "EXPIRES", "VERSION", "FROM")
     lines = [header]
     for name in names:
         words = describe(stored.get(name) or ToolPolicy(tool_name=name))
@@ -90,9 +90,20 @@ async def list_policies(storage: Storage, agent: Any, out: TextIO = sys.stdout) 
                 words["self_approval"],
                 words["expires"],
                 words["version"],
+                tool_origin(tools.get(name)),
             )
         )
     _print_table(lines, out)
+
+
+def tool_origin(tool: Any) -> str:
+    """Where a tool comes from and what it says of itself, e.g. `MCP server tickets (read-only, closed world)`;
+    "" for the deployer's own tools."""
+    source = getattr(tool, "source", None)
+    if not source:
+        return ""
+    hints = getattr(tool, "hints", ())
+    return source.replace("`", "") + (f" ({', '.join(hints)})" if hints else "")
 
 
 async def set_policy(

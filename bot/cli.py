@@ -80,6 +80,13 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     dev.add_argument(
         "--port", type=int, default=3000, help="port on 127.0.0.1 (default 3000; the next free one if taken)"
     )
+    for command in (serve, socket, dev, policy_list, policy_set):
+        command.add_argument(
+            "--mcp",
+            metavar="FILE",
+            default=settings.bot_mcp_config,
+            help='MCP servers whose tools join the agent\'s: {"mcpServers": {...}} (default: BOT_MCP_CONFIG)',
+        )
     for command in (serve, socket, dev):
         command.add_argument(
             "--log-level",
@@ -151,10 +158,12 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
     )
     runtime_recovery: RecoveryLoop | None = None
     expiry: asyncio.Task | None = None
+    mcp: Any = None
     try:
+        mcp = await connect_mcp(options.mcp)
         named = load_agent(options.agent) if options.agent else None
         agent = await assemble_agent(
-            storage, model=settings.bot_model, agent=named, model_timeout=settings.bot_model_timeout
+            storage, model=settings.bot_model, agent=named, model_timeout=settings.bot_model_timeout, tools=mcp.tools
         )
         runtime_recovery = RecoveryLoop(
             agent, every=settings.bot_recovery_interval, stale_after=settings.bot_stale_after
@@ -209,10 +218,27 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
             logging.getLogger("bot").warning(
                 "stopping with %d run(s) still at work: the next start recovers them", left
             )
+        if mcp is not None:
+            await mcp.aclose()
         await storage.close()
 
 
-async def _dev(settings: Settings, *, port: int, agent: Any) -> None:
+async def connect_mcp(path: str | None) -> Any:
+    """The MCP servers of the file at `path` (none without one), started; a server that cannot start is
+    named in one warning line and the bot runs without its tools."""
+    from .mcp import McpConfigError, McpServers, connect_mcp_servers, load_mcp_config
+    from .settings import environment
+
+    if not path:
+        return McpServers()
+    try:
+        configs = load_mcp_config(path, environment())
+    except McpConfigError as exc:
+        raise StartupError(str(exc)) from None
+    return await connect_mcp_servers(configs)
+
+
+async def _dev(settings: Settings, *, port: int, agent: Any, mcp_file: str | None = None) -> None:
     from bot.playground import run_playground
 
     from .defaults import PLAYGROUND_DATABASE_URL
@@ -220,7 +246,11 @@ async def _dev(settings: Settings, *, port: int, agent: Any) -> None:
     # the playground's database checked first, so a bad DATABASE_URL is one line like serve's
     url = settings.database_url if "database_url" in settings.model_fields_set else PLAYGROUND_DATABASE_URL
     await (await open_storage(url)).close()
-    await run_playground(settings, port=port, agent=agent)
+    mcp = await connect_mcp(mcp_file)
+    try:
+        await run_playground(settings, port=port, agent=agent, tools=mcp.tools)
+    finally:
+        await mcp.aclose()
 
 
 async def open_storage(database_url: str, *schemas: Any, **pool: int) -> Any:
@@ -263,6 +293,7 @@ async def _admin(options: argparse.Namespace, settings: Settings) -> None:
     from memory import PolicyChange, Storage
 
     from . import admin
+    from .assemble import add_tools
 
     storage = Storage(settings.database_url)
     try:
@@ -272,6 +303,11 @@ async def _admin(options: argparse.Namespace, settings: Settings) -> None:
             )
             return
         agent = load_agent(options.agent) if options.agent else _demo_agent(storage, settings)
+        mcp = await connect_mcp(options.mcp)
+        try:
+            add_tools(agent, mcp.tools)
+        finally:
+            await mcp.aclose()  # the tools are only named here, never called
         if options.policy_command == "list":
             await admin.list_policies(storage, agent)
             return
@@ -314,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if options.command == "dev":
-        work = _dev(settings, port=options.port, agent=named)
+        work = _dev(settings, port=options.port, agent=named, mcp_file=options.mcp)
     else:
         work = _run(options.command, options, settings)
     try:
@@ -345,7 +381,7 @@ def _run_admin(options: argparse.Namespace) -> int:
         if getattr(options, "agent", None):
             load_agent(options.agent)
         asyncio.run(_admin(options, Settings()))
-    except (AdminInputError, AgentNotFoundError) as exc:
+    except (AdminInputError, AgentNotFoundError, StartupError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

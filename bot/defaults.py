@@ -31,6 +31,17 @@ DEFAULT_DATABASE_MAX_OVERFLOW = 5
 """Connections one replica may open beyond the pool at a peak (`BOT_DATABASE_MAX_OVERFLOW`): with the
 pool, 15 per replica, well within PostgreSQL's default 100 for a few replicas."""
 
+MCP_CALL_TIMEOUT = 60.0
+"""Seconds one MCP tool call may take before the model gets a tool error and the server is restarted
+(a server's `"timeout"`); the time a human takes to answer an elicitation is not counted."""
+
+MCP_START_TIMEOUT = 30.0
+"""Seconds an MCP server has to start and list its tools (a server's `"startTimeout"`)."""
+
+MCP_ELICITATION_WAIT = 3600.0
+"""Seconds an MCP server's question (an elicitation) waits for an answer when its tool's policy sets no
+expiry; then the server gets `cancel`."""
+
 __all__ = [
     "DEFAULT_DATABASE_MAX_OVERFLOW",
     "DEFAULT_DATABASE_POOL_SIZE",
@@ -39,5 +50,8 @@ __all__ = [
     "DEFAULT_MAX_MODEL_REQUESTS",
     "DEFAULT_MODEL",
     "DEFAULT_SLACK_API_URL",
+    "MCP_CALL_TIMEOUT",
+    "MCP_ELICITATION_WAIT",
+    "MCP_START_TIMEOUT",
     "PLAYGROUND_DATABASE_URL",
 ]

@@ -6,6 +6,8 @@ the values it needs down to the code it starts.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError, field_validator
@@ -62,6 +64,8 @@ class Settings(BaseSettings):
     """BOT_ADMINS: comma-separated Slack user IDs who may edit policies (empty: workspace admins)."""
     bot_api_token: str | None = None
     """BOT_API_TOKEN: bearer token of the HTTP API; unset turns the API off."""
+    bot_mcp_config: str | None = None
+    """BOT_MCP_CONFIG: path of the MCP servers file (as `--mcp`); unset: no MCP servers."""
     bot_max_concurrent_turns: int = Field(default=DEFAULT_MAX_CONCURRENT_TURNS, ge=1)
     """BOT_MAX_CONCURRENT_TURNS: agent turns one replica works on at once (the CPU); a turn waiting for
     the model or a tool holds no slot meanwhile. Other threads' messages wait; Slack's ack never does."""
@@ -111,6 +115,11 @@ class Settings(BaseSettings):
         if missing:
             lines = [f"{name} is not set: set it to {_WHERE.get(name, 'a value')}." for name in missing]
             raise MissingSettingError("\n".join(lines))
+
+
+def environment() -> Mapping[str, str]:
+    """The environment, for what the settings cannot name in advance: `${VAR}` in the MCP servers file."""
+    return os.environ
 
 
 def load_settings() -> Settings:

@@ -84,6 +84,12 @@ class Tool:
     resume_schema: Schema | None
     require_approval: ApprovalRule
     execute: Callable[[Any, ToolContext], Awaitable[Any]]
+    title: str | None = None
+    """A name for people (an approval shows it beside the id); None: the id is the name."""
+    source: str | None = None
+    """Where the tool comes from when it is not the deployer's code, e.g. "MCP server `tickets`"."""
+    hints: tuple[str, ...] = ()
+    """What the tool says of itself, unchecked (an MCP server's annotations: "destructive", "open world")."""
 
     def parameters(self) -> dict[str, Any]:
         """The JSON Schema offered to the model for the arguments."""
@@ -127,6 +133,9 @@ def create_tool(
     suspend_schema: Any = None,
     resume_schema: Any = None,
     require_approval: ApprovalRule = False,
+    title: str | None = None,
+    source: str | None = None,
+    hints: tuple[str, ...] = (),
 ) -> Tool:
     """Declare a tool. Each schema is a pydantic model class or a JSON Schema dict (Draft 2020-12)."""
     if not inspect.iscoroutinefunction(execute):
@@ -140,4 +149,7 @@ def create_tool(
         resume_schema=Schema.of(resume_schema),
         require_approval=require_approval,
         execute=execute,
+        title=title,
+        source=source,
+        hints=tuple(hints),
     )

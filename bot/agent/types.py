@@ -221,6 +221,12 @@ class ToolCallRecord:
     """True when it waits (or waited) for approve/decline; False when it runs without, or asks for data."""
     description: str = ""
     """The description of the tool in `tool_name`, as the model sees it ("" when the agent no longer has it)."""
+    tool_title: str | None = None
+    """The tool's name for people, when it has one (an MCP tool's title)."""
+    tool_source: str | None = None
+    """Where the tool comes from when it is not the deployer's code (e.g. "MCP server `tickets`")."""
+    tool_hints: tuple[str, ...] = ()
+    """What the tool says of itself, unchecked (an MCP server's annotations in words)."""
     suspend_payload: Any = None
     """What the tool suspended with; `{"interrupted": true, ...}` for a call whose tool started and
     stored no result; None for a fresh approval."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ._server import Playground
@@ -18,14 +19,17 @@ from ._server import Playground
 if TYPE_CHECKING:
     from bot.agent import Agent
     from bot.settings import Settings
+    from tools import Tool
 
 __all__ = ["Playground", "run_playground"]
 
 
-async def run_playground(settings: Settings, *, port: int = 3000, agent: Agent | None = None) -> None:
+async def run_playground(
+    settings: Settings, *, port: int = 3000, agent: Agent | None = None, tools: Sequence[Tool] = ()
+) -> None:
     """Serve the playground on 127.0.0.1 (on `port`, or the next free one) until cancelled."""
     try:
-        async with Playground(settings, port=port, agent=agent) as playground:
+        async with Playground(settings, port=port, agent=agent, tools=tools) as playground:
             print(f"Playground: {playground.url}  <- open it in a browser and talk to the bot", flush=True)
             print(f"Agent:      {playground.agent.name if playground.agent else '?'}", flush=True)
             print(f"Model:      {playground.model_label}", flush=True)

@@ -8,6 +8,7 @@ import asyncio
 import errno
 import secrets
 import socket
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 import openai
@@ -25,6 +26,7 @@ from bot.slack.http_api import slack_api_front
 from bot.slack.migrations import SCHEMA as SLACK_SCHEMA
 from bot.slack_emulator import SlackWebApi, Workspace
 from memory import Storage
+from tools import Tool
 
 from .browser import add_browser_routes
 from .delivery import Delivery
@@ -52,12 +54,15 @@ class Playground:
         agent: Agent | None = None,
         host: str = "127.0.0.1",
         word_delay: float = 0.02,
+        tools: Sequence[Tool] = (),
     ):
         self.settings = settings
         self.asked_port = port
         self.host = host
         self.word_delay = word_delay
         self.given_agent = agent
+        self.given_tools = tuple(tools)
+        """More tools for the agent (the MCP servers')."""
         self.workspace = Workspace()
         self.port = 0
         self.agent: Agent | None = None
@@ -159,6 +164,7 @@ class Playground:
             model=self.settings.bot_model,
             agent=self.given_agent,
             model_timeout=self.settings.bot_model_timeout,
+            tools=self.given_tools,
         )
         if self.settings.openai_api_key:
             self.model_label = self.settings.bot_model if self.given_agent is None else agent.model

@@ -43,6 +43,12 @@ class ApprovalView:
     tool_name: str
     description: str = ""
     """The tool's description, when the agent knows the tool."""
+    title: str | None = None
+    """The tool's name for people (an MCP tool's title)."""
+    source: str | None = None
+    """Where the tool comes from (e.g. "MCP server `tickets`"), when not the deployer's code."""
+    hints: tuple[str, ...] = ()
+    """What the tool says of itself, unchecked (an MCP server's annotations)."""
     args: Any
     requester: str
     """The Slack user whose request led to the call."""
@@ -165,6 +171,8 @@ def decided_text(view: ApprovalView, decision: DecisionView) -> str:
 
 def _describe(view: ApprovalView, *, headline: str) -> list[Block]:
     blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text=headline))]
+    if view.title or view.source or view.hints:
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=about_tool(view))]))
     if view.description:
         blocks.append(SectionBlock(text=MarkdownTextObject(text=_quote(escape(view.description[:1000])))))
     blocks.append(SectionBlock(text=MarkdownTextObject(text=format_args(view.args))))
@@ -176,6 +184,16 @@ def _describe(view: ApprovalView, *, headline: str) -> list[Block]:
         asked += f": “{escape(request)}”"
     blocks.append(ContextBlock(elements=[MarkdownTextObject(text=asked)]))
     return blocks
+
+
+def about_tool(view: ApprovalView) -> str:
+    """One line on the tool: its title, where it comes from, and what it says of itself (hints, unchecked)."""
+    parts = [f"*{escape(view.title[:200])}*"] if view.title else []
+    if view.source:
+        parts.append(f"from {escape(view.source[:200])}")
+    if view.hints:
+        parts.append("it says of itself (unchecked): " + ", ".join(escape(h[:50]) for h in view.hints))
+    return " · ".join(parts)
 
 
 def _quote(text: str) -> str:

@@ -1,0 +1,155 @@
+"""MCP servers as a source of the agent's tools: each server's tools become `tools.Tool`s named
+`SERVER__TOOL`, with the server's input schema, title and description, and an approval default read
+from the server's annotations (hints the bot believes only from a server the config trusts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp.types as types
+
+from tools import Tool, ToolContext, create_tool
+
+from ._config import McpServerConfig
+from ._connection import ElicitationHandler, McpServerError, ServerConnection
+
+log = logging.getLogger(__name__)
+
+SEPARATOR = "__"
+NAME_LIMIT = 64
+"""The longest tool name the model providers accept."""
+_MODEL_NAME = re.compile(r"[A-Za-z0-9_-]+")
+
+
+class McpToolError(RuntimeError):
+    """The MCP server ran the tool and answered that it failed (the message is the server's)."""
+
+
+@dataclass(kw_only=True)
+class McpServers:
+    """The configured servers that started, their tools, and the ones that did not start."""
+
+    connections: dict[str, ServerConnection] = field(default_factory=dict)
+    tools: list[Tool] = field(default_factory=list)
+    """Every tool of every server that started, as the agent's tools."""
+    unavailable: dict[str, str] = field(default_factory=dict)
+    """Server name -> why it did not start (one line)."""
+
+    async def aclose(self) -> None:
+        """Stop every server (the stdio processes end)."""
+        await asyncio.gather(*(c.aclose() for c in self.connections.values()), return_exceptions=True)
+
+
+async def connect_mcp_servers(configs: Sequence[McpServerConfig], *, elicitation: Any = None) -> McpServers:
+    """Start (or connect to) every server at once and list its tools. A server that cannot start is
+    named in one warning line and left out: the bot runs without its tools.
+
+    `elicitation(tool, ctx, params)` answers a server's question during a call (see `bot.mcp`'s README
+    section); without it a question is answered `cancel`."""
+    servers = McpServers()
+
+    async def start(config: McpServerConfig) -> None:
+        connection = ServerConnection(config)
+        try:
+            listed = await connection.list_tools()
+        except (McpServerError, Exception) as exc:  # noqa: BLE001 - one server's failure is not the bot's
+            await connection.aclose()
+            reason = str(exc) if isinstance(exc, McpServerError) else f"{type(exc).__name__}: {exc}"
+            servers.unavailable[config.name] = reason
+            log.warning("MCP server %r is not available, the bot runs without its tools: %s", config.name, reason)
+            return
+        servers.connections[config.name] = connection
+        for tool in listed:
+            converted = mcp_tool(connection, tool, elicitation=elicitation)
+            if converted is not None:
+                servers.tools.append(converted)
+        log.info("MCP server %r: %d tool(s) over %s", config.name, len(listed), config.transport)
+
+    await asyncio.gather(*(start(c) for c in configs))
+    servers.tools.sort(key=lambda t: t.id)
+    return servers
+
+
+def mcp_tool(connection: ServerConnection, tool: types.Tool, *, elicitation: Any = None) -> Tool | None:
+    """The agent's tool for one MCP tool; None (and a warning) for a name the model would not accept."""
+    server = connection.config
+    name = f"{server.name}{SEPARATOR}{tool.name}"
+    if len(name) > NAME_LIMIT or not _MODEL_NAME.fullmatch(name):
+        log.warning(
+            "MCP server %r: tool %r left out: %r is not a name models accept (A-Z, a-z, 0-9, _ and -, "
+            "at most %d characters)",
+            server.name,
+            tool.name,
+            name,
+            NAME_LIMIT,
+        )
+        return None
+    hints = annotation_hints(tool.annotations)
+    read_only = bool(tool.annotations and tool.annotations.read_only_hint)
+    title = tool.title or (tool.annotations.title if tool.annotations else None)
+
+    async def execute(args: Any, ctx: ToolContext) -> Any:
+        on_elicit: ElicitationHandler | None = None
+        if elicitation is not None:
+
+            async def on_elicit(params: types.ElicitRequestParams) -> types.ElicitResult:
+                return await elicitation(name, ctx, params)
+
+        result = await connection.call(tool.name, dict(args or {}), on_elicit=on_elicit)
+        if result.is_error:
+            raise McpToolError(f"the MCP server {server.name!r} answered that {tool.name!r} failed: {_text(result)}")
+        return result_of(result)
+
+    return create_tool(
+        id=name,
+        description=tool.description or title or tool.name,
+        input_schema=tool.input_schema or {"type": "object", "properties": {}},
+        execute=execute,
+        # the hints are the server's word: believed (no approval) only for read-only on a trusted server
+        require_approval=not (read_only and server.trust_read_only_hints),
+        title=title,
+        source=f"MCP server `{server.name}`",
+        hints=hints,
+    )
+
+
+def annotation_hints(annotations: types.ToolAnnotations | None) -> tuple[str, ...]:
+    """The server's annotations in words, with the MCP spec's defaults for what it left out."""
+    if annotations is None:
+        return ("no hints",)
+    if annotations.read_only_hint:
+        words = ["read-only"]
+    else:
+        words = [
+            "destructive" if annotations.destructive_hint is not False else "not destructive",
+            "idempotent" if annotations.idempotent_hint else "not idempotent",
+        ]
+    words.append("open world" if annotations.open_world_hint is not False else "closed world")
+    return tuple(words)
+
+
+def result_of(result: types.CallToolResult) -> Any:
+    """What the model reads of a result: the structured content when there is some, else the text."""
+    if result.structured_content is not None:
+        content = result.structured_content
+        if isinstance(content, dict) and set(content) == {"result"}:
+            return content["result"]  # the SDK wraps a plain return value this way
+        return content
+    return _text(result)
+
+
+def _text(result: types.CallToolResult) -> str:
+    parts = []
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            parts.append(block.text)
+        else:
+            parts.append(json.dumps({"type": block.type, "note": "content the bot does not show"}))
+    return "\n".join(parts)

@@ -1,0 +1,110 @@
+"""A small MCP server for the playground and the tests, written with the `mcp` SDK (2.x `MCPServer`).
+
+Three tools show the three flows: `list_tickets` says it only reads (`readOnlyHint`), `close_ticket`
+says it is destructive, and `open_ticket` asks the user mid-call (`elicitation/create`) for a field the
+model did not give and for a confirmation.
+
+    python examples/mcp/server.py                    # stdio (the bot starts and stops it)
+    python examples/mcp/server.py --http 8765        # Streamable HTTP on http://127.0.0.1:8765/mcp
+
+`--test-tools` adds two tools the tests use to see what the bot does with a server that fails:
+`crash` (the process exits mid-call) and `hang` (it never answers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from typing import Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+server = MCPServer("tickets", instructions="A team's ticket tracker (a demo: the tickets live in memory).")
+
+TICKETS: dict[int, dict] = {
+    1: {"id": 1, "title": "Login page is slow", "priority": "high", "open": True},
+    2: {"id": 2, "title": "登录页面加载缓慢 (same, reported in Chinese)", "priority": "low", "open": True},
+    3: {"id": 3, "title": "Café menu shows ¿? instead of accents", "priority": "medium", "open": True},
+}
+
+
+class TicketDetails(BaseModel):
+    priority: Literal["low", "medium", "high"] = Field(description="How urgent the ticket is")
+    confirm: bool = Field(description="Open the ticket?")
+
+
+@server.tool(
+    title="List tickets",
+    annotations=ToolAnnotations(title="List tickets", read_only_hint=True, open_world_hint=False),
+)
+def list_tickets(only_open: bool = True) -> list[dict]:
+    """List the team's tickets (only the open ones unless told otherwise)."""
+    return [t for t in TICKETS.values() if t["open"] or not only_open]
+
+
+@server.tool(
+    title="Close ticket",
+    annotations=ToolAnnotations(
+        title="Close ticket", read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+    ),
+)
+def close_ticket(id: int) -> str:
+    """Close a ticket by its id; it disappears from the open tickets."""
+    ticket = TICKETS.get(id)
+    if ticket is None:
+        raise ToolError(f"there is no ticket {id}")
+    ticket["open"] = False
+    return f"closed ticket {id}: {ticket['title']}"
+
+
+@server.tool(
+    title="Open ticket",
+    annotations=ToolAnnotations(
+        title="Open ticket", read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    ),
+)
+async def open_ticket(title: str, ctx: Context) -> str:
+    """Open a new ticket; asks the user for its priority and a confirmation."""
+    answer = await ctx.elicit(f"Open a ticket “{title}”? Choose its priority.", TicketDetails)
+    if answer.action != "accept":
+        return f"not opened: the user chose {answer.action}"
+    if not answer.data.confirm:
+        return "not opened: the user did not confirm"
+    new_id = max(TICKETS) + 1
+    TICKETS[new_id] = {"id": new_id, "title": title, "priority": answer.data.priority, "open": True}
+    return f"opened ticket {new_id} ({answer.data.priority}): {title}"
+
+
+def add_test_tools() -> None:
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def crash() -> str:
+        """Exit the server's process in the middle of the call."""
+        os._exit(3)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def hang() -> str:
+        """Never answer."""
+        await asyncio.sleep(3600)
+        return "too late"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--http", type=int, metavar="PORT", help="serve Streamable HTTP on 127.0.0.1:PORT/mcp")
+    parser.add_argument("--test-tools", action="store_true", help="add the `crash` and `hang` tools")
+    options = parser.parse_args()
+    if options.test_tools:
+        add_test_tools()
+    if options.http is not None:
+        server.settings.log_level = "WARNING"
+        server.run("streamable-http", host="127.0.0.1", port=options.http)
+    else:
+        server.run()
+
+
+if __name__ == "__main__":
+    main()

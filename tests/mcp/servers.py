@@ -1,0 +1,71 @@
+"""The example MCP server (examples/mcp/server.py) as the tests start it: over stdio (the bot starts
+it) or over Streamable HTTP (a process of its own on a free port)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from bot.mcp import McpServerConfig, connect_mcp_servers, load_mcp_config
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = ROOT / "examples" / "mcp" / "server.py"
+
+
+def stdio_entry(**extra: Any) -> dict[str, Any]:
+    return {"command": sys.executable, "args": [str(SERVER), "--test-tools"], **extra}
+
+
+def write_config(path: Path, servers: dict[str, dict[str, Any]]) -> Path:
+    path.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+    return path
+
+
+def configs(tmp_path: Path, servers: dict[str, dict[str, Any]], environ: dict[str, str] | None = None):
+    return load_mcp_config(write_config(tmp_path / "servers.json", servers), environ or {})
+
+
+@asynccontextmanager
+async def connected(server_configs: list[McpServerConfig], **options: Any) -> AsyncIterator[Any]:
+    servers = await connect_mcp_servers(server_configs, **options)
+    try:
+        yield servers
+    finally:
+        await servers.aclose()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@asynccontextmanager
+async def http_server(port: int | None = None) -> AsyncIterator[str]:
+    """The example server over Streamable HTTP (on `port`, or a free one); yields its URL."""
+    port = port or _free_port()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(SERVER), "--test-tools", "--http", str(port),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(300):  # until it listens (it starts in well under a second on an idle machine)
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                break
+            except OSError:
+                if process.returncode is not None:
+                    raise RuntimeError("the example MCP server exited at start") from None
+                await asyncio.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        await process.wait()
