@@ -33,12 +33,13 @@ from .states import (
     run_sources_of,
     sources_of,
 )
-from .tables import AuditRow, MessageRow, RunRow, ThreadRow, ToolCallRow, utcnow
+from .tables import AuditRow, MessageRow, PolicyRow, RunRow, ThreadRow, ToolCallRow, utcnow
 
 if TYPE_CHECKING:
     from ._database import Database
 
 RUNS, MESSAGES, CALLS, AUDIT = RunRow.__table__, MessageRow.__table__, ToolCallRow.__table__, AuditRow.__table__
+POLICIES = PolicyRow.__table__
 
 
 class RunStore:
@@ -291,6 +292,27 @@ class RunStore:
         async with self._storage.transaction() as connection:
             return await self._transition(connection, call, to, allowed_from, messages, run, audit, lease, fields)
 
+    async def start(self, call: ToolCallRow, **fields: Any) -> tuple[bool, int | None]:
+        """Mark `call` running (the durable "the tool started" mark) unless an admin's policy disables
+        its tool; (True, None) if this caller may run it now, (False, version) when the disable stopped
+        it (`version`: of the policy that did), (False, None) when another caller took the call.
+
+        The policy read and the mark are one conditional UPDATE (`... AND NOT EXISTS (a disabling
+        policy)`): on PostgreSQL the statement's snapshot holds every transaction committed before it
+        began, on SQLite the write lock orders it after every committed change, so a disable that
+        committed first always wins, and no transaction is added to the approval cycle.
+        """
+        async with self._storage.transaction() as connection:
+            if await self._transition(
+                connection, call, ToolCallState.RUNNING, None, (), None, None, None, fields, unless_disabled=True
+            ):
+                return True, None
+            row = (await connection.execute(_WHY_NOT_STARTED, {"b_id": call.id, "b_tool": call.tool_name})).first()
+        still_startable = row is not None and row.state in sources_of(ToolCallState.RUNNING, None)
+        if still_startable and row.disabled_by is not None:
+            return False, row.disabled_by
+        return False, None
+
     async def settle(
         self,
         call: ToolCallRow,
@@ -322,6 +344,8 @@ class RunStore:
         audit: Audit | Iterable[Audit] | None,
         lease: str | None,
         fields: dict[str, Any],
+        *,
+        unless_disabled: bool = False,
     ) -> bool:
         sources = sources_of(to, frozenset(allowed_from) if allowed_from is not None else None)
         now = utcnow()
@@ -329,7 +353,11 @@ class RunStore:
         if to in WAITING_STATES and "suspended_at" not in fields:
             values["suspended_at"] = now
         messages = list(messages)
-        result = await connection.execute(_move_call(frozenset(sources)), {"b_id": call.id, **values})
+        if unless_disabled:
+            statement, params = _start_call(frozenset(sources)), {"b_id": call.id, "b_tool": call.tool_name}
+        else:
+            statement, params = _move_call(frozenset(sources)), {"b_id": call.id}
+        result = await connection.execute(statement, {**params, **values})
         if result.rowcount != 1:
             return False
         if messages:
@@ -480,6 +508,19 @@ _CLAIM_SETTLED_RUN = _UPDATE_RUN.where(RUNS.c.status == str(RunStatus.SUSPENDED)
 @functools.cache
 def _move_call(sources: frozenset[str]) -> Any:
     return update(CALLS).where(CALLS.c.id == bindparam("b_id"), _one_of(CALLS.c.state, sources))
+
+
+_DISABLES = and_(POLICIES.c.tool_name == bindparam("b_tool"), POLICIES.c.mode == literal_column("'disabled'"))
+"""A policy disables the tool `b_tool`."""
+_WHY_NOT_STARTED = select(
+    CALLS.c.state, select(POLICIES.c.version).where(_DISABLES).scalar_subquery().label("disabled_by")
+).where(CALLS.c.id == bindparam("b_id"))
+
+
+@functools.cache
+def _start_call(sources: frozenset[str]) -> Any:
+    """`_move_call` to `running`, only while no policy disables the call's tool (see `RunStore.start`)."""
+    return _move_call(sources).where(~exists().where(_DISABLES))
 
 
 @functools.cache

@@ -388,21 +388,26 @@ class RunDriver:
 
         The tool's policy is read again (it may have changed), unless the decision just read it
         (`policy`). The `before_tool_call` hook runs first; then the call is marked `running` in storage
-        (the "tool started" mark, one conditional UPDATE: whoever wins runs it, once); then `execute`.
+        (the "tool started" mark, one conditional UPDATE: whoever wins runs it, once), in the same
+        statement as the last read of the policy (a disable committed before it wins); then `execute`.
         """
         tool = self.deps.find_tool(row.tool_name)
         if tool is None or row.fingerprint != fingerprint(row.tool_name, row.args):
             reason = ARGS_CHANGED if tool is not None else f"the tool {row.tool_name!r} is no longer available"
             return await self._settle(row, ToolCallState.FAILED, {"error": reason}, is_error=True)
-        if (policy or await self.deps.policies.get(row.tool_name)).disabled:
-            return await self._settle(row, ToolCallState.FAILED, {"error": disabled_error(row.tool_name)}, True)
+        policy = policy or await self.deps.policies.get(row.tool_name)
+        if policy.disabled:
+            return await self._blocked(row, policy.version)
         skipped, output = await self._before_tool_call(row)
         if skipped:
             return await self._settle(row, ToolCallState.DONE, to_jsonable(output))
         sub_agent = self.deps.sub_agent_for(row.tool_name)
         # a sub-agent's run is named with the mark, so a recovery finds it and goes on with it
         child = {"child_run_id": uuid.uuid4().hex, "child_tool_call_id": None} if sub_agent is not None else {}
-        if not await self.runs.transition(row, ToolCallState.RUNNING, **child):
+        started, disabled_by = await self.runs.start(row, **child)
+        if disabled_by is not None:
+            return await self._blocked(row, disabled_by)
+        if not started:
             return []  # someone else took it: a call runs once
         if sub_agent is not None:
             return await self._run_sub_agent(row, sub_agent)
@@ -469,12 +474,24 @@ class RunDriver:
             return True, answer.get("output")
         return False, None
 
-    async def _settle(self, row: ToolCallRow, to: ToolCallState, result: Any, is_error: bool = False) -> list[Chunk]:
+    async def _blocked(self, row: ToolCallRow, policy_version: int) -> list[Chunk]:
+        """A decided or pending call whose tool an admin disabled before it started: it does not run, the
+        model reads that it is disabled, and the audit trail says `blocked` (by that policy version)."""
+        audit = Audit(
+            action="blocked", detail="the tool is disabled by an admin's policy", policy_version=policy_version
+        )
+        return await self._settle(row, ToolCallState.FAILED, {"error": disabled_error(row.tool_name)}, True, audit)
+
+    async def _settle(
+        self, row: ToolCallRow, to: ToolCallState, result: Any, is_error: bool = False, audit: Audit | None = None
+    ) -> list[Chunk]:
         """Store a call's result and the tool message the model reads, in one transaction; when the call
         was this driver's only work, the same transaction decides what follows (`_after_work`)."""
         message = _result_message_of(row.tool_call_id, result)
         error = result.get("error") if is_error and isinstance(result, dict) else None
-        audit = Audit(action="executed" if to == ToolCallState.DONE else "failed", detail=error and str(error)[:500])
+        if audit is None:
+            action = "executed" if to == ToolCallState.DONE else "failed"
+            audit = Audit(action=action, detail=error and str(error)[:500])
         stored = {"result": result, "is_error": is_error}
         if self._sole_work:
             won, self._move = await self.runs.settle(

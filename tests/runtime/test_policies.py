@@ -73,7 +73,7 @@ async def test_a_tool_disabled_after_approval_was_asked_does_not_run(model, stor
     assert "disabled by an admin" in one(chunks, "tool-result").payload["result"]["error"]
     assert "disabled by an admin" in tool_messages(model.chat.requests[-1])["c1"]
     actions = [(e.action, e.detail and "disabled" in e.detail) for e in await storage.audit_log.entries()]
-    assert actions == [("requested", None), ("approved", None), ("failed", True)]
+    assert actions == [("requested", None), ("approved", None), ("blocked", True)]
 
 
 async def test_expiry_with_two_replicas_declines_the_call_once_and_the_run_goes_on(model, database_url):
@@ -177,3 +177,49 @@ async def test_the_bot_s_sweep_expires_on_its_own(model, storage):
         assert (await agent.get_tool_call(approval.run_id, "c1")).state == "expired"
     finally:
         sweep.cancel()
+
+
+async def test_a_disable_committed_after_the_approval_but_before_the_tool_starts_wins(model, storage, database_url):
+    """Issue 17: the decision read the policy (not disabled), then an admin's disable committed (through
+    another connection, as another replica or the CLI would), then the approved call reached its start:
+    the tool does not run, the model is told, and the audit says `blocked`."""
+    admin = Storage(database_url)
+    tool = record_tool("delete-record", require_approval=True)
+
+    async def disable_first(call):  # runs after the decision, right before the started mark
+        await admin.policies.set("delete-record", PolicyChange(mode="disabled"), actor="UADMIN")
+
+    agent = make_agent([tool], storage=storage, hooks={"before_tool_call": disable_first})
+    model.chat.push(tool_calls(call("delete-record", {"id": "7"}, id="c1")), reply("It is disabled now."))
+    try:
+        approval = one(await collect(await agent.stream("delete 7")), "tool-call-approval")
+        chunks = await decide(agent.approve_tool_call(run_id=approval.run_id, tool_call_id="c1", approver="U2"))
+    finally:
+        await admin.close()
+
+    assert len(tool.calls) == 0 and finish_reason(chunks) == "stop"
+    assert "disabled by an admin" in one(chunks, "tool-result").payload["result"]["error"]
+    assert "disabled by an admin" in tool_messages(model.chat.requests[-1])["c1"]
+    record = await agent.get_tool_call(approval.run_id, "c1")
+    assert record.state == "failed"
+    entries = await storage.audit_log.entries()
+    assert [(e.action, e.policy_version) for e in entries] == [("requested", 0), ("approved", 0), ("blocked", 1)]
+
+
+async def test_a_disable_committed_before_a_call_without_approval_starts_wins(model, storage, database_url):
+    admin = Storage(database_url)
+    tool = record_tool("list-records", require_approval=False)
+
+    async def disable_first(call):
+        await admin.policies.set("list-records", PolicyChange(mode="disabled"))
+
+    agent = make_agent([tool], storage=storage, hooks={"before_tool_call": disable_first})
+    model.chat.push(tool_calls(call("list-records", {"id": "1"}, id="c1")), reply("That tool is disabled."))
+    try:
+        chunks = await collect(await agent.stream("list them"))
+    finally:
+        await admin.close()
+
+    assert len(tool.calls) == 0 and finish_reason(chunks) == "stop"
+    assert "disabled by an admin" in tool_messages(model.chat.requests[-1])["c1"]
+    assert [e.action for e in await storage.audit_log.entries()] == ["blocked"]
