@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -48,6 +49,18 @@ class Memory:
                 select(MessageRow).where(MessageRow.thread_id == thread_id).order_by(MessageRow.id)
             )
             return [message_of(r) for r in rows]
+
+    async def user_spoke_since(self, thread_id: str, since: datetime) -> bool:
+        """Whether a user's message was stored in the thread at or after `since` (a run started on it, or
+        an answer that resumed a waiting call): how a front end learns, after a crash, whether the
+        runtime took a message it had started to hand over."""
+        async with self.storage.read_session() as session:
+            found = await session.scalar(
+                select(MessageRow.id)
+                .where(MessageRow.thread_id == thread_id, MessageRow.role == "user", MessageRow.created_at >= since)
+                .limit(1)
+            )
+        return found is not None
 
 
 def pair_tool_results(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:

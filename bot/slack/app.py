@@ -26,7 +26,7 @@ from .directory import Directory
 from .home import HomePublisher
 from .intake import RECORDED, EventIntake, record_event
 from .listeners import register_listeners
-from .listeners.events.turn import take_turn
+from .listeners.events.turn import reached_the_agent, take_turn
 from .permissions import DecisionRule, PolicyRule
 from .recovery import background_stream_hook, run_recovery
 from .services import SlackServices, attach_services, remember_services, services_of_app
@@ -121,6 +121,7 @@ def create_slack_app(
         services.store,
         app.client,
         lambda message: take_turn(services, app.client, message),
+        reached_agent=lambda message: reached_the_agent(services, message),
         max_concurrent_turns=max_concurrent_turns,
         queued_notice_after=queued_notice_after,
         stale_after=stale_after,

@@ -47,8 +47,12 @@ class QueuedMessage:
     event: dict[str, Any]
     """What the turn needs of the Slack event (type, user, text, channel, ts, thread_ts, channel_type)."""
     bot_user_id: str | None
-    started: bool
-    """A turn was started on it before: the replica that started it stopped without finishing."""
+    started_at: datetime | None = None
+    """When a turn was started on it before: the replica that started it stopped without finishing."""
+
+    @property
+    def started(self) -> bool:
+        return self.started_at is not None
 
 
 class SlackStore:
@@ -205,7 +209,7 @@ class SlackStore:
             team_id=row.team_id or "",
             event=row.event or {},
             bot_user_id=row.bot_user_id,
-            started=row.started_at is not None,
+            started_at=row.started_at,
         )
 
     async def start_turn(self, event_id: str) -> bool:

@@ -48,6 +48,7 @@ class TurnQueue:
         client: AsyncWebClient,
         answer: Callable[[QueuedMessage], Awaitable[None]],
         *,
+        reached_agent: Callable[[QueuedMessage], Awaitable[bool]] | None = None,
         max_concurrent_turns: int = DEFAULT_MAX_CONCURRENT_TURNS,
         queued_notice_after: float = 10.0,
         stale_after: float = 30.0,
@@ -58,6 +59,8 @@ class TurnQueue:
         self.client = client
         self.answer = answer
         """Takes one message's turn (runs the agent and writes its answer in the thread)."""
+        self.reached_agent = reached_agent
+        """Whether the runtime took a message whose turn a replica started before it stopped (None: unknown)."""
         self.max_concurrent_turns = max_concurrent_turns
         self.queued_notice_after = queued_notice_after
         """Seconds a message may wait behind earlier ones before the thread is told it is queued."""
@@ -98,9 +101,9 @@ class TurnQueue:
                     return
 
     async def _take_turn(self, message: QueuedMessage) -> None:
-        if not await self.store.start_turn(message.event_id):
-            # started before by a replica that stopped: what it started is the runtime's recovery's to
-            # continue; answering the message again could run its request twice
+        if not await self.store.start_turn(message.event_id) and await self._reached_agent(message):
+            # started before by a replica that stopped after the runtime took the message: what it started
+            # is the runtime's recovery's to continue; answering the message again could run it twice
             self.logger.warning("turn of event %s was interrupted; not taken again", message.event_id)
             await self.store.finish_turn(message.event_id)
             await self._post(message, INTERRUPTED_TEXT)
@@ -111,6 +114,20 @@ class TurnQueue:
             self.logger.exception("the turn of event %s failed", message.event_id)
         finally:
             await self.store.finish_turn(message.event_id)
+
+    async def _reached_agent(self, message: QueuedMessage) -> bool:
+        """For a turn a stopped replica started: whether the runtime took the message. When it did not (the
+        replica stopped between the ack and the run), the message is answered now, as if just arrived."""
+        if self.reached_agent is None:
+            return True  # cannot tell: never risk running a request twice
+        try:
+            reached = await self.reached_agent(message)
+        except Exception:  # a database blip: the safe answer
+            self.logger.exception("could not tell whether event %s reached the agent", message.event_id)
+            return True
+        if not reached:
+            self.logger.info("turn of event %s was interrupted before the agent took it; taken again", message.event_id)
+        return reached
 
     async def _keep(self, thread_id: str) -> None:
         while True:

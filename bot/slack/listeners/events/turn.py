@@ -31,3 +31,13 @@ async def take_turn(services: SlackServices, client: Any, message: QueuedMessage
         if conversation is None:
             return  # a thread the bot takes no part in
     await answer_message(services, client, thread=thread, user=event["user"], text=text, owner=conversation.started_by)
+
+
+async def reached_the_agent(services: SlackServices, message: QueuedMessage) -> bool:
+    """Whether the runtime took a message whose turn was started by a replica that then stopped: the
+    user's message is in the thread's memory since the turn started (a run was started on it, or it
+    answered a waiting call). Without memory nobody can tell, and the message is not answered again."""
+    memory = services.agent.memory
+    if memory is None or message.started_at is None:
+        return True
+    return await memory.user_spoke_since(message.thread_id, message.started_at)

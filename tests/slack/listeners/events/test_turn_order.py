@@ -17,7 +17,7 @@ from bot.slack.store import SlackStore
 from bot.slack.tables import SlackThreadTurnRow
 from bot.slack.threads import SlackThread
 from bot.slack.turn_queue import INTERRUPTED_TEXT, QUEUED_TEXT
-from memory.tables import utcnow
+from memory.tables import RunRow, utcnow
 from tests.support.scripted_model import failure, reply
 
 from ...harness import running_bot
@@ -148,9 +148,9 @@ async def test_a_rate_limited_model_is_asked_again_after_its_retry_after_and_the
     assert not [c for c in slack.calls_of("chat.postMessage") if ":warning:" in str(c.params.get("text"))]
 
 
-async def test_a_thread_left_by_a_crashed_replica_is_taken_over(database_url, slack, model, storage):
-    """What a replica that died mid-turn leaves: its turn row, a message whose turn it started, and a
-    message queued behind it. Another replica's sweep takes the thread over once the row is stale."""
+async def crashed_mid_turn(storage, *, reached_the_agent: bool) -> tuple[dict, str]:
+    """What a replica that died mid-turn leaves: its turn row, a message whose turn it started (and, if
+    `reached_the_agent`, whose text the runtime had stored in the thread), a message queued behind it."""
     await storage.migrate()
     store = SlackStore(storage)
     sender_event = {"type": "app_mention", "user": "U1", "text": "<@U0BOT> first", "ts": "1800000001.000100"}
@@ -165,7 +165,17 @@ async def test_a_thread_left_by_a_crashed_replica_is_taken_over(database_url, sl
     await store.start_conversation(SlackThread(team_id="T1", channel="C1", thread_ts=first["ts"]), "U1")
     async with storage.session() as session:  # the dead replica's last heartbeat, a minute ago
         await session.execute(update(SlackThreadTurnRow).values(heartbeat_at=utcnow() - timedelta(seconds=60)))
+    if reached_the_agent:  # the run it started stored the message (the runtime's recovery goes on with it)
+        run = RunRow(id="run-dead", agent_id="demo", thread_id=thread_id, resource_id="U1", uses_memory=True,
+                     status="completed", step=1, max_steps=10)  # fmt: skip
+        await storage.runs.create_run(run, [{"role": "user", "content": "first"}])
+    return first, thread_id
 
+
+async def test_a_thread_left_by_a_crashed_replica_is_taken_over(database_url, slack, model, storage):
+    """The crashed replica's turn had handed its message to the runtime: that message is not run again
+    (the runtime's recovery continues what it started); the message queued behind it is answered."""
+    first, _ = await crashed_mid_turn(storage, reached_the_agent=True)
     model.chat.push(reply("Answer two."))
     async with running_bot(database_url=database_url, slack=slack, stale_after=5) as bot:
         turns = services_of_app(bot.app).turns
@@ -177,4 +187,22 @@ async def test_a_thread_left_by_a_crashed_replica_is_taken_over(database_url, sl
         assert slack.message("C1", stops[0].params["ts"]).text == "Answer two."
         assert [last_user_text(r) for r in model.chat.requests] == ["second"]  # the interrupted one is not re-run
         await slack.settle()
+        assert await turns.sweep() == 0
+
+
+async def test_a_message_whose_turn_a_crashed_replica_started_before_the_runtime_took_it_is_answered(
+    database_url, slack, model, storage
+):
+    """Issue 17: the replica died between the ack (the message recorded) and the run: nothing of the
+    message reached the runtime, so the replica that takes the thread over answers it, then the next."""
+    first, _ = await crashed_mid_turn(storage, reached_the_agent=False)
+    model.chat.push(reply("Answer one."), reply("Answer two."))
+    async with running_bot(database_url=database_url, slack=slack, stale_after=5) as bot:
+        turns = services_of_app(bot.app).turns
+        turns.sweep_every = 0.01
+        assert await turns.sweep() == 1
+        assert await answers_in_thread(slack, first["ts"], 2) == ["Answer one.", "Answer two."]
+        assert [last_user_text(r) for r in model.chat.requests] == ["first", "second"]
+        await slack.settle()
+        assert INTERRUPTED_TEXT not in [m.text for m in slack.thread("C1", first["ts"])]
         assert await turns.sweep() == 0
