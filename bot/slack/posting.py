@@ -59,6 +59,11 @@ async def deliver(
     `search_first` looks for one before the first try (an earlier try may have posted it and died)."""
     poster = careful_client(client)
     delay = BACKOFF
+    if search_first and not row.maybe_copies:
+        # The earlier try's post may still land after this one (Slack was slow, its sender died): the
+        # thread is searched again when the call is settled, so that copy shows the decision too.
+        await services.store.mark_maybe_copies(row.id)
+        row.maybe_copies = True
     for attempt in range(ATTEMPTS):
         if attempt or search_first or row.maybe_copies:
             found = await find_copies(services, client, row)

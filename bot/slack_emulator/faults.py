@@ -4,6 +4,8 @@ Each fault applies to the next `times` calls of one method, in the order they we
 - an HTTP status (429 with Retry-After, 500, 503): the call does nothing, the answer is that status;
 - a Slack error (`{"ok": false, "error": ...}` with HTTP 200): the call does nothing;
 - a delay: the call is answered after `seconds` (then carried out as usual);
+- a hold: the call waits until the test releases it (then carried out as usual), also when the
+  client has gone meanwhile: a request Slack received before its sender died still takes effect;
 - a dropped connection: the call is carried out (the message exists in the workspace) and the
   connection is then closed without an answer, as when the network fails on the way back;
   with `after=False` the connection is dropped before anything is done.
@@ -11,6 +13,7 @@ Each fault applies to the next `times` calls of one method, in the order they we
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 
@@ -33,6 +36,8 @@ class Fault:
     """Close the connection instead of answering."""
     after: bool = True
     """With `drop`: carry the call out first (True), or drop before doing anything (False)."""
+    hold: Hold | None = None
+    """Wait until this hold is released before going on."""
 
     @property
     def label(self) -> int | str:
@@ -44,6 +49,17 @@ class Fault:
         if self.error is not None:
             return self.error
         return "delayed"
+
+
+class Hold:
+    """A call kept waiting (see `SlackWebApi.hold`): `arrived` once the call came, `release()` lets it go on."""
+
+    def __init__(self) -> None:
+        self.arrived = asyncio.Event()
+        self.released = asyncio.Event()
+
+    def release(self) -> None:
+        self.released.set()
 
 
 class Faults:

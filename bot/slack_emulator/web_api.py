@@ -20,7 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .faults import Fault, Faults
+from .faults import Fault, Faults, Hold
 from .workspace import (
     APP_ID,
     BOT_ID,
@@ -132,6 +132,13 @@ class SlackWebApi:
         """Answer the next `times` calls of `method` `seconds` late (they are carried out as usual)."""
         self.faults.add(Fault(method=method, times=times, delay=seconds))
 
+    def hold(self, method: str) -> Hold:
+        """Keep the next call of `method` waiting until the returned hold is released (it is then carried
+        out as usual, even if its client has gone): Slack slow for exactly as long as a test needs."""
+        hold = Hold()
+        self.faults.add(Fault(method=method, hold=hold))
+        return hold
+
     def drop_connection(self, method: str, *, times: int = 1, after: bool = True) -> None:
         """Close the connection of the next `times` calls of `method` without an answer: after carrying the
         call out (`after=True`: the message exists, the client never hears so), or before."""
@@ -146,6 +153,9 @@ class SlackWebApi:
         if fault is not None:
             if fault.delay:
                 await asyncio.sleep(fault.delay)
+            if fault.hold is not None:
+                fault.hold.arrived.set()
+                await fault.hold.released.wait()
             if fault.drop and not fault.after:
                 return self._drop(request, method, fault)
             if fault.status is not None:

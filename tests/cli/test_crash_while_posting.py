@@ -191,3 +191,43 @@ async def test_a_tool_killed_midway_comes_back_to_slack_as_interrupted_and_runs_
         assert len([c for c in slack.calls_of("chat.postMessage") if "may or may not" in c.text]) == 1
     finally:
         await stop_bot(second)
+
+
+async def test_a_slow_post_that_lands_after_the_recovery_posted_again_shows_the_decision_too(
+    database_url, slack, model, tmp_path
+):
+    """Issue 17: Slack is slow with the approval's post; the bot dies while it waits; the restarted bot's
+    recovery looks in the thread, finds nothing yet and posts again; then the slow post lands. After the
+    decision both copies show it (before, the first kept its buttons and said "already decided")."""
+    model.chat.push(tool_calls(call("delete-record", {"id": 2}, id="call_1")), reply("Record 2 is deleted."))
+    slow = slack.hold("chat.postMessage")
+    env, port = bot_env(database_url, slack), free_port()
+    sender = SignedSender(f"http://127.0.0.1:{port}/slack/events", SECRET, slack=slack)
+    first = await start_bot(port, env, tmp_path / "a.log")
+    try:
+        event = sender.mention("delete record 2")
+        assert (await sender.event(event))[0] == 200
+        await asyncio.wait_for(slow.arrived.wait(), 30)  # Slack has the post; it answers late
+    finally:
+        first.kill()
+        await first.wait()
+
+    second = await start_bot(port, env, tmp_path / "b.log")
+    try:
+        await message_row_when(database_url, lambda row: row.ts is not None)  # the recovery posted it again
+        [again] = approvals_in(slack, event["ts"])
+        slow.release()  # now the first post lands, in a thread that already shows the approval
+        await slack.wait_for("chat.postMessage", lambda c: "tool_approve" in str(c.params), count=2, timeout=30)
+        copies = approvals_in(slack, event["ts"])
+        assert len(copies) == 2 and again in copies
+
+        assert (await sender.click(again, "tool_approve", user="U2"))[0] == 200
+        stops = await slack.wait_for("chat.stopStream", timeout=30)
+        assert slack.message("C1", stops[-1].params["ts"]).text == "Record 2 is deleted."
+        await slack.settle()
+        for copy in copies:  # every copy shows the decision, none has buttons left
+            assert "Approved" in copy.all_text and copy.action_ids() == []
+        assert await read(database_url, select(DemoRecordRow.id).order_by(DemoRecordRow.id)) == [1, 3, 4, 5]
+    finally:
+        slow.release()
+        await stop_bot(second)
