@@ -87,6 +87,12 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
             default=settings.bot_mcp_config,
             help='MCP servers whose tools join the agent\'s: {"mcpServers": {...}} (default: BOT_MCP_CONFIG)',
         )
+    for command in (policy_list, policy_set, audit):
+        command.add_argument(
+            "--playground",
+            action="store_true",
+            help="use the playground's database (the one `python -m bot dev` uses) instead of DATABASE_URL",
+        )
     for command in (serve, socket, dev):
         command.add_argument(
             "--log-level",
@@ -241,14 +247,17 @@ async def connect_mcp(path: str | None) -> Any:
 async def _dev(settings: Settings, *, port: int, agent: Any, mcp_file: str | None = None) -> None:
     from bot.playground import run_playground
 
-    from .defaults import PLAYGROUND_DATABASE_URL
-
     # the playground's database checked first, so a bad DATABASE_URL is one line like serve's
-    url = settings.database_url if "database_url" in settings.model_fields_set else PLAYGROUND_DATABASE_URL
-    await (await open_storage(url)).close()
+    await (await open_storage(settings.playground_database_url)).close()
     mcp = await connect_mcp(mcp_file)
     try:
         await run_playground(settings, port=port, agent=agent, tools=mcp.tools)
+    except OSError as exc:
+        if exc.errno in (errno.EADDRINUSE, errno.EACCES, errno.EADDRNOTAVAIL):
+            raise StartupError(
+                f"cannot listen on 127.0.0.1:{port}: {exc.strerror}; choose another with --port"
+            ) from None
+        raise
     finally:
         await mcp.aclose()
 
@@ -289,13 +298,16 @@ def _one_line(exc: BaseException) -> str:
 
 
 async def _admin(options: argparse.Namespace, settings: Settings) -> None:
-    """`policy list|set` and `audit` on DATABASE_URL."""
-    from memory import PolicyChange, Storage
+    """`policy list|set` and `audit` on DATABASE_URL (or, with `--playground`, the playground's database),
+    said on stderr first."""
+    from memory import PolicyChange
 
     from . import admin
     from .assemble import add_tools
 
-    storage = Storage(settings.database_url)
+    url = settings.playground_database_url if options.playground else settings.database_url
+    print(f"Database: {_without_password(url)} ({_database_origin(options, settings)})", file=sys.stderr)
+    storage = await open_storage(url)
     try:
         if options.command == "audit":
             await admin.print_audit(
@@ -320,6 +332,16 @@ async def _admin(options: argparse.Namespace, settings: Settings) -> None:
         await storage.close()
 
 
+def _database_origin(options: argparse.Namespace, settings: Settings) -> str:
+    """Why an admin command reads the database it reads, in the words of its stderr line."""
+    chosen = "database_url" in settings.model_fields_set
+    if options.playground:
+        return "--playground: DATABASE_URL, as `dev` uses it" if chosen else "--playground: the playground's own"
+    if chosen:
+        return "DATABASE_URL"
+    return "DATABASE_URL is not set: the default; the playground's database is --playground"
+
+
 def _demo_agent(storage: Any, settings: Settings) -> Any:
     from bot.demo import build_demo_agent
 
@@ -342,6 +364,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = build_parser(settings).parse_args(argv)
     if options.command in ("policy", "audit"):
         return _run_admin(options)
+    if not 0 <= options.port <= 65535:
+        print(f"error: --port {options.port} is not a port: use one of 1-65535 (0: any free one)", file=sys.stderr)
+        return 2
     configure_logging(options.log_level, options.log_format)
     try:
         settings.require(*REQUIRED.get(options.command, ()))

@@ -109,6 +109,14 @@ class Settings(BaseSettings):
     def _trailing_slash(cls, value: str) -> str:
         return value if value.endswith("/") else value + "/"
 
+    @property
+    def playground_database_url(self) -> str:
+        """The database `python -m bot dev` uses: DATABASE_URL when it is set, else the playground's own
+        (`data/playground.db`); the admin commands reach it with `--playground`."""
+        from .defaults import PLAYGROUND_DATABASE_URL
+
+        return self.database_url if "database_url" in self.model_fields_set else PLAYGROUND_DATABASE_URL
+
     def require(self, *names: str) -> None:
         """Fail with a message naming each missing variable among `names` (environment variable names)."""
         missing = [name for name in names if not getattr(self, name.lower())]

@@ -21,7 +21,10 @@ if TYPE_CHECKING:
     from bot.settings import Settings
     from tools import Tool
 
-__all__ = ["Playground", "run_playground"]
+__all__ = ["ADMIN_HINT", "Playground", "run_playground"]
+
+ADMIN_HINT = "python -m bot policy list --playground  ·  python -m bot audit --playground"
+"""The admin commands on this playground's database, as the banner names them."""
 
 
 async def run_playground(
@@ -30,10 +33,13 @@ async def run_playground(
     """Serve the playground on 127.0.0.1 (on `port`, or the next free one) until cancelled."""
     try:
         async with Playground(settings, port=port, agent=agent, tools=tools) as playground:
+            if playground.asked_port and playground.port != playground.asked_port:
+                print(f"Port {playground.asked_port} is in use: serving on {playground.port} instead.", flush=True)
             print(f"Playground: {playground.url}  <- open it in a browser and talk to the bot", flush=True)
             print(f"Agent:      {playground.agent.name if playground.agent else '?'}", flush=True)
             print(f"Model:      {playground.model_label}", flush=True)
             print(f"Database:   {_without_password(playground.database_url)}", flush=True)
+            print(f"Admin:      {ADMIN_HINT}", flush=True)
             print("Stop with Ctrl-C.", flush=True)
             await asyncio.Event().wait()
     finally:

@@ -17,7 +17,6 @@ from aiohttp import web
 from bot.agent import Agent
 from bot.api import add_api_off_routes, add_api_routes
 from bot.assemble import assemble_agent
-from bot.defaults import PLAYGROUND_DATABASE_URL
 from bot.expiry import expire_forever
 from bot.metrics import add_metrics_routes
 from bot.recovery import RecoveryLoop
@@ -85,8 +84,7 @@ class Playground:
     @property
     def database_url(self) -> str:
         """DATABASE_URL when it is set, else a database of the playground's own."""
-        chosen = "database_url" in self.settings.model_fields_set
-        return self.settings.database_url if chosen else PLAYGROUND_DATABASE_URL
+        return self.settings.playground_database_url
 
     async def start(self) -> Self:
         sock = _bind(self.host, self.asked_port)
@@ -200,7 +198,7 @@ class Playground:
 
 def _bind(host: str, port: int) -> socket.socket:
     """A listening socket on `port`, or on the next free one of `PORTS_TRIED` (port 0: any free port)."""
-    candidates = [port] if port == 0 else range(port, port + PORTS_TRIED)
+    candidates = [port] if port == 0 else range(port, min(port + PORTS_TRIED, 65536))
     last_error: OSError | None = None
     for candidate in candidates:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

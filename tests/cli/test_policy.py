@@ -112,3 +112,47 @@ async def test_audit_prints_the_trail_as_table_jsonl_and_csv(database_url):
     assert code == 0 and len(out.strip().splitlines()) == 1  # the header alone
     code, out, err = await bot("audit", database_url=database_url)
     assert out.splitlines()[0].split()[:2] == ["AT", "ACTION"] and len(out.splitlines()) == 4
+
+
+async def test_the_admin_commands_say_which_database_they_read(database_url, tmp_path):
+    """The README's walk-through edits policies in the playground and reads them with `policy list`: the
+    commands read DATABASE_URL (data/bot.db by default) silently, so the playground's edits looked lost."""
+    for args in (("policy", "list"), ("audit",)):
+        code, out, err = await bot(*args, database_url=database_url)
+        assert code == 0, err
+        shown = database_url.split("@")[-1]
+        assert err.splitlines() == [err.splitlines()[0]] and shown in err and "(DATABASE_URL)" in err, err
+
+
+async def test_playground_reaches_the_database_dev_uses(tmp_path):
+    """`--playground`: DATABASE_URL unset, the commands read data/playground.db, as `dev` does."""
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+
+    async def run(*args: str) -> tuple[int, str, str]:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", *args, env=env, cwd=tmp_path, stdout=-1, stderr=-1
+        )
+        out, err = await process.communicate()
+        return process.returncode, out.decode(), err.decode()
+
+    code, out, err = await run("policy", "set", "list-records", "--mode", "require_approval", "--playground")
+    assert code == 0, err
+    assert "sqlite+aiosqlite:///data/playground.db" in err and "--playground" in err
+    assert (tmp_path / "data" / "playground.db").exists() and not (tmp_path / "data" / "bot.db").exists()
+    code, out, err = await run("policy", "list", "--playground")
+    assert table(out)["list-records"][1] == "require_approval"
+    code, out, err = await run("audit", "--playground", "--format", "jsonl")
+    assert code == 0 and "sqlite+aiosqlite:///data/playground.db" in err, err
+    code, out, err = await run("policy", "list")  # DATABASE_URL unset: the default, which says so
+    assert "sqlite+aiosqlite:///data/bot.db" in err and "--playground" in err
+    assert table(out)["list-records"][1] == "inherit"
+
+
+async def test_a_database_url_that_cannot_be_used_is_one_line(tmp_path):
+    (tmp_path / "a-file").write_text("")
+    for url in ("not a url", f"sqlite+aiosqlite:///{tmp_path}/a-file/bot.db", "postgresql://postgres@127.0.0.1/db"):
+        for args in (("policy", "list"), ("audit",), ("policy", "set", "list-records", "--mode", "disabled")):
+            code, out, err = await bot(*args, database_url=url)
+            lines = err.splitlines()
+            assert code == 2 and len(lines) == 2, err  # which database, then the error
+            assert lines[1].startswith("error: ") and "DATABASE_URL" in lines[1], err

@@ -161,3 +161,34 @@ async def test_a_good_start_is_one_line(tmp_path, log_format):
     assert f"listening on http://127.0.0.1:{port}" in lines[0]
     if log_format == "json":
         assert json.loads(lines[0])["level"] == "INFO"
+
+
+@pytest.mark.parametrize("command", ["dev", "serve"])
+async def test_a_port_that_is_not_a_port_is_one_line(tmp_path, command):
+    code, lines, _ = await run_bot(command, "--port", "99999", env=bot_env(tmp_path))
+    assert code == 2
+    assert_one_error_line(lines, "--port 99999", "1-65535")
+
+
+async def test_dev_on_a_port_in_use_says_where_it_moved(tmp_path):
+    """It moved to the next free port silently: the URL in the README was then not the playground's."""
+    env = {k: v for k, v in bot_env(tmp_path).items() if not k.startswith(("OPENAI_", "DATABASE_URL"))}
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", "dev", "--port", str(port), env=env, cwd=tmp_path, stdout=-1, stderr=-2
+        )
+        try:
+            printed = []
+            while not printed or not printed[-1].startswith("Stop with Ctrl-C"):
+                line = await asyncio.wait_for(process.stdout.readline(), 60)
+                assert line, "\n".join(printed)
+                printed.append(line.decode().rstrip())
+        finally:
+            process.send_signal(2)
+            await asyncio.wait_for(process.wait(), 20)
+    moved = [line for line in printed if line.startswith(f"Port {port} is in use: serving on ")]
+    assert moved, printed
+    assert any("python -m bot policy list --playground" in line for line in printed), printed
