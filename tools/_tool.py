@@ -39,12 +39,18 @@ class AgentToolContext:
         self.suspended_with: Any = None
         self.suspend_error: SchemaValidationError | None = None
         self.suspended = False
+        self.resume_schema: dict[str, Any] | None = None
+        """The schema of the answer this suspension waits for, when it is not the tool's `resume_schema`."""
 
-    async def suspend(self, payload: Any = None) -> None:
+    async def suspend(self, payload: Any = None, *, resume_schema: dict[str, Any] | None = None) -> None:
         """Park this call until someone resumes it; `payload` says what the tool waits for.
+
+        `resume_schema` (a JSON Schema dict) is what this one suspension takes as an answer, when it is not
+        the tool's own `resume_schema` (an MCP server's question says what it needs each time).
 
         Does not raise: a payload that fails `suspend_schema` turns the call's result into an error instead.
         """
+        self.resume_schema = resume_schema
         if self._suspend_schema is not None:
             try:
                 payload = to_jsonable(self._suspend_schema.validate(payload))

@@ -441,7 +441,7 @@ class RunDriver:
                 row,
                 ToolCallState.SUSPENDED,
                 suspend_payload=context.suspended_with,
-                resume_schema=tool.resume_schema.json_schema if tool.resume_schema else None,
+                resume_schema=context.resume_schema or (tool.resume_schema.json_schema if tool.resume_schema else None),
                 resume_data=None,
                 requires_approval=False,
             )

@@ -18,7 +18,8 @@ import mcp.types as types
 from tools import Tool, ToolContext, create_tool
 
 from ._config import McpServerConfig
-from ._connection import ElicitationHandler, McpServerError, ServerConnection
+from ._connection import McpServerError, ServerConnection
+from ._live_calls import LIVE_CALLS, LiveCall, Question, answer_of
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +27,12 @@ SEPARATOR = "__"
 NAME_LIMIT = 64
 """The longest tool name the model providers accept."""
 _MODEL_NAME = re.compile(r"[A-Za-z0-9_-]+")
+
+
+INTERRUPTED_QUESTION = (
+    "the MCP server {server!r} asked a question during this call, and the bot process that held the call "
+    "stopped before the answer came: the call was interrupted and may or may not have taken effect"
+)
 
 
 class McpToolError(RuntimeError):
@@ -49,10 +56,7 @@ class McpServers:
 
 async def connect_mcp_servers(configs: Sequence[McpServerConfig], *, elicitation: Any = None) -> McpServers:
     """Start (or connect to) every server at once and list its tools. A server that cannot start is
-    named in one warning line and left out: the bot runs without its tools.
-
-    `elicitation(tool, ctx, params)` answers a server's question during a call (see `bot.mcp`'s README
-    section); without it a question is answered `cancel`."""
+    named in one warning line and left out: the bot runs without its tools."""
     servers = McpServers()
 
     async def start(config: McpServerConfig) -> None:
@@ -67,7 +71,7 @@ async def connect_mcp_servers(configs: Sequence[McpServerConfig], *, elicitation
             return
         servers.connections[config.name] = connection
         for tool in listed:
-            converted = mcp_tool(connection, tool, elicitation=elicitation)
+            converted = mcp_tool(connection, tool)
             if converted is not None:
                 servers.tools.append(converted)
         log.info("MCP server %r: %d tool(s) over %s", config.name, len(listed), config.transport)
@@ -77,7 +81,7 @@ async def connect_mcp_servers(configs: Sequence[McpServerConfig], *, elicitation
     return servers
 
 
-def mcp_tool(connection: ServerConnection, tool: types.Tool, *, elicitation: Any = None) -> Tool | None:
+def mcp_tool(connection: ServerConnection, tool: types.Tool) -> Tool | None:
     """The agent's tool for one MCP tool; None (and a warning) for a name the model would not accept."""
     server = connection.config
     name = f"{server.name}{SEPARATOR}{tool.name}"
@@ -96,13 +100,22 @@ def mcp_tool(connection: ServerConnection, tool: types.Tool, *, elicitation: Any
     title = tool.title or (tool.annotations.title if tool.annotations else None)
 
     async def execute(args: Any, ctx: ToolContext) -> Any:
-        on_elicit: ElicitationHandler | None = None
-        if elicitation is not None:
-
-            async def on_elicit(params: types.ElicitRequestParams) -> types.ElicitResult:
-                return await elicitation(name, ctx, params)
-
-        result = await connection.call(tool.name, dict(args or {}), on_elicit=on_elicit)
+        key = (ctx.run_id, ctx.tool_call_id)
+        live = LIVE_CALLS.pop(key, None)
+        if live is None and ctx.agent.resume_data is not None:
+            raise McpServerError(INTERRUPTED_QUESTION.format(server=server.name))
+        if live is None:
+            live = LiveCall(lambda ask: connection.call(tool.name, dict(args or {}), on_elicit=ask))
+        else:
+            live.answer(answer_of(ctx.agent.resume_data))
+        event = await live.next()
+        if isinstance(event, Question):
+            LIVE_CALLS[key] = live
+            await ctx.agent.suspend(question_payload(server.name, event.params), resume_schema=_schema_of(event.params))
+            return None
+        if event.error is not None:
+            raise event.error
+        result = event.result
         if result.is_error:
             raise McpToolError(f"the MCP server {server.name!r} answered that {tool.name!r} failed: {_text(result)}")
         return result_of(result)
@@ -118,6 +131,24 @@ def mcp_tool(connection: ServerConnection, tool: types.Tool, *, elicitation: Any
         source=f"MCP server `{server.name}`",
         hints=hints,
     )
+
+
+def question_payload(server: str, params: types.ElicitRequestParams) -> dict[str, Any]:
+    """The `suspend_payload` of a call whose server asked a question: its `message` and `requested_schema`
+    (form mode), or its `url` (URL mode: the answer happens there, the call waits for the server)."""
+    payload: dict[str, Any] = {"message": params.message, "mcp_server": server}
+    if isinstance(params, types.ElicitRequestURLParams):
+        payload["url"] = params.url
+        return payload
+    payload["requested_schema"] = _schema_of(params)
+    return payload
+
+
+def _schema_of(params: types.ElicitRequestParams) -> dict[str, Any] | None:
+    schema = getattr(params, "requested_schema", None)
+    if schema is None:
+        return None
+    return schema if isinstance(schema, dict) else schema.model_dump(by_alias=True, exclude_none=True)
 
 
 def annotation_hints(annotations: types.ToolAnnotations | None) -> tuple[str, ...]:

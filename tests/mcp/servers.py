@@ -7,12 +7,14 @@ import asyncio
 import json
 import socket
 import sys
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from bot.mcp import McpServerConfig, connect_mcp_servers, load_mcp_config
+from tools import AgentToolContext, ToolContext
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "examples" / "mcp" / "server.py"
@@ -69,3 +71,11 @@ async def http_server(port: int | None = None) -> AsyncIterator[str]:
         if process.returncode is None:
             process.terminate()
         await process.wait()
+
+
+def context() -> ToolContext:
+    """The context of a call made outside a run (a test that calls a tool itself)."""
+    return ToolContext(
+        run_id="test", tool_call_id=uuid.uuid4().hex, thread_id=None, resource_id=None, request_context={},
+        agent=AgentToolContext(None),
+    )  # fmt: skip

@@ -16,7 +16,7 @@ from tests.slack.harness import MODEL, running_bot
 from tests.support.scripted_model import call, reply, tool_calls
 from tests.support.slack import slack_workspace
 
-from .servers import configs, connected, http_server, stdio_entry
+from .servers import configs, connected, context, http_server, stdio_entry
 
 
 @pytest.fixture(params=["stdio", "http"])
@@ -55,7 +55,7 @@ def tool_message(request: dict) -> str:
 
 async def open_titles(mcp_servers) -> list[str]:
     tools = {t.id: t for t in mcp_servers.tools}
-    return [t["title"] for t in await tools["tickets__list_tickets"].execute({}, None)]
+    return [t["title"] for t in await tools["tickets__list_tickets"].execute({}, context())]
 
 
 async def test_the_model_is_offered_the_servers_tools_and_a_trusted_read_only_one_runs_at_once(bot, model):

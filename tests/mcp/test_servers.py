@@ -7,7 +7,7 @@ import pytest
 
 from bot.mcp import McpConfigError, McpServerError, McpToolError, load_mcp_config
 
-from .servers import configs, connected, http_server, stdio_entry, write_config
+from .servers import configs, connected, context, http_server, stdio_entry, write_config
 
 
 async def test_stdio_tools_have_the_servers_names_schemas_titles_and_approval_defaults(tmp_path):
@@ -33,7 +33,7 @@ async def test_read_only_hints_of_a_server_not_trusted_still_ask(tmp_path):
 async def test_streamable_http_server_lists_and_calls(tmp_path):
     async with http_server() as url, connected(configs(tmp_path, {"remote": {"url": url}})) as servers:
         tools = {t.id: t for t in servers.tools}
-        tickets = await tools["remote__list_tickets"].execute({}, None)
+        tickets = await tools["remote__list_tickets"].execute({}, context())
     assert [t["title"] for t in tickets][1] == "登录页面加载缓慢 (same, reported in Chinese)"
     assert "Café" in tickets[2]["title"]
 
@@ -51,16 +51,16 @@ async def test_a_crash_mid_call_is_a_tool_error_and_the_server_is_restarted(tmp_
     async with connected(configs(tmp_path, {"tickets": stdio_entry(trust="read-only-hints")})) as servers:
         tools = {t.id: t for t in servers.tools}
         with pytest.raises(McpServerError, match="stopped during 'crash'"):
-            await tools["tickets__crash"].execute({}, None)
-        assert len(await tools["tickets__list_tickets"].execute({}, None)) == 3  # a new process answers
+            await tools["tickets__crash"].execute({}, context())
+        assert len(await tools["tickets__list_tickets"].execute({}, context())) == 3  # a new process answers
 
 
 async def test_a_hang_past_the_call_timeout_is_a_tool_error_and_the_server_is_restarted(tmp_path):
     async with connected(configs(tmp_path, {"tickets": stdio_entry(timeout=1)})) as servers:
         tools = {t.id: t for t in servers.tools}
         with pytest.raises(McpServerError, match="did not answer 'hang' within 1s"):
-            await tools["tickets__hang"].execute({}, None)
-        assert len(await tools["tickets__list_tickets"].execute({}, None)) == 3
+            await tools["tickets__hang"].execute({}, context())
+        assert len(await tools["tickets__list_tickets"].execute({}, context())) == 3
 
 
 async def test_an_http_server_that_went_away_is_a_tool_error_and_reconnected_once_it_is_back(tmp_path):
@@ -68,19 +68,19 @@ async def test_an_http_server_that_went_away_is_a_tool_error_and_reconnected_onc
         async with connected(configs(tmp_path, {"remote": {"url": url}})) as servers:
             tools = {t.id: t for t in servers.tools}
             with pytest.raises(McpServerError, match="'remote'"):
-                await tools["remote__crash"].execute({}, None)
+                await tools["remote__crash"].execute({}, context())
             with pytest.raises(McpServerError, match="'remote' did not start"):
-                await tools["remote__list_tickets"].execute({}, None)  # nobody listens: a tool error again
+                await tools["remote__list_tickets"].execute({}, context())  # nobody listens: a tool error again
             port = int(url.rsplit(":", 1)[1].split("/")[0])
             async with http_server(port):
-                assert len(await tools["remote__list_tickets"].execute({}, None)) == 3
+                assert len(await tools["remote__list_tickets"].execute({}, context())) == 3
 
 
 async def test_an_error_the_server_answers_is_a_tool_error_with_its_message(tmp_path):
     async with connected(configs(tmp_path, {"tickets": stdio_entry()})) as servers:
         tools = {t.id: t for t in servers.tools}
         with pytest.raises(McpToolError, match="there is no ticket 99"):
-            await tools["tickets__close_ticket"].execute({"id": 99}, None)
+            await tools["tickets__close_ticket"].execute({"id": 99}, context())
 
 
 def test_variables_are_expanded_in_env_and_headers_and_a_missing_one_is_named_not_shown(tmp_path):

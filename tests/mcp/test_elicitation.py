@@ -1,0 +1,120 @@
+"""An MCP server's question during a call (`elicitation/create`, form mode) is a suspension in the
+thread: the question is posted with a form generated from `requestedSchema`, and the answer (in the
+thread, or by the form) reaches the server as `accept` while its call is still live in this process."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bot.assemble import add_tools
+from bot.demo import build_demo_agent
+from bot.slack_emulator import SlackEmulator
+from tests.slack.harness import MODEL, running_bot
+from tests.support.scripted_model import call, reply, structured, tool_calls
+from tests.support.slack import slack_workspace
+
+from .servers import configs, connected, context, stdio_entry
+
+TITLE = "打印机着火了 · Drucker brennt · プリンター"
+
+
+@pytest.fixture
+async def mcp_servers(tmp_path):
+    async with connected(configs(tmp_path, {"tickets": stdio_entry()})) as servers:
+        yield servers
+
+
+@pytest.fixture
+async def slack():
+    async with SlackEmulator(slack_workspace()) as emulator:
+        yield emulator
+
+
+@pytest.fixture
+async def bot(tmp_path, slack, model, mcp_servers):
+    def agent(storage):
+        built = build_demo_agent(storage, model=MODEL)
+        add_tools(built, mcp_servers.tools)
+        return built
+
+    async with running_bot(
+        database_url=f"sqlite+aiosqlite:///{tmp_path}/bot.db", slack=slack, agent_factory=agent
+    ) as b:
+        yield b
+
+
+async def ask_to_open_a_ticket(bot, model):
+    """The model opens a ticket; it is approved; the server asks its question. Returns (event, question)."""
+    model.chat.push(tool_calls(call("tickets__open_ticket", {"title": TITLE}, id="call_1")))
+    event = await bot.mention("open a ticket: the printer is on fire")
+    approval = await bot.approval_message()
+    await bot.sender.click(approval, "tool_approve", user="U2")
+    question = await bot.question_message()
+    return event, question
+
+
+async def titles(mcp_servers) -> list[str]:
+    tools = {t.id: t for t in mcp_servers.tools}
+    return [t["title"] for t in await tools["tickets__list_tickets"].execute({}, context())]
+
+
+async def test_the_question_is_a_suspension_with_the_servers_message_and_schema(bot, model):
+    _, question = await ask_to_open_a_ticket(bot, model)
+    assert "Choose its priority" in question.all_text and TITLE in question.all_text
+    assert question.action_ids() == ["tool_answer"]
+    (run,) = (await bot.agent.list_suspended_runs()).runs
+    (waiting,) = run.tool_calls
+    assert waiting.tool_name == "tickets__open_ticket"
+    assert waiting.suspend_payload["message"].startswith(f"Open a ticket “{TITLE}”?")
+    schema = waiting.suspend_payload["requested_schema"]
+    assert schema["properties"]["priority"]["enum"] == ["low", "medium", "high"]
+    record = await bot.agent.get_tool_call(run.run_id, waiting.tool_call_id)
+    assert record.resume_schema == schema and record.state == "suspended"
+
+
+async def test_answered_in_the_thread_the_server_gets_accept_with_the_content(bot, model, mcp_servers):
+    event, question = await ask_to_open_a_ticket(bot, model)
+    model.structured.push(structured({"priority": "high", "confirm": "yes"}))
+    model.chat.push(reply("Opened it."))
+    await bot.say("high, and yes please open it", thread_ts=event["ts"])
+    stops = await bot.slack.wait_for("chat.stopStream")
+    assert bot.slack.message("C1", stops[-1].params["ts"]).text == "Opened it."
+    await bot.slack.wait_for("chat.update", lambda c: c.params.get("ts") == question.ts)
+    tool_result = [m for m in model.chat.requests[-1]["messages"] if m.get("role") == "tool"][-1]
+    assert "opened ticket 4 (high)" in tool_result["content"]
+    assert TITLE in await titles(mcp_servers)
+
+
+async def test_answered_by_the_form_the_server_gets_accept_with_the_content(bot, model, mcp_servers):
+    _, question = await ask_to_open_a_ticket(bot, model)
+    await bot.sender.click(question, "tool_answer", user="U1")
+    opened = await bot.slack.wait_for("views.open")
+    view = opened[0].params["view"]
+    inputs = [block["block_id"] for block in view["blocks"] if block["type"] == "input"]
+    assert inputs == ["field:priority", "field:confirm"]
+    model.chat.push(reply("Opened, low priority."))
+    low = {"text": {"type": "plain_text", "text": "low"}, "value": json.dumps("low")}
+    await bot.sender.submit(
+        view,
+        {
+            "field:priority": {"value": {"type": "static_select", "selected_option": low}},
+            "field:confirm": {"value": {"type": "checkboxes", "selected_options": [{"value": "true"}]}},
+        },
+    )
+    await bot.slack.wait_for("chat.stopStream")
+    tool_result = [m for m in model.chat.requests[-1]["messages"] if m.get("role") == "tool"][-1]
+    assert "opened ticket 4 (low)" in tool_result["content"]
+    assert TITLE in await titles(mcp_servers)
+
+
+async def test_an_answer_that_says_no_reaches_the_server_and_nothing_is_opened(bot, model, mcp_servers):
+    event, _ = await ask_to_open_a_ticket(bot, model)
+    model.structured.push(structured({"priority": "low", "confirm": "no"}))
+    model.chat.push(reply("I did not open it."))
+    await bot.say("low, but no, do not open it", thread_ts=event["ts"])
+    await bot.slack.wait_for("chat.stopStream")
+    tool_result = [m for m in model.chat.requests[-1]["messages"] if m.get("role") == "tool"][-1]
+    assert "not opened: the user did not confirm" in tool_result["content"]
+    assert TITLE not in await titles(mcp_servers)
