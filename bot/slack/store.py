@@ -74,6 +74,15 @@ class SlackStore:
         async with self.storage.session() as session:
             yield session
 
+    @asynccontextmanager
+    async def _reading(self) -> AsyncIterator[AsyncSession]:
+        """A session for reads alone, outside a write transaction (`Storage.read_session`): no write lock
+        on SQLite, no BEGIN/COMMIT on PostgreSQL. The turn path's reads use it; what is read and then
+        written in one decision stays in `_session`."""
+        await self.storage.migrate(SCHEMA)
+        async with self.storage.read_session() as session:
+            yield session
+
     def _insert(self, table: Any):
         return sqlite_insert(table) if self.storage.is_sqlite else postgres_insert(table)
 
@@ -176,17 +185,25 @@ class SlackStore:
             )
         return result.rowcount == 1
 
-    async def release_thread(self, thread_id: str, holder: str) -> None:
+    async def release_thread(self, thread_id: str, holder: str) -> bool:
+        """Let go of `thread_id`; whether a message of it is still waiting (queued after the last look,
+        while the thread was held here: its receiver found the thread busy and left it to us)."""
         async with self._session() as session:
             await session.execute(
                 delete(SlackThreadTurnRow).where(
                     SlackThreadTurnRow.thread_id == thread_id, SlackThreadTurnRow.holder == holder
                 )
             )
+            waiting = await session.scalar(
+                select(SlackEventRow.event_id)
+                .where(SlackEventRow.thread_id == thread_id, SlackEventRow.done_at.is_(None))
+                .limit(1)
+            )
+        return waiting is not None
 
     async def next_queued(self, thread_id: str) -> QueuedMessage | None:
         """The oldest message of `thread_id` (by its ts) whose turn is not done."""
-        async with self._session() as session:
+        async with self._reading() as session:
             row = (
                 await session.execute(
                     select(
@@ -230,7 +247,7 @@ class SlackStore:
 
     async def turn_started(self, event_id: str) -> bool:
         """Whether the message's turn has started (or is over)."""
-        async with self._session() as session:
+        async with self._reading() as session:
             started = await session.scalar(select(SlackEventRow.started_at).where(SlackEventRow.event_id == event_id))
         return started is not None
 
@@ -238,7 +255,7 @@ class SlackStore:
         """Whether the message's turn has not started and an earlier message of its thread (by ts) is
         not done: it really waits behind another message, not for a free slot of the replica."""
         earlier = aliased(SlackEventRow)
-        async with self._session() as session:
+        async with self._reading() as session:
             found = await session.scalar(
                 select(earlier.event_id)
                 .join(SlackEventRow, SlackEventRow.thread_id == earlier.thread_id)
@@ -261,7 +278,7 @@ class SlackStore:
             SlackThreadTurnRow.thread_id == SlackEventRow.thread_id,
             SlackThreadTurnRow.heartbeat_at >= now - timedelta(seconds=stale_after),
         )
-        async with self._session() as session:
+        async with self._reading() as session:
             result = await session.scalars(
                 select(SlackEventRow.thread_id)
                 .where(
@@ -294,7 +311,7 @@ class SlackStore:
 
     async def conversation(self, thread: SlackThread) -> SlackConversationRow | None:
         """The conversation held in `thread`, or None if the bot takes no part in it."""
-        async with self._session() as session:
+        async with self._reading() as session:
             return await session.get(SlackConversationRow, thread.thread_id)
 
     async def add_tool_call_message(
@@ -472,7 +489,7 @@ class SlackStore:
             return list(result)
 
     async def open_messages_in_thread(self, thread_id: str) -> list[ToolCallMessageRow]:
-        async with self._session() as session:
+        async with self._reading() as session:
             result = await session.scalars(
                 select(ToolCallMessageRow).where(
                     ToolCallMessageRow.thread_id == thread_id, ToolCallMessageRow.closed_at.is_(None)

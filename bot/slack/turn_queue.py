@@ -94,10 +94,10 @@ class TurnQueue:
                         await self._take_turn(message)
                 finally:
                     heartbeat.cancel()
-                    await self.store.release_thread(thread_id, self.holder)
-                # a message queued after the last look, while the thread was still held here, has no
-                # other worker: its receiver found the thread busy. Look once more now that it is free.
-                if await self.store.next_queued(thread_id) is None:
+                    # a message queued after the last look, while the thread was still held here, has no
+                    # other worker: its receiver found the thread busy. The release looks once more.
+                    left = await self.store.release_thread(thread_id, self.holder)
+                if not left:
                     return
 
     async def _take_turn(self, message: QueuedMessage) -> None:
