@@ -12,6 +12,10 @@ Systems:
 - LangGraph (`langchain.agents.create_agent` + `HumanInTheLoopMiddleware` + `AsyncSqliteSaver`);
 - the OpenAI Agents SDK (`needs_approval=True`, `RunState` JSON stored in one SQLite row);
 - a hand-written floor: the openai client, two calls, one row per run (aiosqlite);
+- a hand-written durable floor: the same loop with the six commits this project makes (the run and the
+  message; the step with the call, parked, audited; the decision, audited, with the run's lease; the
+  started mark; the result, its message, audited, the run claimed back; the answer and the end), in
+  plain SQL on aiosqlite: what the design costs, so the ratio to it is what the implementation adds;
 - this project (`Agent.generate` -> `approve_tool_call_generate` on new `Agent` and `Storage`);
 - this project, process restart: step 1 here, steps 3-4 in a new Python process each cycle.
 
@@ -250,6 +254,141 @@ class Floor(System):
         return completion.choices[0].message.content or ""
 
 
+DURABLE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, status TEXT NOT NULL, step INTEGER NOT NULL,
+    owner TEXT, heartbeat_at TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs(id),
+    message TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS calls (run_id TEXT NOT NULL REFERENCES runs(id), id TEXT NOT NULL, name TEXT NOT NULL,
+    args TEXT NOT NULL, state TEXT NOT NULL, result TEXT, decided_by TEXT, PRIMARY KEY (run_id, id));
+CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, call_id TEXT NOT NULL,
+    action TEXT NOT NULL, actor TEXT, at TEXT NOT NULL);
+"""
+
+
+class DurableFloor(Floor):
+    """The floor's loop with this project's six commits, leases and audit lines, in plain SQL."""
+
+    name = "durable-floor"
+
+    async def setup(self) -> None:
+        import openai
+
+        self.client = openai.AsyncOpenAI(base_url=self.base_url, api_key="bench")
+        with sqlite3.connect(self.path) as connection:
+            connection.executescript(DURABLE_SCHEMA)
+            connection.execute("PRAGMA journal_mode=WAL")
+
+    @staticmethod
+    async def _connect(path: Path) -> Any:
+        import aiosqlite
+
+        db = await aiosqlite.connect(path, isolation_level=None)
+        await db.execute("PRAGMA foreign_keys=ON")
+        return db
+
+    async def cycle(self, executions: Executions) -> str:
+        from datetime import UTC, datetime
+
+        def now() -> str:
+            return datetime.now(UTC).isoformat()
+
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": "delete_record",
+                    "description": TOOL_DESCRIPTION,
+                    "parameters": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]},
+                },
+            }
+        ]
+        run_id, owner = uuid.uuid4().hex, "bench:1"
+        user = {"role": "user", "content": PROMPT}
+        db = await self._connect(self.path)
+        try:
+            await db.execute("BEGIN IMMEDIATE")  # 1: the run and the user's message
+            await db.execute(
+                "INSERT INTO runs VALUES (?, 'running', 0, ?, ?, ?, ?)", (run_id, owner, now(), now(), now())
+            )
+            await db.execute("INSERT INTO messages (run_id, message) VALUES (?, ?)", (run_id, json.dumps(user)))
+            await db.execute("COMMIT")
+            completion = await self.client.chat.completions.create(model=MODEL, messages=[user], tools=tools)
+            assistant = completion.choices[0].message.model_dump(exclude_none=True)
+            call = assistant["tool_calls"][0]
+            await db.execute("BEGIN IMMEDIATE")  # 2: the step, the call waiting, the run parked, audited
+            await db.execute("INSERT INTO messages (run_id, message) VALUES (?, ?)", (run_id, json.dumps(assistant)))
+            await db.execute(
+                "UPDATE runs SET status = 'suspended', step = 1, owner = NULL, updated_at = ? WHERE id = ?",
+                (now(), run_id),
+            )
+            await db.execute(
+                "INSERT INTO calls VALUES (?, ?, ?, ?, 'awaiting_approval', NULL, NULL)",
+                (run_id, call["id"], call["function"]["name"], call["function"]["arguments"]),
+            )
+            await db.execute(
+                "INSERT INTO audit (run_id, call_id, action, actor, at) VALUES (?, ?, 'requested', NULL, ?)",
+                (run_id, call["id"], now()),
+            )
+            await db.execute("COMMIT")
+        finally:
+            await db.close()
+        db = await self._connect(self.path)  # as after a restart: approve
+        try:
+            cursor = await db.execute("SELECT id, name, args FROM calls WHERE run_id = ?", (run_id,))
+            call_id, _name, _args = await cursor.fetchone()
+            await db.execute("BEGIN IMMEDIATE")  # 3: the decision, audited, with the run's lease
+            cursor = await db.execute(
+                "UPDATE calls SET state = 'approved', decided_by = 'U1' WHERE run_id = ? AND id = ? "
+                "AND state = 'awaiting_approval'",
+                (run_id, call_id),
+            )
+            assert cursor.rowcount == 1
+            await db.execute(
+                "INSERT INTO audit (run_id, call_id, action, actor, at) VALUES (?, ?, 'approved', 'U1', ?)",
+                (run_id, call_id, now()),
+            )
+            await db.execute(
+                "UPDATE runs SET status = 'running', owner = ?, heartbeat_at = ? WHERE id = ?", (owner, now(), run_id)
+            )
+            await db.execute("COMMIT")
+            await db.execute("BEGIN IMMEDIATE")  # 4: the started mark
+            cursor = await db.execute(
+                "UPDATE calls SET state = 'running' WHERE run_id = ? AND id = ? AND state = 'approved'",
+                (run_id, call_id),
+            )
+            assert cursor.rowcount == 1
+            await db.execute("COMMIT")
+            executions.ran()
+            result = {"role": "tool", "tool_call_id": call_id, "content": json.dumps({"deleted": True})}
+            await db.execute("BEGIN IMMEDIATE")  # 5: the result, its message, audited, the run claimed back
+            await db.execute(
+                "UPDATE calls SET state = 'done', result = ? WHERE run_id = ? AND id = ? AND state = 'running'",
+                (result["content"], run_id, call_id),
+            )
+            await db.execute("INSERT INTO messages (run_id, message) VALUES (?, ?)", (run_id, json.dumps(result)))
+            await db.execute(
+                "INSERT INTO audit (run_id, call_id, action, actor, at) VALUES (?, ?, 'executed', NULL, ?)",
+                (run_id, call_id, now()),
+            )
+            await db.execute("UPDATE runs SET owner = ?, heartbeat_at = ? WHERE id = ?", (owner, now(), run_id))
+            await db.execute("COMMIT")
+            cursor = await db.execute("SELECT message FROM messages WHERE run_id = ? ORDER BY id", (run_id,))
+            messages = [json.loads(text) for (text,) in await cursor.fetchall()]
+            completion = await self.client.chat.completions.create(model=MODEL, messages=messages, tools=tools)
+            answer = completion.choices[0].message.model_dump(exclude_none=True)
+            await db.execute("BEGIN IMMEDIATE")  # 6: the answer and the end of the run
+            await db.execute(
+                "UPDATE runs SET status = 'completed', step = 2, owner = NULL, updated_at = ? WHERE id = ?",
+                (now(), run_id),
+            )
+            await db.execute("INSERT INTO messages (run_id, message) VALUES (?, ?)", (run_id, json.dumps(answer)))
+            await db.execute("COMMIT")
+        finally:
+            await db.close()
+        return completion.choices[0].message.content or ""
+
+
 def project_agent(storage: Any, executions: Executions | None) -> Any:
     from bot.agent import Agent
     from tools import create_tool
@@ -398,6 +537,7 @@ SYSTEMS: dict[str, type[System]] = {
     "langgraph": LangGraph,
     "openai-agents": AgentsSDK,
     "floor": Floor,
+    "durable-floor": DurableFloor,
     "project": Project,
     "project-restart": ProjectRestart,
 }
@@ -468,7 +608,7 @@ def report(results: dict[str, dict[str, Any]], cycles: int) -> None:
             f"{results['project-restart']['child_work_cpu_ms']:.1f} ms"
         )
     if base:
-        targets = {"langgraph": 0.4, "openai-agents": 0.8, "floor": 1.5}
+        targets = {"langgraph": 0.6, "openai-agents": 0.9, "durable-floor": 2.0}  # issue 19
         for name, limit in targets.items():
             if name in results:
                 ratio = base["cpu_ms"] / results[name]["cpu_ms"]
