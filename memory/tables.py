@@ -67,6 +67,8 @@ class RunRow(Base):
         Index("ix_runs_agent_status", "agent_id", "status"),
         Index("ix_runs_thread_status", "thread_id", "status"),
         Index("ix_runs_parent", "parent_run_id"),
+        Index("ix_runs_agent_suspended", "agent_id", "suspended_at"),
+        Index("ix_runs_resource_status", "resource_id", "status"),
     )
 
 
@@ -138,6 +140,7 @@ class ToolCallRow(Base):
         UniqueConstraint("run_id", "tool_call_id", name="uq_tool_calls_run_call"),
         Index("ix_tool_calls_thread_state", "thread_id", "state"),
         Index("ix_tool_calls_run_state", "run_id", "state"),
+        Index("ix_tool_calls_agent_state_since", "agent_id", "state", "suspended_at"),
     )
 
 
