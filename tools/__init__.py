@@ -3,6 +3,7 @@
 This package imports nothing from `bot` or `memory`.
 """
 
+from ._json_values import JsonValueError, clean_text, plain_json, read_json
 from ._schema import Schema, SchemaError, SchemaValidationError, to_jsonable
 from ._tool import AgentToolContext, ApprovalCheck, ApprovalRule, Tool, ToolContext, create_tool, rule_says_yes
 
@@ -10,12 +11,16 @@ __all__ = [
     "AgentToolContext",
     "ApprovalCheck",
     "ApprovalRule",
+    "JsonValueError",
     "Schema",
     "SchemaError",
     "SchemaValidationError",
     "Tool",
     "ToolContext",
+    "clean_text",
     "create_tool",
+    "plain_json",
+    "read_json",
     "rule_says_yes",
     "to_jsonable",
 ]

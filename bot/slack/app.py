@@ -29,6 +29,7 @@ from .listeners import register_listeners
 from .listeners.events.turn import reached_the_agent, take_turn
 from .permissions import DecisionRule, PolicyRule
 from .recovery import background_stream_hook, run_recovery
+from .request_reading import read_socket_payload
 from .services import SlackServices, attach_services, remember_services, services_of_app
 from .store import SlackStore
 from .turn_queue import TurnQueue
@@ -129,6 +130,7 @@ def create_slack_app(
     )
     if signing_secret:  # over HTTP: events are acknowledged before Bolt's dispatch
         services.intake = EventIntake(app, services.store, signing_secret, logger=logger)
+    app.use(read_socket_payload)  # over HTTP the request was read before Bolt (server.py)
     app.use(attach_services(services))
     app.use(record_events(services.store))
     register_listeners(app)

@@ -1,5 +1,6 @@
 """Run the Bolt app: over HTTP (aiohttp, `POST /slack/events` for events, interactivity and commands)
-or over Socket Mode. A malformed request is refused with a 400, and a start that cannot succeed (a port
+or over Socket Mode. A malformed request is refused with a 400 and an unsigned one with a 401 before
+anything looks inside it (`request_reading`), and a start that cannot succeed (a port
 in use, Slack out of reach) is one error the command line turns into one line."""
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
-from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.errors import SlackApiError
 
 from bot.logs import one_line
 
+from .request_reading import Refusal, read_slack_request
 from .services import services_of_app
 
 EVENTS_PATH = "/slack/events"
@@ -31,9 +32,13 @@ def build_web_app(app: AsyncApp, *, path: str | None = EVENTS_PATH) -> web.Appli
     intake = services_of_app(app).intake
 
     async def slack_events(request: web.Request) -> web.Response:
-        bolt_request = await _parsed(request)
-        if bolt_request is None:
-            return web.Response(status=400, text="malformed request body")
+        bolt_request = await read_slack_request(
+            await request.read(), query=request.query_string, headers=request.headers
+        )
+        if isinstance(bolt_request, Refusal):
+            what = "malformed" if bolt_request.status == 400 else "unsigned"
+            _logger.warning("refused a %s request from %s: %s", what, request.remote, bolt_request.reason)
+            return web.Response(status=bolt_request.status, text=f"{what} request: {bolt_request.reason}")
         if intake is not None and (early := await intake.acknowledge(bolt_request)) is not None:
             return await to_aiohttp_response(early)
         return await to_aiohttp_response(await app.async_dispatch(bolt_request))
@@ -58,29 +63,6 @@ def build_web_app(app: AsyncApp, *, path: str | None = EVENTS_PATH) -> web.Appli
     web_app.on_startup.append(start_turns)
     web_app.on_cleanup.append(stop_turns)
     return web_app
-
-
-async def _parsed(request: web.Request) -> AsyncBoltRequest | None:
-    """The request as Bolt reads it, or None (and one log line) when its body, or its `payload`, is not
-    a JSON object: such a request is refused with a 400 before anything, the signature check included,
-    looks inside it."""
-    try:
-        bolt_request = AsyncBoltRequest(
-            body=await request.text(),
-            query=request.query_string,
-            headers=request.headers,  # type: ignore[arg-type]
-        )
-    except (ValueError, TypeError, AttributeError) as exc:  # bad JSON, bad encoding, a non-object body
-        _logger.warning("refused a malformed request from %s: %s", request.remote, _short(exc))
-        return None
-    if not isinstance(bolt_request.body, dict):
-        _logger.warning("refused a malformed request from %s: the body is not a JSON object", request.remote)
-        return None
-    return bolt_request
-
-
-def _short(exc: Exception) -> str:
-    return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
 SERVER_SHUTDOWN_TIMEOUT = 3.0
