@@ -10,6 +10,9 @@ to, with O_APPEND so lines from several processes never overwrite each other) fr
     in_tool       inside `execute` of the tool named by CRASH_TOOL (default delete-record), after it
                   wrote its "started" line: the tool may have taken effect, no result is stored
 
+`PAUSE_BEFORE_TOOL=PATH` makes the `before_tool_call` hook (after the decision, before the started
+mark) create `PATH.reached` and wait until `PATH` exists: the test does something in between.
+
 Commands (each prints one JSON line when it does not die first):
 
     start PROMPT           start a run (scripted by the test's model) and read it to its end
@@ -65,8 +68,13 @@ def build_agent(storage, **options):
             execute=execute,
         )
 
-    def before_tool_call(call):
+    async def before_tool_call(call):
         die_if("before_tool")
+        gate = os.environ.get("PAUSE_BEFORE_TOOL")
+        if gate:
+            open(gate + ".reached", "w").close()
+            while not os.path.exists(gate):
+                await asyncio.sleep(0.02)
 
     return Agent(
         id="crash-agent",

@@ -158,3 +158,42 @@ async def test_another_process_approves_while_the_stream_is_still_open(model, da
     assert effects.read_text().count("deleted 42") == 1
     assert (await stream.result()).finish_reason == "suspended"
     assert await run_status(storage, stream.run_id) == "completed"
+
+
+async def test_a_disable_from_another_process_between_the_approval_and_the_start_wins(
+    model, database_url, storage, tmp_path, monkeypatch
+):
+    """Issue 17, with real processes: one process approves a call and stops right before the started mark;
+    meanwhile `python -m bot policy set ... --mode disabled`, another process, commits; then the first
+    goes on. The tool does not run, the model is told, and the audit trail says `blocked`."""
+    from tests.cli.test_policy import bot
+    from tests.runtime.test_recovery import lines, run, spawn
+
+    effects = tmp_path / "effects.log"
+    monkeypatch.setenv("EFFECTS", str(effects))
+    gate = tmp_path / "gate"
+    model.chat.push(tool_calls(call("delete-record", {"id": "5"}, id="call_del")), reply("It is disabled now."))
+    started = await run("start", "Delete record 5", database_url=database_url)
+    assert started["waiting"] == ["call_del"]
+
+    approving = await spawn("approve", started["run_id"], "call_del", database_url=database_url,
+                            PAUSE_BEFORE_TOOL=str(gate))  # fmt: skip
+    try:
+        deadline = asyncio.get_running_loop().time() + 60
+        while not (tmp_path / "gate.reached").exists():  # decided; its tool has not started
+            assert approving.returncode is None and asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.05)
+        code, _, err = await bot("policy", "set", "delete-record", "--mode", "disabled", database_url=database_url)
+        assert code == 0, err
+        gate.touch()
+        out, err = await asyncio.wait_for(approving.communicate(), 60)
+    finally:
+        if approving.returncode is None:
+            approving.kill()
+            await approving.wait()
+    assert approving.returncode == 0, err.decode()[-3000:]
+    assert json.loads(out.decode().strip().splitlines()[-1])["finish_reason"] == "stop"
+    assert lines(effects, "started") == []
+    assert "disabled by an admin" in str(model.chat.requests[-1]["messages"][-1]["content"])
+    entries = await storage.audit_log.entries(run_id=started["run_id"])
+    assert [e.action for e in entries] == ["requested", "approved", "blocked"]
