@@ -12,6 +12,8 @@ from typing import Any
 import jsonschema
 import pydantic
 
+from ._json_values import NOT_FINITE, non_finite_path
+
 
 @dataclass(frozen=True)
 class SchemaError:
@@ -55,7 +57,13 @@ class Schema:
         return cls(source)
 
     def validate(self, value: Any) -> Any:
-        """Return the validated value (a model instance for a model schema); raise SchemaValidationError."""
+        """Return the validated value (a model instance for a model schema); raise SchemaValidationError.
+
+        A number that is not finite (NaN, infinity) fails every schema: JSON has no such numbers, and
+        JSON Schema's bounds do not hold for them (NaN passes `exclusiveMinimum: 0`)."""
+        non_finite = non_finite_path(value)
+        if non_finite is not None:
+            raise SchemaValidationError([SchemaError(non_finite, NOT_FINITE)])
         if self.model is not None:
             try:
                 return self.model.model_validate(value)

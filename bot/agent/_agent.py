@@ -23,7 +23,7 @@ from memory import Memory, RunStatus, Storage, ToolCallState, ToolPolicy, Unread
 from memory._runs import Audit
 from memory.states import FINISHED_RUN_STATUSES, DecisionKind, next_state_after, waiting_state_for
 from memory.tables import RunRow, ToolCallRow, utcnow
-from tools import Schema, SchemaValidationError, Tool, create_tool, to_jsonable
+from tools import JsonValueError, Schema, SchemaError, SchemaValidationError, Tool, create_tool, plain_json, to_jsonable
 
 from ._autoresume import find_answer, waiting_note
 from ._fingerprint import fingerprint
@@ -580,11 +580,13 @@ class Agent:
             log.exception("on_background_stream failed for run %s", stream.run_id)
 
     def _checked_resume_data(self, call: ToolCallRow, resume_data: Any) -> Any:
+        """The data to store, text cleaned (tools.plain_json); refused before anything is stored."""
         schema = Schema(call.resume_schema) if call.resume_schema else None
-        if schema is None:
-            return to_jsonable(resume_data)
         try:
-            return to_jsonable(schema.validate(to_jsonable(resume_data)))
+            data = plain_json(to_jsonable(resume_data))
+            return data if schema is None else to_jsonable(schema.validate(data))
+        except JsonValueError as exc:
+            raise ResumeDataInvalidError(call.displayed_tool_name, [SchemaError(exc.path, exc.reason)]) from None
         except SchemaValidationError as exc:
             raise ResumeDataInvalidError(call.displayed_tool_name, exc.errors) from None
 
@@ -592,9 +594,11 @@ class Agent:
         tool = self.tools.get(call.tool_name)
         if tool is None or call.child_run_id is not None:
             raise ToolArgsInvalidError(call.displayed_tool_name, ["only a direct tool call can be edited"])
-        args = to_jsonable(args)
         try:
+            args = plain_json(to_jsonable(args))
             tool.parse_args(args)
+        except JsonValueError as exc:
+            raise ToolArgsInvalidError(call.tool_name, [SchemaError(exc.path, exc.reason)]) from None
         except SchemaValidationError as exc:
             raise ToolArgsInvalidError(call.tool_name, exc.errors) from None
         return {"args": args, "fingerprint": fingerprint(call.tool_name, args)}

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 import os
 import random
@@ -27,6 +26,7 @@ import openai
 from bot import metrics
 from bot.concurrency import waiting
 from bot.defaults import DEFAULT_MAX_MODEL_REQUESTS
+from tools import clean_text, read_json
 
 from .exceptions import ModelError
 
@@ -259,6 +259,7 @@ async def stream_step(
             await stream.close()  # let go of the hung connection
         raise _step_failed(exc, timeout) from exc
     metrics.model_call_done("step", started)
+    reply.text = clean_text(reply.text)  # what is stored: the deltas were only shown
     reply.tool_calls = _complete_calls([calls[index] | {"index": index} for index in sorted(calls)])
     yield reply
 
@@ -275,7 +276,7 @@ async def _whole_step(
             )
         choice = completion.choices[0]
         message = choice.message
-        reply = StepReply(text=message.content or "", finish_reason=choice.finish_reason)
+        reply = StepReply(text=clean_text(message.content or ""), finish_reason=choice.finish_reason)
         if completion.usage is not None:
             reply.usage = _usage_of(completion.usage)
         calls = [
@@ -315,9 +316,9 @@ def _complete_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
             raise ModelError("the model sent a tool call without a name")
         complete.append(
             {
-                "id": call["id"] or f"call_{call['index']}",
+                "id": clean_text(call["id"] or f"call_{call['index']}"),
                 "type": "function",
-                "function": {"name": call["name"], "arguments": call["arguments"] or "{}"},
+                "function": {"name": clean_text(call["name"]), "arguments": call["arguments"] or "{}"},
             }
         )
     return complete
@@ -353,7 +354,7 @@ async def structured(
             create = client.with_options(max_retries=0).chat.completions.create
             completion = await _send("structured", create, request, deadline, held)
         content = completion.choices[0].message.content
-        return json.loads(content or "")
+        return read_json(content or "")
     except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
         if not json_object and any(word in str(exc).lower() for word in ("json_schema", "response_format")):
             raise StructuredOutputRefused(f"the server refused json_schema: {exc}") from exc

@@ -31,9 +31,12 @@ from tools import (
     AgentToolContext,
     ApprovalCheck,
     ApprovalRule,
+    JsonValueError,
     SchemaValidationError,
     Tool,
     ToolContext,
+    clean_text,
+    read_json,
     rule_says_yes,
     to_jsonable,
 )
@@ -330,10 +333,10 @@ class RunDriver:
             requires_approval=False,
             is_error=False,
         )
-        try:
-            row.args = json.loads(tool_call["function"]["arguments"] or "{}")
-        except json.JSONDecodeError as exc:
-            row.args = tool_call["function"]["arguments"]
+        try:  # finite numbers only, text the databases store (tools._json_values)
+            row.args = read_json(tool_call["function"]["arguments"] or "{}")
+        except JsonValueError as exc:
+            row.args = clean_text(tool_call["function"]["arguments"])
             return _failed(row, f"the arguments are not valid JSON ({exc}); send a JSON object")
         tool = self.deps.find_tool(name)
         if tool is None:

@@ -9,6 +9,7 @@ wrong in words a person understands ("Must be more than 0."), never in JSON Sche
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,8 @@ from slack_sdk.models.blocks import (
     PlainTextInputElement,
     StaticSelectElement,
 )
+
+from tools import JsonValueError, read_json
 
 FIELD_PREFIX = "field:"
 WHOLE = "__json__"
@@ -212,11 +215,13 @@ def _read(field: Field, raw: dict[str, Any]) -> Any:
             number = float(text)
         except ValueError:
             raise ValueError("Enter a number.") from None
+        if not math.isfinite(number):  # "nan", "inf", "1e400": no JSON number
+            raise ValueError("Enter a number (NaN and infinity are not numbers here).")
         return int(number) if number.is_integer() and "." not in text else number
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).") from None
+        return read_json(text)
+    except JsonValueError as exc:
+        raise ValueError(f"Not valid JSON: {exc}.") from None
 
 
 def errors_by_block(schema: dict[str, Any], problems: list[tuple[str, str]]) -> dict[str, str]:

@@ -86,6 +86,18 @@ def test_unreadable_values_are_errors_on_their_block():
     assert set(errors) == {"field:tags", "field:count"}
 
 
+@pytest.mark.parametrize("typed", ["nan", "NaN", "inf", "-Infinity", "1e400"])
+def test_a_number_that_is_not_finite_is_a_field_error(typed):
+    """NaN passes exclusiveMinimum: 0 and no database stores it: the modal says so at the field."""
+    values = {
+        "field:order_id": {"value": {"type": "plain_text_input", "value": "注文-1"}},
+        "field:amount": {"value": {"type": "number_input", "value": typed}},
+        "field:tags": {"value": {"type": "plain_text_input", "value": f"[{typed if typed[0] != 'n' else 'NaN'}]"}},
+    }
+    _, errors = read_form(SCHEMA, values)
+    assert set(errors) == {"field:amount", "field:tags"}, errors
+
+
 def test_validation_errors_map_to_blocks():
     errors = errors_by_block(SCHEMA, [("/amount", "must be > 0"), ("/", "'order_id' is a required property")])
     assert errors == {"field:amount": "must be > 0", "field:order_id": "'order_id' is a required property"}
