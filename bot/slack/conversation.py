@@ -15,7 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent import AgentStream
 
-from .replies import ThreadReply, set_thinking
+from .replies import Step, ThreadReply, args_line, set_thinking
 from .services import SlackServices
 from .threads import SlackThread
 from .waiting_messages import post_waiting_call, refresh_open_messages
@@ -131,6 +131,11 @@ async def relay(
     finish = None
     try:
         async for chunk in stream.full_stream:
+            step = step_of(chunk)
+            if step is not None:
+                # A call's start and its wait are shown in an answer already under way; otherwise its
+                # end opens the answer (the loading status says what runs, the approval message what waits).
+                await reply.step(step, only_if_open=step.state in ("running", *WAITING_STEPS))
             if chunk.type == "text-delta":
                 await reply.append(chunk.payload.get("text", ""))
             elif chunk.type in ("tool-call-approval", "tool-call-suspended"):
@@ -153,3 +158,35 @@ async def relay(
     finally:
         await reply.close()
     return finish
+
+
+WAITING_STEPS = ("waiting for approval", "waiting for an answer")
+_STEP_OF_CHUNK = {
+    "tool-call": "running",
+    "tool-call-approval": "waiting for approval",
+    "tool-call-suspended": "waiting for an answer",
+    "tool-output-denied": "declined",
+}
+
+
+def step_of(chunk: Any) -> Step | None:
+    """The thinking step a runtime chunk shows (a tool call started, waits, ended), or None."""
+    payload = chunk.payload
+    if chunk.type == "tool-result":
+        failed = bool(payload.get("is_error"))
+        details = _short(payload.get("result")) if failed else None
+        return Step(id=payload["tool_call_id"], tool_name=payload["tool_name"], state="failed" if failed else "done",
+                    details=details)  # fmt: skip
+    state = _STEP_OF_CHUNK.get(chunk.type)
+    if state is None:
+        return None
+    details = payload.get("reason") if chunk.type == "tool-output-denied" else args_line(payload.get("args"))
+    return Step(id=payload["tool_call_id"], tool_name=payload["tool_name"], state=state, details=details or None)
+
+
+def _short(result: Any) -> str | None:
+    if result is None:
+        return None
+    if isinstance(result, dict) and "error" in result:
+        result = result["error"]
+    return result if isinstance(result, str) else args_line(result)

@@ -4,11 +4,19 @@ Streams with `chat.startStream`/`appendStream`/`stopStream` (Slack renders the M
 Slack refuses streaming (older workspaces, some channel types) it posts the text converted to mrkdwn
 and edits it with `chat.update` as it grows. Either way an answer longer than one message continues
 in the next one.
+
+The agent's work shows as thinking steps, one per tool call with its state (`Step`): `task_update`
+chunks in the streamed answer (Slack draws each as a task card), and where Slack does not stream, one
+compact context line (a message of its own, edited as the steps move on).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
+from dataclasses import dataclass
+from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -17,6 +25,55 @@ from .mrkdwn import MESSAGE_LIMIT, split_point, to_mrkdwn
 from .threads import SlackThread
 
 THINKING = "is thinking…"
+
+STEP_STATES = {
+    # state: (Slack's task status, the word shown, the emoji of the context line)
+    "running": ("in_progress", "running", ":hourglass_flowing_sand:"),
+    "waiting for approval": ("pending", "waiting for approval", ":raised_hand:"),
+    "waiting for an answer": ("pending", "waiting for an answer", ":speech_balloon:"),
+    "done": ("complete", "done", ":white_check_mark:"),
+    "failed": ("error", "failed", ":x:"),
+    "declined": ("error", "declined", ":no_entry_sign:"),
+}
+"""A thinking step's states, and how Slack (pending, in_progress, complete, error) and the line show each."""
+DETAIL_LIMIT = 256
+"""Characters of a task's details or output that are shown."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step:
+    """One tool call as a thinking step of the answer."""
+
+    id: str
+    """The tool call's id: a later step with the same id updates it."""
+    tool_name: str
+    state: str
+    """One of `STEP_STATES`."""
+    details: str | None = None
+    """The arguments, or why it was declined or failed, in a line."""
+
+    def task_chunk(self) -> dict[str, Any]:
+        """The step as Slack's `task_update` streaming chunk."""
+        status, word, _ = STEP_STATES[self.state]
+        chunk: dict[str, Any] = {"type": "task_update", "id": self.id, "title": self.tool_name, "status": status}
+        details = word if not self.details else f"{word}: {self.details}"
+        chunk["details"] = _cut(details)
+        return chunk
+
+    def line(self) -> str:
+        _, word, emoji = STEP_STATES[self.state]
+        return f"{emoji} `{self.tool_name}` {word}" + (f" ({_cut(self.details, 80)})" if self.details else "")
+
+
+def args_line(args: Any) -> str | None:
+    """A tool call's arguments in one line, for its step (None without any)."""
+    if not args:
+        return None
+    return json.dumps(args, ensure_ascii=False, separators=(", ", ": "), default=str)
+
+
+def _cut(text: str, limit: int = DETAIL_LIMIT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class ThreadReply:
@@ -45,6 +102,8 @@ class ThreadReply:
         self._text = ""  # the current message's text
         self._sent = 0  # how much of it Slack has
         self._ts: str | None = None
+        self._steps: dict[str, Step] = {}
+        self._steps_ts: str | None = None  # the context line's message, where Slack does not stream
 
     async def append(self, text: str) -> None:
         self._text += text
@@ -55,6 +114,65 @@ class ThreadReply:
             self._ts, self._sent = None, 0
         if len(self._text) - self._sent >= self.flush_chars:
             await self._deliver(self._text, final=False)
+
+    @property
+    def is_open(self) -> bool:
+        """Whether this answer is under way: text written (sent or not yet), or a steps line."""
+        return self._ts is not None or self._steps_ts is not None or bool(self._text.strip())
+
+    async def step(self, step: Step, *, only_if_open: bool = False) -> None:
+        """Show a tool call's step (or its new state): a task in the streamed answer, else the steps line.
+        `only_if_open`: not when it would start a message (a wait the approval message shows anyway)."""
+        if only_if_open and not self.is_open:
+            self._steps[step.id] = step
+            return
+        earlier = self._steps.get(step.id)
+        if earlier is not None and step.details is None and step.state in ("done", "running"):
+            step = dataclasses.replace(step, details=earlier.details)  # the arguments stay in view
+        self._steps[step.id] = step
+        if self.mode == "stream":
+            try:
+                await self._stream_chunks([step.task_chunk()])
+                return
+            except SlackApiError as exc:
+                if self._ts is not None:
+                    raise
+                self._fall_back(exc)
+        await self._show_steps_line()
+
+    async def _stream_chunks(self, chunks: list[dict[str, Any]]) -> None:
+        unsent = self._text[self._sent :]
+        if unsent:  # the text so far comes before the step
+            chunks = [{"type": "markdown_text", "text": unsent}, *chunks]
+        if self._ts is None:
+            response = await self.client.chat_startStream(
+                channel=self.thread.channel,
+                thread_ts=self.thread.thread_ts,
+                recipient_team_id=self.thread.team_id,
+                recipient_user_id=self.recipient,
+                chunks=chunks,
+            )
+            self._ts = str(response["ts"])
+            self.posted_ts.append(self._ts)
+        else:
+            await self.client.chat_appendStream(channel=self.thread.channel, ts=self._ts, chunks=chunks)
+        self._sent = len(self._text)
+
+    async def _show_steps_line(self) -> None:
+        line = " · ".join(step.line() for step in self._steps.values())
+        blocks = [{"type": "context", "elements": [{"type": "mrkdwn", "text": line}]}]
+        if self._steps_ts is None:
+            response = await self.client.chat_postMessage(
+                channel=self.thread.channel, thread_ts=self.thread.thread_ts, text=line, blocks=blocks
+            )
+            self._steps_ts = str(response["ts"])
+        else:
+            await self.client.chat_update(channel=self.thread.channel, ts=self._steps_ts, text=line, blocks=blocks)
+
+    def _fall_back(self, exc: SlackApiError) -> None:
+        self.logger.info("streaming refused (%s); posting and updating instead", exc.response.get("error"))
+        self.mode = "update"
+        self.flush_chars = max(self.flush_chars, 400)  # fewer chat.update calls than stream appends
 
     async def close(self) -> None:
         """Finish the current message (nothing is posted for an answer without text)."""
@@ -70,9 +188,7 @@ class ThreadReply:
             except SlackApiError as exc:
                 if self._ts is not None:
                     raise
-                self.logger.info("streaming refused (%s); posting and updating instead", exc.response.get("error"))
-                self.mode = "update"
-                self.flush_chars = max(self.flush_chars, 400)  # fewer chat.update calls than stream appends
+                self._fall_back(exc)
         await self._post_or_update(text)
 
     async def _stream(self, text: str, *, final: bool) -> None:

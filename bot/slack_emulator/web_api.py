@@ -357,25 +357,36 @@ class SlackWebApi:
             p.get("recipient_user_id") and p.get("recipient_team_id")
         ):
             raise SlackError("invalid_arguments")  # required when streaming to a channel
+        mode = p.get("task_display_mode") or "timeline"
+        if mode not in TASK_DISPLAY_MODES:
+            raise SlackError("invalid_arguments")
+        chunks = stream_chunks(p)
         message = self.workspace.post(
             channel_id, BOT_USER_ID, stream_text(p), thread_ts=thread_ts, format="markdown", streaming=True
         )
+        if mode == "plan":
+            message.blocks = [{"type": "plan", "block_id": "plan", "title": "", "tasks": []}]
+        apply_task_chunks(message, chunks)
         return {"ok": True, "channel": channel_id, "ts": message.ts}
 
     def chat_append_stream(self, p: dict[str, Any]) -> Answer:
         message = self._streaming_message(p)
         if not p.get("markdown_text") and not p.get("chunks"):
             raise SlackError("invalid_arguments")
+        chunks = stream_chunks(p)
         message.text += stream_text(p)
+        apply_task_chunks(message, chunks)
         self.workspace.changed(message)
         return {"ok": True, "channel": message.channel, "ts": message.ts}
 
     def chat_stop_stream(self, p: dict[str, Any]) -> Answer:
         message = self._streaming_message(p)
+        chunks = stream_chunks(p)
         message.text += stream_text(p)
+        apply_task_chunks(message, chunks)
         message.streaming = False
-        if p.get("blocks"):
-            message.blocks = _blocks(p["blocks"])
+        if p.get("blocks"):  # "rendered at the bottom of the finalized message"
+            message.blocks = [*message.blocks, *_blocks(p["blocks"])]
         self.workspace.changed(message)
         return {"ok": True, "channel": message.channel, "ts": message.ts, "message": message.to_api()}
 
@@ -481,6 +492,80 @@ async def request_params(request: web.Request) -> dict[str, Any]:
             except json.JSONDecodeError:
                 pass
     return params
+
+
+CHUNK_TYPES = ("markdown_text", "task_update", "plan_update", "blocks")
+TASK_STATUSES = ("pending", "in_progress", "complete", "error")
+TASK_DISPLAY_MODES = ("timeline", "plan")
+MARKDOWN_LIMIT = 12_000
+"""chat.*Stream's markdown_text: "Limit this field to 12,000 characters"."""
+
+
+def stream_chunks(p: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `chunks` of a chat.*Stream call, checked as Slack documents them: a list of objects typed
+    `markdown_text` {text}, `task_update` {id, title, status: pending|in_progress|complete|error, details?,
+    output?, sources?}, `plan_update` {title} or `blocks` {blocks}; anything else is `invalid_arguments`."""
+    chunks = p.get("chunks")
+    if chunks is None:
+        chunks = []
+    if not isinstance(chunks, list) or not all(isinstance(c, dict) for c in chunks):
+        raise SlackError("invalid_arguments")
+    if len(str(p.get("markdown_text") or "")) > MARKDOWN_LIMIT:
+        raise SlackError("msg_too_long")
+    for chunk in chunks:
+        kind = chunk.get("type")
+        if kind not in CHUNK_TYPES:
+            raise SlackError("invalid_arguments")
+        if kind == "markdown_text" and (not isinstance(chunk.get("text"), str) or len(chunk["text"]) > MARKDOWN_LIMIT):
+            raise SlackError("invalid_arguments")
+        if kind == "task_update":
+            if not all(isinstance(chunk.get(k), str) and chunk[k] for k in ("id", "title")):
+                raise SlackError("invalid_arguments")
+            if chunk.get("status") not in TASK_STATUSES:
+                raise SlackError("invalid_arguments")
+            if any(k in chunk and not isinstance(chunk[k], str) for k in ("details", "output")):
+                raise SlackError("invalid_arguments")
+            if not isinstance(chunk.get("sources", []), list):
+                raise SlackError("invalid_arguments")
+        if kind == "plan_update" and not (isinstance(chunk.get("title"), str) and chunk["title"]):
+            raise SlackError("invalid_arguments")
+        if kind == "blocks":
+            _blocks(chunk.get("blocks"))
+    return chunks
+
+
+def apply_task_chunks(message: Message, chunks: list[dict[str, Any]]) -> None:
+    """What task, plan and blocks chunks leave in the message, as Block Kit: a `task_card` per task id (a
+    later update of the same id changes it in place), inside the `plan` block when the stream shows a plan."""
+    for chunk in chunks:
+        if chunk["type"] == "blocks":
+            message.blocks = [*message.blocks, *_blocks(chunk["blocks"])]
+            continue
+        plan = next((b for b in message.blocks if b.get("type") == "plan"), None)
+        if chunk["type"] == "plan_update":
+            if plan is None:
+                plan = {"type": "plan", "block_id": "plan", "title": "", "tasks": []}
+                message.blocks = [plan, *message.blocks]
+            plan["title"] = chunk["title"]
+        elif chunk["type"] == "task_update":
+            cards = plan["tasks"] if plan is not None else message.blocks
+            card = next((b for b in cards if b.get("type") == "task_card" and b.get("task_id") == chunk["id"]), None)
+            if card is None:
+                card = {"type": "task_card", "block_id": f"task-{chunk['id']}", "task_id": chunk["id"]}
+                cards.append(card)
+            card.update(title=chunk["title"], status=chunk["status"])
+            for key in ("details", "output"):
+                if key in chunk:
+                    card[key] = _rich_text(chunk[key])
+            if "sources" in chunk:
+                card["sources"] = chunk["sources"]
+
+
+def _rich_text(text: str) -> dict[str, Any]:
+    return {
+        "type": "rich_text",
+        "elements": [{"type": "rich_text_section", "elements": [{"type": "text", "text": text}]}],
+    }
 
 
 def stream_text(p: dict[str, Any]) -> str:

@@ -184,3 +184,31 @@ async def test_the_thread_pane_opens_closes_and_takes_replies_into_its_thread(br
     channel_messages = page.locator("#messages > .message")
     await expect(channel_messages).to_have_count(1)  # the reply did not land as a new message in #general
     await expect(page.locator("#messages a.replies")).to_contain_text("2 replies", timeout=20_000)
+
+
+async def test_the_agents_steps_show_in_the_thread(browser, dev, tmp_path):
+    """A call without approval (list-records) showed nothing but "thinking..." and then the answer; an
+    approved one now shows as done in the answer after the approval, and the README's refund reads $30."""
+    from playwright.async_api import expect
+
+    page = await browser.new_page(viewport={"width": 1280, "height": 800})
+    await page.goto(dev.url)
+    await page.locator("#composer-text").fill("@bot list records")
+    await page.locator("#composer-text").press("Enter")
+    thread_pane = page.locator("#thread")
+    step = thread_pane.locator(".bk-task[data-status=complete]", has_text="list-records")
+    await expect(step).to_be_visible(timeout=20_000)
+    await expect(thread_pane).to_contain_text("records:", timeout=20_000)
+    await page.screenshot(path=tmp_path / "1-list-records-step.png")
+
+    await page.locator("#thread-close").click()
+    await page.locator("#composer-text").fill("@bot refund order A-1 $30")
+    await page.locator("#composer-text").press("Enter")
+    approve = thread_pane.get_by_role("button", name="Approve", exact=True)
+    await expect(approve).to_be_visible(timeout=20_000)
+    await expect(thread_pane).to_contain_text("30")
+    await approve.click()
+    done = thread_pane.locator(".bk-task[data-status=complete]", has_text="issue-refund")
+    await expect(done).to_be_visible(timeout=20_000)
+    await expect(thread_pane).to_contain_text("$30.00", timeout=20_000)
+    await page.screenshot(path=tmp_path / "2-refund-step.png")

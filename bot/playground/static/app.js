@@ -261,7 +261,8 @@ function messageNode(message) {
   if (message.ephemeral) body.appendChild(Object.assign(document.createElement("div"), { className: "only-you", textContent: "👁 Only visible to you" }));
   if (message.blocks && message.blocks.length) {
     body.appendChild(BlockKit.blocks(message.blocks, ctx, (block, element, value) => click(message, block, element, value)));
-  } else {
+  }
+  if (!(message.blocks && message.blocks.length) || message.format === "markdown") {  // a streamed answer: its steps, then its text
     const text = document.createElement("div");
     text.className = "text";
     text.innerHTML = BlockKit.text(message.text, ctx, message.format === "markdown" ? "markdown" : "mrkdwn");

@@ -195,12 +195,31 @@ const BlockKit = (() => {
         case "rich_text":
           node = el("div", "bk-section", esc(richText(block)));
           break;
+        case "task_card":  // a thinking step of a streamed answer (task_update chunks)
+          node = taskCard(block);
+          break;
+        case "plan":
+          node = el("div", "bk-plan", block.title ? `<div class="bk-plan-title">${esc(block.title)}</div>` : "");
+          for (const task of block.tasks || []) node.appendChild(taskCard(task));
+          break;
         default:
           node = el("div", "bk-unsupported", `[${esc(block.type)} block]`);
       }
       root.appendChild(node);
     }
     return root;
+  }
+
+  const TASK_ICONS = { pending: "⏳", in_progress: "⚙️", complete: "✅", error: "⚠️" };
+  function taskCard(block) {
+    const node = el("div", `bk-task bk-task-${esc(block.status || "pending")}`);
+    node.dataset.taskId = block.task_id || "";
+    node.dataset.status = block.status || "";
+    node.appendChild(el("span", "bk-task-icon", TASK_ICONS[block.status] || "•"));
+    node.appendChild(el("span", "bk-task-title", esc(block.title || "")));
+    if (block.details) node.appendChild(el("span", "bk-task-details", esc(richText(block.details))));
+    if (block.output) node.appendChild(el("div", "bk-task-output", esc(richText(block.output))));
+    return node;
   }
 
   function richText(block) {
