@@ -7,10 +7,14 @@ null ("the reply does not say"). Nothing random is in it (no tool-call ids: the 
 their tool), and nothing from the rest of the thread, so the same question and reply always give the
 same request, and its size does not grow with the thread.
 
-The model's reading is then checked against the message (`_grounding`): a value the message does not
-support (a yes where it says no or gives no yes, a city it does not name, a number it does not
-state) never resumes a call; the call keeps waiting and the model of the normal turn is told what is
-still needed. Approvals are never settled here: only calls that suspended themselves are offered.
+The model's reading is then checked against the message (`_grounding`), in any language: a value the
+message does not support (a yes where it says no or gives no yes, a city it does not name, a number it
+does not state) never resumes a call; the call keeps waiting and the model of the normal turn is told
+what is still needed. A yes/no answer follows the words of the message (`languages/`): a clear refusal
+resumes with the no whatever the model read; a yes needs the model and the words to agree. When no word
+of the message is in any language the bot knows, a yes or a no resumes only if a second reading, the
+question asked the other way round ("should it be called off?"), agrees: the one extra model call.
+Approvals are never settled here: only calls that suspended themselves are offered.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ INSTRUCTIONS = (
     "You read a person's reply to a question and write down what the reply says, as JSON.\n"
     "- Take values only from the reply. A field the reply does not give is null.\n"
     "- A reply that says no, not yet, don't, cancel or stop is false. Only a clear yes is true.\n"
+    "- The reply may be in any language. Copy a text value as the reply writes it, in its script.\n"
     "- A reply that asks something back, greets, hesitates or talks about something else gives nothing: "
     "every field is null.\n"
     "Answer with JSON only."
@@ -43,6 +48,8 @@ INSTRUCTIONS = (
 SCHEMA_IN_PROMPT = "Answer with a JSON object that fits this JSON schema:\n"
 _BOOLEAN_WORDS = {"yes": True, "no": False, "unclear": None}
 COPY_THE_WORD = "Copy the reply's answer word."
+CALL_OFF_FIELD = "call_off"
+"""The one field of the second reading: does the reply mean the question's action must not happen?"""
 _ANSWER_FIELD = "answer"
 """The one field a call whose resume schema is not an object is asked for."""
 
@@ -202,8 +209,27 @@ def extraction_request(parked: list[ToolCallRow], message: str, *, schema_in_pro
     return [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": prompt}], schema
 
 
-def read_reply(parked: list[ToolCallRow], reply: Any, message: str) -> Reading:
-    """Which call the model's reply answers, keeping only what the message supports."""
+@dataclass(frozen=True)
+class _Unchecked:
+    """A yes/no reading the words of the message cannot check (no word of a known language in it)."""
+
+    label: str
+    call: ToolCallRow
+    field: str
+    value: bool
+
+
+def read_reply(
+    parked: list[ToolCallRow], reply: Any, message: str, *, second: dict[str, bool | None] | None = None
+) -> Reading:
+    """Which call the model's reply answers, keeping only what the message supports. `second` is the
+    second reading of an unchecked yes/no (call label -> True for "call it off", False for "go on")."""
+    return _read(parked, reply, message, second or {})[0]
+
+
+def _read(
+    parked: list[ToolCallRow], reply: Any, message: str, second: dict[str, bool | None]
+) -> tuple[Reading, list[_Unchecked]]:
     forms = _forms(parked)
     if len(forms) == 1:
         filled = {forms[0].label: reply}
@@ -211,15 +237,32 @@ def read_reply(parked: list[ToolCallRow], reply: Any, message: str) -> Reading:
         filled = reply if isinstance(reply, dict) else {}
     complete: list[Answer] = []
     unclear: list[str] = []
+    unchecked: list[_Unchecked] = []
     asks_back = grounding.is_question_back(message)
+    words = grounding.yes_or_no(message)
+    known = grounding.knows_words_of(message)
     for form in forms:
         values = filled.get(form.label)
         values = values if isinstance(values, dict) else {}
         given = {k: _from_word(v, form.fields[k]) for k, v in values.items() if k in form.fields}
+        if words is False and not asks_back:
+            # a clear refusal resumes with the no, whatever the model read ("no, cancel that" read as yes)
+            booleans = [k for k in form.fields if form.fields[k].get("type") == "boolean"]
+            if len(forms) == 1 and len(booleans) == len(form.fields):
+                given.update(dict.fromkeys(booleans, False))  # the only question, and a yes/no one
+            else:
+                given.update({k: False for k in booleans if isinstance(given.get(k), bool)})
         given = {k: v for k, v in given.items() if v is not None}
         if not given:
             continue
         kept = {k: v for k, v in given.items() if grounding.value_supported(v, form.fields[k], message)}
+        if not known and not asks_back:
+            for k, v in given.items():
+                if isinstance(v, bool) and form.fields[k].get("type") == "boolean" and k not in kept:
+                    if second.get(form.label) is (not v):  # asked the other way round, it said the opposite
+                        kept[k] = v
+                    else:
+                        unchecked.append(_Unchecked(form.label, form.call, k, v))
         texts = [v for k, v in kept.items() if isinstance(v, str) and "enum" not in form.fields[k]]
         missing = [k for k in form.required if k not in kept]
         if asks_back or missing or not grounding.covers_message(texts, message):
@@ -236,10 +279,26 @@ def read_reply(parked: list[ToolCallRow], reply: Any, message: str) -> Reading:
             continue
         complete.append(Answer(call=form.call, resume_data=data))
     if len(complete) == 1:
-        return Reading(answer=complete[0])
+        return Reading(answer=complete[0]), unchecked
     if complete:  # one message resumes at most one call, and this one could answer several: ask
         unclear.extend(_unclear(f, list(f.fields)) for f in forms if any(a.call is f.call for a in complete))
-    return Reading(unclear=unclear)
+    return Reading(unclear=unclear), unchecked
+
+
+def second_reading_request(call: ToolCallRow, message: str) -> tuple[list, dict]:
+    """The second, differently shaped reading of a yes/no the words cannot check: the question asked the
+    other way round. A model that says yes to anything says yes here too, and so contradicts itself."""
+    schema = {
+        "type": "object",
+        "properties": {CALL_OFF_FIELD: {"enum": list(_BOOLEAN_WORDS)}},
+        "required": [CALL_OFF_FIELD],
+        "additionalProperties": False,
+    }
+    prompt = (
+        f"Someone was asked: {_question(call)}\nThey replied: {message}\n\n"
+        "Question: did they refuse, so that it must be called off? yes, no or unclear."
+    )
+    return [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": prompt}], schema
 
 
 def _from_word(value: Any, schema: dict[str, Any]) -> Any:
@@ -260,8 +319,8 @@ async def find_answer(
     """What the message answers among the parked calls: one call to resume with validated, supported
     data, or nothing (and what was unclear)."""
 
-    async def ask(schema_in_prompt: bool) -> Any:
-        messages, schema = extraction_request(parked, message, schema_in_prompt=schema_in_prompt)
+    async def ask(build, schema_in_prompt: bool) -> Any:
+        messages, schema = build(schema_in_prompt)
         return await structured(
             client,
             model,
@@ -273,17 +332,38 @@ async def find_answer(
             timeout=timeout,
         )
 
-    try:
+    async def reading(build) -> Any:
         try:
-            reply = await ask(schema_in_prompt=client in _json_object_only)
+            return await ask(build, schema_in_prompt=client in _json_object_only)
         except StructuredOutputRefused as exc:
             log.info("auto-resume: %s refuses json_schema (%s); json_object from now on", client.base_url, exc)
             _json_object_only.add(client)
-            reply = await ask(schema_in_prompt=True)
+            return await ask(build, schema_in_prompt=True)
+
+    try:
+        reply = await reading(lambda in_prompt: extraction_request(parked, message, schema_in_prompt=in_prompt))
     except ModelError as exc:
         log.info("auto-resume: no usable answer from the model (%s); the calls stay parked", exc)
         return Reading()
-    return read_reply(parked, reply, message)
+    first, unchecked = _read(parked, reply, message, {})
+    if first.answer is not None or len(unchecked) != 1:
+        return first
+    # one yes/no the words cannot check: one more, differently shaped reading (and no other extra call)
+    target = unchecked[0]
+
+    def build(in_prompt: bool) -> tuple[list, dict]:
+        messages, schema = second_reading_request(target.call, message)
+        if in_prompt:
+            messages[-1]["content"] += "\n\n" + SCHEMA_IN_PROMPT + json.dumps(schema, ensure_ascii=False)
+        return messages, schema
+
+    try:
+        again = await reading(build)
+    except ModelError as exc:
+        log.info("auto-resume: no second reading (%s); the call stays parked", exc)
+        return first
+    said = again.get(CALL_OFF_FIELD) if isinstance(again, dict) else None
+    return _read(parked, reply, message, {target.label: _BOOLEAN_WORDS.get(said) if isinstance(said, str) else None})[0]
 
 
 def waiting_note(calls: list[ToolCallRow], unclear: list[str] | None = None) -> str:

@@ -603,8 +603,6 @@ async def test_a_no_to_a_confirmation_resumes_with_exactly_no(model, storage):
 @pytest.mark.parametrize(
     ("message", "read_as"),
     [
-        ("no", {"confirmed": "yes"}),  # a refusal read as a yes
-        ("not yet", {"confirmed": "yes"}),
         ("let me check with the team first", {"confirmed": "yes"}),  # no yes given
         ("let me check with the team first", {"confirmed": "no"}),  # nor a no
         ("is it safe?", {"confirmed": "yes"}),  # a question back
