@@ -31,6 +31,9 @@ class Case:
     message: str
     expect: tuple[str, dict[str, Any]] | None
     held_out: bool = False
+    language: str = "en"
+    """The language of the message (a data file of `bot/agent/languages/`, or another one for the
+    `other-language` cases: a language the bot has no words for)."""
 
 
 def _obj(**properties: Any) -> dict[str, Any]:
@@ -79,9 +82,10 @@ DATE = Waiting("reserve-room", {"question": "Which date?"}, _obj(date=STR), {"ro
 def _cases() -> list[Case]:
     cases: list[Case] = []
 
-    def add(category: str, waiting, message: str, expect, *, held_out: bool = False) -> None:
+    def add(category: str, waiting, message: str, expect, *, held_out: bool = False, language: str = "en") -> None:
         waiting = waiting if isinstance(waiting, tuple) else (waiting,)
-        cases.append(Case(f"{category}-{len(cases) + 1:02d}", category, waiting, message, expect, held_out))
+        prefix = category if language == "en" else f"{language}-{category}"
+        cases.append(Case(f"{prefix}-{len(cases) + 1:02d}", category, waiting, message, expect, held_out, language))
 
     # confirmations: yes in many phrasings
     for message, held in [
@@ -212,11 +216,154 @@ def _cases() -> list[Case]:
     add("two-waiting", (DEPLOY, WEATHER), "Berlin", ("get-weather", {"city": "Berlin"}))
     add("two-waiting", (DEPLOY, TICKET), "yes, go ahead", ("deploy", {"confirmed": True}), held_out=True)
     add("two-waiting", (TICKET, WEATHER), "low", ("open-ticket", {"priority": "low"}), held_out=True)
+
+    # the issue's replies in English
+    add("city-name", WEATHER, "I'm in Paris, France", ("get-weather", {"city": "Paris"}))
+    add("confirm-no", DEPLOY, "no, cancel that", ("deploy", {"confirmed": False}))
+
+    # the team's own languages: the same kinds of reply in each (the third of each kind held out)
+    for language, replies in LANGUAGES.items():
+        for kind, tool, field, items in (
+            ("confirm-yes", DEPLOY, "confirmed", [(m, True) for m in replies["yes"]]),
+            ("confirm-no", DEPLOY, "confirmed", [(m, False) for m in replies["no"]]),
+            ("hedge", DEPLOY, None, [(m, None) for m in replies["hedge"]]),
+            ("question-back", DEPLOY, None, [(m, None) for m in replies["question"]]),
+            ("city-name", WEATHER, "city", replies["city"]),
+            ("number", TRIP, "days", replies["days"]),
+            ("unrelated", WEATHER, None, [(m, None) for m in replies["unrelated"]]),
+        ):
+            for index, (message, value) in enumerate(items):
+                expect = None if field is None else (tool.tool, {field: value})
+                held = index == 1 if kind in ("hedge", "city-name", "number") else index == 2
+                add(kind, tool, message, expect, held_out=held, language=language)
+
+    # languages the bot has no data file for: all held out
+    for language, message, expect in OTHER_LANGUAGES:
+        tool = WEATHER if expect and "city" in expect[1] else DEPLOY
+        add("other-language", tool, message, expect, held_out=True, language=language)
     return cases
+
+
+def _yes(value: bool) -> tuple[str, dict[str, Any]]:
+    return ("deploy", {"confirmed": value})
+
+
+LANGUAGES: dict[str, dict[str, list]] = {
+    "zh-Hans": {
+        "yes": ["好的，部署吧", "可以", "没问题，继续"],
+        "no": ["不要，取消", "先别部署", "算了吧"],
+        "hedge": ["也许吧", "我再想想"],
+        "question": ["现在部署安全吗？"],
+        "city": [("我在巴黎", "巴黎"), ("北京，谢谢", "北京")],
+        "days": [("三天", 3), ("5天吧", 5)],
+        "unrelated": ["我一会儿要开会"],
+    },
+    "zh-Hant": {
+        "yes": ["好的，繼續", "沒問題", "可以，部署吧"],
+        "no": ["不要，先別", "取消", "不行"],
+        "hedge": ["不確定", "可能吧"],
+        "question": ["現在部署安全嗎？"],
+        "city": [("台北，謝謝", "台北"), ("我在高雄", "高雄")],
+        "days": [("十天", 10), ("七天", 7)],
+        "unrelated": ["我等一下要開會"],
+    },
+    "ja": {
+        "yes": ["はい、お願いします", "了解です", "はい、進めてください"],
+        "no": ["いいえ、やめてください", "まだです", "キャンセルしてください"],
+        "hedge": ["たぶん", "ちょっと考えさせて"],
+        "question": ["今デプロイしても大丈夫ですか？"],
+        "city": [("東京でお願いします", "東京"), ("大阪です", "大阪")],
+        "days": [("三日間", 3), ("5日でお願いします", 5)],
+        "unrelated": ["これから会議です"],
+    },
+    "ko": {
+        "yes": ["네, 진행해 주세요", "좋아요", "네 알겠습니다"],
+        "no": ["아니요, 취소해 주세요", "아직요", "하지 마세요"],
+        "hedge": ["글쎄요", "잘 모르겠어요"],
+        "question": ["지금 배포해도 안전한가요?"],
+        "city": [("서울로 해주세요", "서울"), ("부산이요", "부산")],
+        "days": [("3일로 해주세요", 3), ("7일이요", 7)],
+        "unrelated": ["지금 회의 중이에요"],
+    },
+    "es": {
+        "yes": ["sí, adelante", "claro", "vale, hazlo"],
+        "no": ["no, cancélalo", "todavía no", "mejor no"],
+        "hedge": ["quizás", "no estoy seguro"],
+        "question": ["¿es seguro desplegar ahora?"],
+        "city": [("Estoy en Madrid", "Madrid"), ("Barcelona, por favor", "Barcelona")],
+        "days": [("diez días", 10), ("3 días", 3)],
+        "unrelated": ["estaré en una reunión una hora"],
+    },
+    "fr": {
+        "yes": ["oui, vas-y", "d'accord", "oui, je confirme"],
+        "no": ["non, annule", "pas encore", "surtout pas"],
+        "hedge": ["peut-être", "je ne sais pas"],
+        "question": ["c'est sans risque de déployer maintenant ?"],
+        "city": [("Je suis à Montréal", "Montréal"), ("Lyon, merci", "Lyon")],
+        "days": [("vingt-cinq jours", 25), ("cinq jours", 5)],
+        "unrelated": ["je serai en réunion pendant une heure"],
+    },
+    "de": {
+        "yes": ["ja, mach das", "klar", "ja bitte"],
+        "no": ["nein, abbrechen", "noch nicht", "lieber nicht"],
+        "hedge": ["vielleicht", "keine Ahnung"],
+        "question": ["ist es sicher, jetzt zu deployen?"],
+        "city": [("Ich bin in München", "München"), ("Köln, bitte", "Köln")],
+        "days": [("fünf Tage", 5), ("zwölf Tage", 12)],
+        "unrelated": ["ich bin gleich in einem Meeting"],
+    },
+    "pt": {
+        "yes": ["sim, pode", "claro", "com certeza"],
+        "no": ["não, cancela", "ainda não", "melhor não"],
+        "hedge": ["talvez", "não tenho certeza"],
+        "question": ["é seguro fazer o deploy agora?"],
+        "city": [("Estou em Lisboa", "Lisboa"), ("São Paulo, por favor", "São Paulo")],
+        "days": [("vinte e dois dias", 22), ("4 dias", 4)],
+        "unrelated": ["vou estar numa reunião"],
+    },
+    "it": {
+        "yes": ["sì, procedi", "certo", "va bene"],
+        "no": ["no, annulla", "non ancora", "meglio di no"],
+        "hedge": ["forse", "non lo so"],
+        "question": ["è sicuro fare il deploy adesso?"],
+        "city": [("Sono a Milano", "Milano"), ("Roma, grazie", "Roma")],
+        "days": [("ventitré giorni", 23), ("sette giorni", 7)],
+        "unrelated": ["sarò in riunione per un'ora"],
+    },
+    "ru": {
+        "yes": ["да, давай", "конечно", "да, подтверждаю"],
+        "no": ["нет, отмени", "пока нет", "не надо"],
+        "hedge": ["может быть", "не знаю"],
+        "question": ["сейчас безопасно деплоить?"],
+        "city": [("Москва, пожалуйста", "Москва"), ("Я в Казани", "Казани")],
+        "days": [("двадцать пять дней", 25), ("три дня", 3)],
+        "unrelated": ["я буду на совещании час"],
+    },
+}
+"""Replies in the languages the bot has a data file for (besides the English cases above)."""
+
+OTHER_LANGUAGES: list[tuple[str, str, Any]] = [
+    ("pl", "Tak, proszę", _yes(True)),
+    ("pl", "Nie, dziękuję", _yes(False)),
+    ("tr", "evet", _yes(True)),
+    ("tr", "hayır", _yes(False)),
+    ("sv", "ja, kör", _yes(True)),
+    ("hi", "हाँ", _yes(True)),
+    ("hi", "नहीं", _yes(False)),
+    ("ar", "نعم", _yes(True)),
+    ("ar", "لا، ألغِ ذلك", _yes(False)),
+    ("he", "כן", _yes(True)),
+    ("he", "לא, תבטל", _yes(False)),
+    ("ar", "أنا في الرياض", ("get-weather", {"city": "الرياض"})),
+    ("he", "אני בפריז", ("get-weather", {"city": "פריז"})),
+    ("hi", "मैं दिल्ली में हूँ", ("get-weather", {"city": "दिल्ली"})),
+]
+"""Replies in languages without a data file in the ten (ar and he have small ones; pl, tr, sv, hi none)."""
 
 
 CASES: list[Case] = _cases()
 CATEGORIES: list[str] = list(dict.fromkeys(case.category for case in CASES))
+LANGUAGE_ORDER: list[str] = list(dict.fromkeys(case.language for case in CASES))
 
 # A dozen cases across the categories, for the test that runs against a real local model.
 SMOKE: list[str] = [

@@ -12,6 +12,13 @@ request the bot sends, to the endpoint given. Every case is scored:
 
     python benchmarks/extraction_quality.py --base-url http://127.0.0.1:8089/v1
     python benchmarks/extraction_quality.py --base-url ... --show-request deploy --json out.json
+    python benchmarks/extraction_quality.py --reader scripted      # the project alone, no model
+
+`--reader scripted` answers every request (the extraction and, where the bot asks one, the second
+reading) the way a reader that understands every case would, through the scripted OpenAI-compatible
+server of the tests and the real `openai` client: what is left wrong is the project's own doing.
+`--reader yes-sayer` reads every value right but says "yes" to every yes/no question (the failure
+seen in a small multilingual model): the hard rules must still hold.
 
 The tool-call ids of the waiting calls are random on every run, as a real model's are.
 """
@@ -35,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import openai  # noqa: E402
-from extraction_cases import CASES, CATEGORIES, SMOKE, Case  # noqa: E402
+from extraction_cases import CASES, CATEGORIES, LANGUAGE_ORDER, SMOKE, Case  # noqa: E402
 
 from bot.agent import _autoresume  # noqa: E402
 from memory.tables import ToolCallRow  # noqa: E402
@@ -133,13 +140,98 @@ def model_agent(base_url: str, model: str) -> Any:
     return SimpleNamespace(model_client=client, model=model, memory=None)
 
 
-async def run(agent: Any, cases: list[Case], *, timeout: float, progress: bool = False) -> list[Outcome]:
+def _first(value: Any) -> Any:
+    return value[0] if isinstance(value, tuple) else value
+
+
+def yes_sayer_reading(case: Case, body: dict[str, Any]) -> dict[str, Any]:
+    """A reader with the failure the issue saw in Gemma 3 270M: every value right, except that it answers
+    "yes" to every yes/no question (refusals included, and the second reading's "called off?")."""
+
+    def yes(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: yes(v) for k, v in value.items()}
+        return "yes" if value in ("no", "unclear") else value
+
+    return yes(correct_reading(case, body))
+
+
+def correct_reading(case: Case, body: dict[str, Any]) -> dict[str, Any]:
+    """What a reader that understands the case answers to the request `body` the bot sent: the
+    extraction (the fields of the call the reply answers; yes/no as the words "yes"/"no"/"unclear"),
+    or the second reading ("should it be called off?")."""
+    schema = body["response_format"].get("json_schema", {}).get("schema") or {}
+    properties = schema.get("properties", {})
+    call_off = getattr(_autoresume, "CALL_OFF_FIELD", "call_off")  # (absent before issue 16)
+    if call_off in properties:
+        values = list(case.expect[1].values()) if case.expect else []
+        said = values[0] if len(values) == 1 and isinstance(values[0], bool) else None
+        return {call_off: "unclear" if said is None else ("yes" if said is False else "no")}
+
+    def fields(tool: str, field_schemas: dict[str, Any]) -> dict[str, Any]:
+        want = case.expect[1] if case.expect and case.expect[0] == tool else {}
+        out = {}
+        for name, field_schema in field_schemas.items():
+            value = _first(want.get(name))
+            if field_schema.get("enum") == ["yes", "no", "unclear"]:
+                value = "unclear" if value is None else ("yes" if value else "no")
+            out[name] = value
+        return out
+
+    if len(case.waiting) == 1:
+        return fields(case.waiting[0].tool, properties)
+    return {tool: fields(tool, sub.get("properties", {})) for tool, sub in properties.items()}
+
+
+class ScriptedReader:
+    """The scripted OpenAI-compatible server of the tests, answering each case correctly (or, as the
+    `yes-sayer`, with a yes to every yes/no)."""
+
+    def __init__(self, reading=None) -> None:
+        from tests.support.scripted_model import ScriptedModel
+
+        self.reading = reading or correct_reading
+        self.server = ScriptedModel().start()
+        self.agent = model_agent(self.server.base_url, "scripted-reader")
+
+    def prepare(self, case: Case) -> None:
+        from tests.support.scripted_model import structured
+
+        self.server.structured.clear()
+        self.server.structured.push(*(lambda body: structured(self.reading(case, body)) for _ in range(2)))
+
+    def close(self) -> None:
+        self.server.stop()
+
+
+async def run(
+    agent: Any, cases: list[Case], *, timeout: float, progress: bool = False, reader: ScriptedReader | None = None
+) -> list[Outcome]:
     outcomes = []
     for case in cases:
+        if reader is not None:
+            reader.prepare(case)
         outcomes.append(score(case, await extract(agent, case, timeout=timeout)))
         if progress:
             print(f"  {case.id}: {outcomes[-1].verdict} {outcomes[-1].got}", file=sys.stderr, flush=True)
     return outcomes
+
+
+def _row(name: str, group: list[Outcome]) -> str:
+    counts = Counter(o.verdict for o in group)
+    right = counts["right"]
+    return (
+        f"| {name} | {len(group)} | {right} ({100 * right / len(group):.0f}%) | {counts['safe-wait']} "
+        f"| {counts['unsafe']} |"
+    )
+
+
+def _cells(group: list[Outcome]) -> str:
+    if not group:
+        return "0 | - | - | -"
+    counts = Counter(o.verdict for o in group)
+    right = counts["right"]
+    return f"{len(group)} | {right} ({100 * right / len(group):.0f}%) | {counts['safe-wait']} | {counts['unsafe']}"
 
 
 def table(outcomes: list[Outcome]) -> str:
@@ -153,15 +245,25 @@ def table(outcomes: list[Outcome]) -> str:
         ("tuned on", [o for o in outcomes if not o.case.held_out]),
         ("held out", [o for o in outcomes if o.case.held_out]),
     ]
-    for name, group in groups:
+    lines += [_row(name, group) for name, group in groups if group]
+    return "\n".join(lines)
+
+
+def language_table(outcomes: list[Outcome]) -> str:
+    """One row per language, tuned-on and held-out cases apart."""
+    lines = [
+        "| language | cases | right | safe-wait | unsafe | held out: cases | right | safe-wait | unsafe |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    known = [code for code in LANGUAGE_ORDER if any(o.case.language == code and not o.case.held_out for o in outcomes)]
+    others = [code for code in LANGUAGE_ORDER if code not in known]
+    for name, codes in [*((code, [code]) for code in known), ("other languages (held out)", others)]:
+        group = [o for o in outcomes if o.case.language in codes]
         if not group:
             continue
-        counts = Counter(o.verdict for o in group)
-        right = counts["right"]
-        lines.append(
-            f"| {name} | {len(group)} | {right} ({100 * right / len(group):.0f}%) | {counts['safe-wait']} "
-            f"| {counts['unsafe']} |"
-        )
+        tuned = [o for o in group if not o.case.held_out]
+        held = [o for o in group if o.case.held_out]
+        lines.append(f"| {name} | {_cells(tuned)} | {_cells(held)} |")
     return "\n".join(lines)
 
 
@@ -175,7 +277,11 @@ def confusions(outcomes: list[Outcome], limit: int = 12) -> str:
     wrong = sorted((o for o in outcomes if o.verdict != "right"), key=lambda o: (order[o.verdict], o.case.id))
     lines = ["| case | message | expected | got | verdict |", "|---|---|---|---|---|"]
     for o in wrong[:limit]:
-        expected = "wait" if o.case.expect is None else f"{o.case.expect[0]} {json.dumps(o.case.expect[1])}"
+        expected = (
+            "wait"
+            if o.case.expect is None
+            else f"{o.case.expect[0]} {json.dumps(o.case.expect[1], ensure_ascii=False)}"
+        )
         got = "wait" if o.got is None else f"{o.got[0]} {json.dumps(o.got[1], ensure_ascii=False)}"
         verdict = o.verdict + (f" ({o.kind})" if o.kind else "")
         lines.append(f"| {o.case.id} | {o.case.message} | {expected} | {got} | {verdict} |")
@@ -202,6 +308,13 @@ async def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, help="run every case N times; report answers that change")
     parser.add_argument("--show-request", metavar="CASE", help="print the request body of a case id and exit")
     parser.add_argument("--json", type=Path, help="write every outcome to this file")
+    parser.add_argument(
+        "--reader",
+        choices=["model", "scripted", "yes-sayer"],
+        default="model",
+        help="the endpoint's model, the scripted reader (reads every case right), or one that says yes to every yes/no",
+    )
+    parser.add_argument("--language", help="comma-separated languages (en, zh-Hans, ..., or other ones)")
     args = parser.parse_args()
 
     cases = CASES
@@ -212,16 +325,30 @@ async def main() -> int:
         cases = [c for c in cases if c.held_out]
     if args.smoke:
         cases = [c for c in cases if c.id in SMOKE]
+    if args.language:
+        cases = [c for c in cases if c.language in set(args.language.split(","))]
     if args.show_request:
         case = next(c for c in CASES if c.id == args.show_request)
         print(json.dumps(request_body(case), indent=2, ensure_ascii=False))
         return 0
 
-    agent = model_agent(args.base_url, args.model)
-    runs = [await run(agent, cases, timeout=args.timeout, progress=True) for _ in range(max(1, args.repeat))]
+    readings = {"scripted": correct_reading, "yes-sayer": yes_sayer_reading}
+    reader = ScriptedReader(readings[args.reader]) if args.reader in readings else None
+    agent = reader.agent if reader else model_agent(args.base_url, args.model)
+    try:
+        runs = [
+            await run(agent, cases, timeout=args.timeout, progress=True, reader=reader)
+            for _ in range(max(1, args.repeat))
+        ]
+    finally:
+        if reader:
+            reader.close()
     outcomes = runs[0]
-    print(f"{len(outcomes)} cases against {args.base_url} ({args.model})\n")
+    against = f"the {args.reader} reader" if reader else f"{args.base_url} ({args.model})"
+    print(f"{len(outcomes)} cases against {against}\n")
     print(table(outcomes))
+    print()
+    print(language_table(outcomes))
     print()
     for rule, count in hard_rules(outcomes).items():
         print(f"{rule}: {count}")
