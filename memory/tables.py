@@ -67,7 +67,7 @@ class RunRow(Base):
         Index("ix_runs_agent_status", "agent_id", "status"),
         Index("ix_runs_thread_status", "thread_id", "status"),
         Index("ix_runs_parent", "parent_run_id"),
-        Index("ix_runs_agent_suspended", "agent_id", "suspended_at"),
+        Index("ix_runs_agent_suspended", "agent_id", "suspended_at", "id"),
         Index("ix_runs_resource_status", "resource_id", "status"),
     )
 

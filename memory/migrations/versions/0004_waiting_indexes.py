@@ -1,5 +1,6 @@
-"""Indexes for the queries about waiting calls at scale: the newest-first page of an agent's suspended runs,
-a user's suspended runs, and the expiry sweep's calls waiting since before a time.
+"""Indexes for the queries about waiting calls at scale: the newest-first page of an agent's suspended runs
+(with the order's tie-break `id`, so the page needs no sort of its own), a user's suspended runs, and the
+expiry sweep's calls waiting since before a time.
 
 Revision ID: 0004_waiting_indexes
 Revises: 0003_policies
@@ -14,7 +15,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.create_index("ix_runs_agent_suspended", "runs", ["agent_id", "suspended_at"])
+    op.create_index("ix_runs_agent_suspended", "runs", ["agent_id", "suspended_at", "id"])
     op.create_index("ix_runs_resource_status", "runs", ["resource_id", "status"])
     op.create_index("ix_tool_calls_agent_state_since", "tool_calls", ["agent_id", "state", "suspended_at"])
 
