@@ -91,6 +91,8 @@ async def fill(storage: Storage, size: int) -> list[tuple[str, str]]:
         for start in range(0, size, 5000):
             await connection.execute(insert(RunRow.__table__), runs[start : start + 5000])
             await connection.execute(insert(ToolCallRow.__table__), calls[start : start + 5000])
+    async with storage.read() as connection:  # the statistics a database has once its autovacuum ran
+        await connection.exec_driver_sql("ANALYZE")
     return ids
 
 
