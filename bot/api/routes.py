@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +27,7 @@ from bot.agent import (
     ToolCallNotSuspendedError,
     ToolCallState,
 )
+from tools import JsonValueError, clean_text, read_json
 
 from .openapi import openapi_document
 
@@ -110,8 +111,8 @@ class _Api:
     async def _answer(self, request: web.Request, handler: Callable[..., Awaitable[Any]], *args: Any) -> web.Response:
         try:
             self._check_token(request)
-            if request.match_info["agent_id"] != self.front.agent.id:
-                raise ApiError(404, f"unknown agent {request.match_info['agent_id']!r}")
+            if (agent_id := _path(request, "agent_id")) != self.front.agent.id:
+                raise ApiError(404, f"unknown agent {agent_id!r}")
             return web.json_response(await handler(request, *args))
         except ApiError as exc:
             return web.json_response({"error": exc.message}, status=exc.status)
@@ -122,12 +123,11 @@ class _Api:
             raise ApiError(401, "a valid bearer token is required (Authorization: Bearer $BOT_API_TOKEN)")
 
     async def _suspended_runs(self, request: web.Request) -> dict[str, Any]:
-        query = request.query
-        page = _whole(query.get("page", "0"), "page", minimum=0)
-        per_page = _whole(query.get("perPage", "50"), "perPage", minimum=1, maximum=200)
+        page = _whole(_query(request, "page", "0"), "page", minimum=0, maximum=MAX_PAGE)
+        per_page = _whole(_query(request, "perPage", "50"), "perPage", minimum=1, maximum=200)
         found = await self.front.agent.list_suspended_runs(
-            thread_id=query.get("threadId") or None,
-            resource_id=query.get("resourceId") or None,
+            thread_id=_query(request, "threadId") or None,
+            resource_id=_query(request, "resourceId") or None,
             page=page,
             per_page=per_page,
         )
@@ -157,7 +157,7 @@ class _Api:
 
     async def _decide(self, request: web.Request, action: str) -> dict[str, Any]:
         body = await _json_object(request)
-        run_id, tool_call_id = request.match_info["run_id"], request.match_info["tool_call_id"]
+        run_id, tool_call_id = _path(request, "run_id"), _path(request, "tool_call_id")
         if action == "answer":
             user_id = _optional_text(body, "resumedBy") or ""
             if "resumeData" not in body:
@@ -236,15 +236,30 @@ def _not_waiting(state: str | None, action: str) -> str:
     return f"this call was already decided (it is {state})" if state else "this call no longer waits"
 
 
+# --- reading a request: the body, the path and the query, each the same way ----------------------
+# Text is cleaned (tools.clean_text: NUL removed, lone surrogates -> U+FFFD) so that no id or value
+# reaches the database in a form it refuses; numbers must be finite; the body is UTF-8 JSON.
+MAX_PAGE = 1_000_000
+"""The highest `page` (with `perPage` at most 200 the offset stays far within any database's integers)."""
+
+
 async def _json_object(request: web.Request) -> dict[str, Any]:
-    raw = await request.text()
+    raw = await request.read()
     try:
-        body = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError as exc:
+        body = read_json(raw) if raw.strip() else {}
+    except JsonValueError as exc:
         raise ApiError(400, f"the body is not JSON: {exc}") from None
     if not isinstance(body, dict):
         raise ApiError(400, "the body must be a JSON object")
     return body
+
+
+def _path(request: web.Request, name: str) -> str:
+    return clean_text(request.match_info[name])
+
+
+def _query(request: web.Request, name: str, default: str = "") -> str:
+    return clean_text(request.query.get(name, default))
 
 
 def _optional_text(body: dict[str, Any], name: str) -> str | None:
@@ -256,11 +271,13 @@ def _optional_text(body: dict[str, Any], name: str) -> str | None:
     return value.strip()
 
 
+_WHOLE = re.compile(r"-?[0-9]{1,19}")
+
+
 def _whole(value: str, name: str, *, minimum: int, maximum: int | None = None) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise ApiError(400, f"{name} must be a whole number, not {value!r}") from None
+    if _WHOLE.fullmatch(value) is None:  # int() also reads "٣", " 3", "1_000" and 4,000 digits
+        raise ApiError(400, f"{name} must be a whole number, not {value[:20]!r}")
+    number = int(value)
     if number < minimum or (maximum is not None and number > maximum):
         bound = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
         raise ApiError(400, f"{name} must be {bound}")
