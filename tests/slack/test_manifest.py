@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -27,3 +29,30 @@ def test_manifest_subscribes_to_what_the_bot_handles():
     assert manifest["features"]["app_home"]["home_tab_enabled"] is True
     assert "app_home_opened" in settings["event_subscriptions"]["bot_events"]
     assert "request_url" in MANIFEST.read_text()  # the comment on switching to HTTP
+
+
+def test_the_manifest_uses_the_agent_messaging_experience():
+    manifest = yaml.safe_load(MANIFEST.read_text())
+    features = manifest["features"]
+    assert "assistant_view" not in features  # new apps can no longer use it
+    agent_view = features["agent_view"]
+    assert agent_view["agent_description"] and len(agent_view["agent_description"]) <= 300
+    assert 1 <= len(agent_view["suggested_prompts"]) <= 4
+    assert all(set(prompt) == {"title", "message"} for prompt in agent_view["suggested_prompts"])
+    # the loading status and suggested prompts need assistant:write; a DM opened is app_home_opened
+    assert "assistant:write" in manifest["oauth_config"]["scopes"]["bot"]
+    assert {"app_home_opened", "message.im"} <= set(manifest["settings"]["event_subscriptions"]["bot_events"])
+
+
+SCHEMA_PLACES = (os.environ.get("SLACK_MANIFEST_SCHEMA", ""),)
+
+
+def test_the_manifest_validates_against_slacks_published_schema():
+    """Slack's schema (github.com/slackapi/manifest-schema, schemas/manifest.schema.1.0.0.json) is not
+    vendored here: name a copy in SLACK_MANIFEST_SCHEMA to run this check."""
+    jsonschema = pytest.importorskip("jsonschema")
+    place = next((Path(p) for p in SCHEMA_PLACES if p and Path(p).is_file()), None)
+    if place is None:
+        pytest.skip("no copy of Slack's manifest schema: set SLACK_MANIFEST_SCHEMA to its path")
+    schema = json.loads(place.read_text())
+    jsonschema.validate(yaml.safe_load(MANIFEST.read_text()), schema)
