@@ -91,9 +91,12 @@ class BrowserApi:
         return web.json_response({"ok": answer.status == 200, "bot_status": answer.status})
 
     async def open_home(self, request: web.Request) -> web.Response:
-        """The person opened the bot's Home tab: Slack sends `app_home_opened`; the bot publishes the view."""
-        user = self._person((await _json(request)).get("user"))
-        answer = await self.delivery.home_opened(user)
+        """The person opened the bot's Home tab (or, with `"tab": "messages"`, its DM): Slack sends
+        `app_home_opened`; the bot publishes the Home view, or offers suggested prompts in the DM."""
+        data = await _json(request)
+        user = self._person(data.get("user"))
+        tab = "messages" if data.get("tab") == "messages" else "home"
+        answer = await self.delivery.home_opened(user, tab)
         return web.json_response({"ok": answer.status == 200, "bot_status": answer.status})
 
     async def click_home(self, request: web.Request) -> web.Response:
@@ -187,6 +190,11 @@ def snapshot(workspace: Workspace, user_id: str) -> dict[str, Any]:
         ],
         "modal": modal,
         "home": workspace.home_views.get(user_id),
+        "suggested_prompts": {
+            channel: prompts
+            for channel, prompts in workspace.suggested_prompts.items()
+            if channel in workspace.channels and workspace.channels[channel].visible_to(user_id)
+        },
     }
 
 

@@ -59,9 +59,9 @@ class Delivery:
             block_actions(user_id, message, action, channel=channel, trigger_id=trigger_id)
         )
 
-    async def home_opened(self, user_id: str) -> BotAnswer:
-        """The person opened the bot's App Home tab."""
-        return await self.post_event(app_home_opened_event(user_id))
+    async def home_opened(self, user_id: str, tab: str = "home") -> BotAnswer:
+        """The person opened the bot's App Home tab (`home`) or its DM (`messages`)."""
+        return await self.post_event(app_home_opened_event(user_id, tab))
 
     async def home_clicked(self, user_id: str, view: dict[str, Any], action: dict[str, Any]) -> BotAnswer:
         """A click on a button of the person's App Home."""

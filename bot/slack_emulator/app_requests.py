@@ -95,8 +95,9 @@ def app_mention_event(message: Message) -> dict[str, Any]:
     return {"type": "app_mention", **_message_fields(message)}
 
 
-def app_home_opened_event(user_id: str) -> dict[str, Any]:
-    return {"type": "app_home_opened", "user": user_id, "channel": "D" + user_id, "tab": "home", "event_ts": _now()}
+def app_home_opened_event(user_id: str, tab: str = "home") -> dict[str, Any]:
+    """The person opened the bot's Home tab (`home`) or its DM (`messages`: the agent view's conversation)."""
+    return {"type": "app_home_opened", "user": user_id, "channel": "D" + user_id, "tab": tab, "event_ts": _now()}
 
 
 def _message_fields(message: Message) -> dict[str, Any]:

@@ -102,6 +102,7 @@ class SlackWebApi:
             "chat.appendStream": self.chat_append_stream,
             "chat.stopStream": self.chat_stop_stream,
             "assistant.threads.setStatus": self.set_status,
+            "assistant.threads.setSuggestedPrompts": self.set_suggested_prompts,
             "views.open": self.views_open,
             "views.push": self.views_push,
             "views.update": self.views_update,
@@ -398,6 +399,23 @@ class SlackWebApi:
         if "status" not in p:
             raise SlackError("invalid_arguments")
         self.workspace.set_status(channel_id, thread_ts, str(p.get("status") or ""))
+        return {"ok": True}
+
+    def set_suggested_prompts(self, p: dict[str, Any]) -> Answer:
+        """`channel_id` and `prompts` (1 to 4 objects of `title` and `message`) required, `title` optional."""
+        channel_id = self.workspace.channel_id(_required(p, "channel_id"))
+        if channel_id not in self.workspace.channels:
+            raise SlackError("channel_not_found")
+        prompts = p.get("prompts")
+        if not isinstance(prompts, list) or not 1 <= len(prompts) <= 4:
+            raise SlackError("invalid_arguments")
+        for prompt in prompts:
+            if not isinstance(prompt, dict) or set(prompt) != {"title", "message"}:
+                raise SlackError("invalid_arguments")
+            if not all(isinstance(prompt[k], str) and prompt[k] for k in ("title", "message")):
+                raise SlackError("invalid_arguments")
+        self.workspace.suggested_prompts[channel_id] = {"title": str(p.get("title") or ""), "prompts": prompts}
+        self.workspace.changed()
         return {"ok": True}
 
     # --- modals and the App Home --------------------------------------------------------------

@@ -189,6 +189,8 @@ class Workspace:
         """trigger_id -> (the person who clicked, when): views.open needs a fresh one."""
         self.statuses: dict[tuple[str, str], str] = {}
         """(channel, thread_ts) -> the assistant status shown under the thread ("is thinking…")."""
+        self.suggested_prompts: dict[str, dict[str, Any]] = {}
+        """channel -> {"title", "prompts": [{"title", "message"}]}: what assistant.threads.setSuggestedPrompts set."""
         self.home_views: dict[str, dict[str, Any]] = {}
         self.version = 0
         self.on_change: list[Callable[[Message | Modal | None], None]] = []

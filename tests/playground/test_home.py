@@ -112,3 +112,20 @@ async def test_without_a_token_the_api_addresses_say_the_api_is_off(playground):
                 assert (response.status, await response.json()) == (404, {"error": API_OFF}), path
         async with session.post(playground.url + "/api/auth.test") as response:  # the emulated Slack still answers
             assert (await response.json())["error"] == "not_authed"
+
+
+async def test_opening_the_dm_shows_the_bots_prompts_and_greeting(page):
+    from .browser import ALICE
+
+    status, body = await page.post("/play/home/open", {"user": ALICE, "tab": "messages"})
+    assert status == 200 and body["ok"], body
+    state = await page.wait_for(lambda s: s["suggested_prompts"].get("DUALICE") and s, what="the prompts")
+    assert [p["title"] for p in state["suggested_prompts"]["DUALICE"]["prompts"]][:2] == [
+        "list-records",
+        "delete-record",
+    ]
+    greeting = await page.wait_for(
+        lambda s: [m for m in s["messages"] if m["channel"] == "DUALICE" and "Hi <@UALICE>" in m["text"]],
+        what="the greeting",
+    )
+    assert "`issue-refund`" in greeting[0]["text"]

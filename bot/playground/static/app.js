@@ -125,6 +125,8 @@ function renderSidebar(data) {
 }
 
 function openChannel(id) {
+  const dm = ((ui.data && ui.data.channels) || []).find((c) => c.id === id && c.is_im);
+  if (dm && ui.channel !== id) send("/play/home/open", { tab: "messages" }).catch(() => {});  // the agent view's DM opened
   if (ui.channel !== id) $("reply-text").value = "";
   ui.channel = id;
   ui.home = false;
@@ -189,11 +191,15 @@ function renderChannel(data) {
 function renderSuggestions(channel) {
   const box = $("suggestions");
   box.innerHTML = "<span>Try:</span>";
-  for (const text of SUGGESTIONS) {
+  const offered = (ui.data.suggested_prompts || {})[channel.id];  // the bot's suggested prompts in its DM
+  const prompts = offered ? offered.prompts : SUGGESTIONS.map((text) => ({ title: text, message: text }));
+  for (const prompt of prompts) {
+    const text = prompt.message;
     const chip = document.createElement("button");
     chip.type = "button";
     chip.className = "chip";
-    chip.textContent = text;
+    chip.textContent = prompt.title;
+    chip.title = prompt.message;
     chip.addEventListener("click", () => {
       const field = $("composer-text");
       field.value = channel.is_im ? text : `@bot ${text}`;
