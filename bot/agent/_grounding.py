@@ -383,6 +383,9 @@ def string_supported(value: Any, message: str) -> bool:
     target = clean(value)
     if not target or _only_filler(target):
         return False
+    found = spans(target)
+    if any("greetings" in s.kinds and (s.start == 0 or s.end == len(target)) for s in found):
+        return False  # the model copied the politeness too ("北京，谢谢", "Paris, thanks"): not the value
     return occurs(target, clean(after_correction(message)))
 
 

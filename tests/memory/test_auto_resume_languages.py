@@ -62,6 +62,8 @@ NOT_NAMED = {
     "hangul-inside-a-word": ("경서울 말고요", "서울"),
     "greeting-only": ("你好", "你好"),
     "in-passing": ("I'll be in a meeting for an hour", "meeting"),
+    "with-the-thanks-zh": ("北京，谢谢", "北京，谢谢"),
+    "with-the-thanks-en": ("Paris, thanks", "Paris, thanks"),
 }
 
 
