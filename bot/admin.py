@@ -7,17 +7,17 @@ stderr and exit status 2, and changes nothing.
 from __future__ import annotations
 
 import csv
+import getpass
 import io
 import json
+import socket
 import sys
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from memory import AuditEntry, PolicyChange, PolicyError, Storage, ToolPolicy
+from memory import SYSTEM, AuditEntry, PolicyChange, PolicyError, Storage, ToolPolicy
 
-CLI_ACTOR = "cli"
-"""Who `policy set` records as having changed a policy."""
 AUDIT_FIELDS = (
     "at",
     "run_id",
@@ -29,6 +29,8 @@ AUDIT_FIELDS = (
     "args_fingerprint",
     "policy_version",
     "detail",
+    "before",
+    "after",
 )
 
 
@@ -106,24 +108,50 @@ def tool_origin(tool: Any) -> str:
     return source.replace("`", "") + (f" ({', '.join(hints)})" if hints else "")
 
 
+async def change_policy(
+    storage: Storage,
+    agent: Any,
+    tool_name: str,
+    change: PolicyChange,
+    *,
+    actor: str,
+    via: str,
+    detail: str | None = None,
+) -> ToolPolicy:
+    """Patch the policy of one of the agent's tools (or of a tool that already has a policy): the one
+    rule of the command line and the App Home. Audited as `policy_changed` (who, through what, the
+    whole policy before and after). Raises `AdminInputError` (one line) and then changes nothing."""
+    tool_name = tool_name.strip()
+    tools = agent_tools(agent)
+    if tool_name not in tools and (await storage.policies.get(tool_name)).version == 0:
+        known = ", ".join(sorted(tools)) or "none"
+        raise AdminInputError(f"unknown tool {tool_name[:100]!r}; the agent's tools are: {known}")
+    try:
+        return await storage.policies.set(tool_name, change, actor=actor, via=via, detail=detail)
+    except PolicyError as exc:
+        raise AdminInputError(str(exc)) from None
+
+
+def cli_operator() -> str:
+    """Who ran `policy set`, as far as the machine tells: the login and the host (the audit line's
+    detail; its actor is `system`, as nobody signed in to Slack)."""
+    try:
+        login = getpass.getuser()
+    except (KeyError, OSError):
+        login = "unknown user"
+    return f"command line: {login}@{socket.gethostname()}"
+
+
 async def set_policy(
     storage: Storage,
     agent: Any,
     tool_name: str,
     change: PolicyChange,
     *,
-    actor: str = CLI_ACTOR,
     out: TextIO = sys.stdout,
 ) -> ToolPolicy:
-    """Patch the policy of one of the agent's tools (or of a tool that already has a policy)."""
-    tools = agent_tools(agent)
-    if tool_name not in tools and (await storage.policies.get(tool_name)).version == 0:
-        known = ", ".join(sorted(tools)) or "none"
-        raise AdminInputError(f"unknown tool {tool_name!r}; the agent's tools are: {known}")
-    try:
-        policy = await storage.policies.set(tool_name, change, actor=actor)
-    except PolicyError as exc:
-        raise AdminInputError(str(exc)) from None
+    """`policy set`: patch the policy of one of the agent's tools and print it."""
+    policy = await change_policy(storage, agent, tool_name, change, actor=SYSTEM, via="cli", detail=cli_operator())
     words = describe(policy)
     print(
         f"{policy.tool_name}: mode {words['mode']}, approvers {words['approvers']}, "
@@ -162,17 +190,39 @@ async def print_audit(
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=AUDIT_FIELDS, lineterminator="\n")
         writer.writeheader()
-        writer.writerows(rows)
+        for row in rows:
+            writer.writerow({**row, "before": _json_cell(row["before"]), "after": _json_cell(row["after"])})
         out.write(buffer.getvalue())
     elif format == "table":
         shown = ("at", "action", "tool_name", "actor", "via", "policy_version", "run_id", "tool_call_id", "detail")
-        lines = [tuple(f.upper().replace("_", " ") for f in shown)]
+        lines = [(*(f.upper().replace("_", " ") for f in shown), "CHANGE")]
         for row in rows:
-            lines.append(tuple("" if row[f] is None else str(row[f]) for f in shown))
+            cells = ["" if row[f] is None else " ".join(str(row[f]).split()) for f in shown]
+            lines.append((*cells, change_words(row["before"], row["after"])))
         _print_table(lines, out)
     else:
         raise AdminInputError(f"--format {format!r}: use table, jsonl or csv")
     return len(rows)
+
+
+def change_words(before: Any, after: Any) -> str:
+    """What a change changed, in one line: `mode inherit -> disabled; approvers [] -> ['U1']` for two
+    objects (a policy, arguments), else `before -> after`; empty when nothing was recorded."""
+    if before is None and after is None:
+        return ""
+    if isinstance(before, dict) and isinstance(after, dict):
+        keys = [k for k in dict.fromkeys([*before, *after]) if k != "version" and before.get(k) != after.get(k)]
+        return "; ".join(f"{k} {_short(before.get(k))} -> {_short(after.get(k))}" for k in keys) or "no change"
+    return f"{_short(before)} -> {_short(after)}"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _json_cell(value: Any) -> str:
+    return "" if value is None else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _audit_record(entry: AuditEntry) -> dict[str, Any]:
@@ -192,6 +242,7 @@ __all__ = [
     "agent_tools",
     "code_rule",
     "describe",
+    "change_policy",
     "list_policies",
     "parse_since",
     "print_audit",

@@ -1,9 +1,13 @@
 """The audit trail: one entry for everything that happens to a tool call a human may care about.
 
-Requested, approved, declined, edited, resumed, expired, executed, failed, interrupted: who did it
-(a Slack user ID, or `system`), through what (a button, the App Home, the HTTP API, the thread, the
-expiry sweep, recovery, the runtime itself), when, the fingerprint of the arguments it applied to,
-and the version of the tool's policy in force. Entries are kept after their run is finished.
+Requested, approved, declined, edited, resumed, expired, executed, failed, interrupted; refused (a
+click or an API call the policy did not allow), blocked (a call the model made to a disabled tool);
+and every change of who may do what (`policy_changed`, which belongs to no run). Each says who did
+it (a Slack user ID, or `system`), through what (a button, the App Home, the HTTP API, the thread,
+the expiry sweep, recovery, the runtime itself, the command line), when, the fingerprint of the
+arguments it applied to, and the version of the tool's policy in force; a change also says what was
+`before` and what is `after` (a policy change: the whole policy; an edit: the arguments). Entries are
+kept after their run is finished.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
@@ -34,6 +38,9 @@ class AuditAction(StrEnum):
     EXECUTED = "executed"
     FAILED = "failed"
     INTERRUPTED = "interrupted"
+    REFUSED = "refused"
+    BLOCKED = "blocked"
+    POLICY_CHANGED = "policy_changed"
 
 
 class AuditVia(StrEnum):
@@ -44,6 +51,7 @@ class AuditVia(StrEnum):
     EXPIRY = "expiry"
     RECOVERY = "recovery"
     RUNTIME = "runtime"
+    CLI = "cli"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,8 +59,9 @@ class AuditEntry:
     """One line of the audit trail."""
 
     at: datetime
-    run_id: str
-    tool_call_id: str
+    run_id: str | None
+    """None for a line that belongs to no run (a policy change)."""
+    tool_call_id: str | None
     tool_name: str
     action: str
     actor: str
@@ -61,7 +70,11 @@ class AuditEntry:
     policy_version: int | None = None
     """The version of the tool's policy in force (0: the defaults); None where no policy was read."""
     detail: str | None = None
-    """A decline's reason, a failure's error, an expiry's limit."""
+    """A decline's reason, a failure's error, an expiry's limit, a refusal's explanation."""
+    before: Any = None
+    """What changed, as it was: the whole policy (a `policy_changed` line), the arguments (`edited`)."""
+    after: Any = None
+    """What changed, as it is now."""
 
 
 class AuditLog:
@@ -73,8 +86,8 @@ class AuditLog:
     async def record(
         self,
         *,
-        run_id: str,
-        tool_call_id: str,
+        run_id: str | None,
+        tool_call_id: str | None,
         tool_name: str,
         action: AuditAction | str,
         actor: str | None,
@@ -82,6 +95,8 @@ class AuditLog:
         args_fingerprint: str | None = None,
         policy_version: int | None = None,
         detail: str | None = None,
+        before: Any = None,
+        after: Any = None,
     ) -> None:
         async with self._storage.session() as session:
             session.add(
@@ -95,6 +110,8 @@ class AuditLog:
                     args_fingerprint=args_fingerprint,
                     policy_version=policy_version,
                     detail=detail,
+                    before=before,
+                    after=after,
                     at=utcnow(),
                 )
             )
@@ -133,6 +150,8 @@ def entry_of(row: AuditRow) -> AuditEntry:
         args_fingerprint=row.args_fingerprint,
         policy_version=row.policy_version,
         detail=row.detail,
+        before=row.before,
+        after=row.after,
     )
 
 

@@ -20,7 +20,7 @@ from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from .exceptions import PolicyError
-from .tables import PolicyRow, utcnow
+from .tables import AuditRow, PolicyRow, utcnow
 
 if TYPE_CHECKING:
     from ._database import Database
@@ -86,6 +86,16 @@ class ToolPolicy:
     @property
     def disabled(self) -> bool:
         return self.mode == PolicyMode.DISABLED
+
+    def fields(self) -> dict[str, Any]:
+        """The whole policy as JSON (what an audit line's `before` and `after` hold)."""
+        return {
+            "mode": str(self.mode),
+            "approvers": list(self.approvers),
+            "self_approval": self.self_approval,
+            "expires_after": self.expires_after,
+            "version": self.version,
+        }
 
     @property
     def adds_approval(self) -> bool:
@@ -179,8 +189,19 @@ class PolicyStore:
                     found.append(policy)
             return found
 
-    async def set(self, tool_name: str, change: PolicyChange, *, actor: str | None = None) -> ToolPolicy:
-        """Apply `change` to the policy of `tool_name` (creating it from the defaults) and bump its version."""
+    async def set(
+        self,
+        tool_name: str,
+        change: PolicyChange,
+        *,
+        actor: str | None = None,
+        via: str = "runtime",
+        detail: str | None = None,
+    ) -> ToolPolicy:
+        """Apply `change` to the policy of `tool_name` (creating it from the defaults) and bump its version.
+
+        In the same transaction, a `policy_changed` audit line says who (`actor`) changed it through what
+        (`via`: `home`, `cli`, `api`), with the whole policy before and after."""
         tool_name = tool_name.strip()
         if not tool_name:
             raise PolicyError("a tool name is required")
@@ -201,14 +222,35 @@ class PolicyStore:
                 )
                 .on_conflict_do_nothing(index_elements=["tool_name"])
             )
-            # one UPDATE: concurrent changes are serialised by the row lock, each gets its own version
+            # the row locked first: concurrent changes are serialised, each gets its own version and its
+            # own `before`
+            locked = select(PolicyRow).where(PolicyRow.tool_name == tool_name)
+            if not self._storage.is_sqlite:
+                locked = locked.with_for_update()
+            before = policy_of((await session.scalars(locked)).one())
             await session.execute(
                 update(PolicyRow)
                 .where(PolicyRow.tool_name == tool_name)
                 .values(**values, version=PolicyRow.version + 1, updated_by=actor, updated_at=utcnow())
             )
             row = await session.get(PolicyRow, tool_name, populate_existing=True)
-            return policy_of(row)
+            after = policy_of(row)
+            session.add(
+                AuditRow(
+                    run_id=None,
+                    tool_call_id=None,
+                    tool_name=tool_name,
+                    action="policy_changed",
+                    actor=actor or "system",
+                    via=via,
+                    policy_version=after.version,
+                    detail=detail,
+                    before=before.fields(),
+                    after=after.fields(),
+                    at=utcnow(),
+                )
+            )
+            return after
 
 
 _POLICY = select(PolicyRow.__table__).where(PolicyRow.__table__.c.tool_name == bindparam("b_tool"))

@@ -537,6 +537,9 @@ class Audit:
     via: str = "runtime"
     detail: str | None = None
     policy_version: int | None = None
+    before: Any = None
+    """What the move changed, as it was (an edit: the arguments shown before)."""
+    after: Any = None
 
     def values(self, call: ToolCallRow, moved: dict[str, Any]) -> dict[str, Any]:
         """The audit row, for `call` as it is after the move (`moved`: the values the move wrote)."""
@@ -550,6 +553,8 @@ class Audit:
             "args_fingerprint": moved.get("fingerprint") or call.fingerprint,
             "policy_version": self.policy_version,
             "detail": self.detail,
+            "before": self.before,
+            "after": self.after,
             "at": utcnow(),
         }
 

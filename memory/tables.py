@@ -149,8 +149,9 @@ class AuditRow(Base):
 
     __tablename__ = "audit"
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    run_id: Mapped[str] = mapped_column(String(64))
-    tool_call_id: Mapped[str] = mapped_column(String(255))
+    run_id: Mapped[str | None] = mapped_column(String(64))
+    """None on a line that belongs to no run (a policy change)."""
+    tool_call_id: Mapped[str | None] = mapped_column(String(255))
     tool_name: Mapped[str] = mapped_column(String(255))
     action: Mapped[str] = mapped_column(String(32))
     actor: Mapped[str | None] = mapped_column(String(255))
@@ -159,6 +160,10 @@ class AuditRow(Base):
     via: Mapped[str | None] = mapped_column(String(16))
     args_fingerprint: Mapped[str | None] = mapped_column(String(64))
     policy_version: Mapped[int | None] = mapped_column(Integer)
+    before: Mapped[Any] = mapped_column(JSON(none_as_null=True), nullable=True)
+    """What changed, as it was: a policy change's whole policy, an edit's arguments."""
+    after: Mapped[Any] = mapped_column(JSON(none_as_null=True), nullable=True)
+    """What changed, as it is now."""
 
     __table_args__ = (Index("ix_audit_at", "at"), Index("ix_audit_tool_at", "tool_name", "at"))
 

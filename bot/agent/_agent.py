@@ -452,7 +452,8 @@ class Agent:
                        policy_version=version)]  # fmt: skip
         if edited_args is not None:
             fields.update(self._checked_edit(call, edited_args))
-            audit.insert(0, Audit(action="edited", actor=decision.actor, via=decision.via, policy_version=version))
+            audit.insert(0, Audit(action="edited", actor=decision.actor, via=decision.via, policy_version=version,
+                                  before=call.args, after=fields["args"]))  # fmt: skip
         target = next_state_after(decision.kind, passes_down=call.child_run_id is not None)
         # A decline's tool message is stored with the decision: a crash right after loses nothing.
         messages = list(said)

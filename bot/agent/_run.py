@@ -144,6 +144,8 @@ class RunDriver:
         """What follows the step's work, when a transaction that wrote it already decided (see `_after_work`)."""
         self._policy_versions: dict[str, int] = {}
         """Tool call id -> the version of its tool's policy when it was proposed (for the audit trail)."""
+        self._blocked: set[str] = set()
+        """Tool call ids of the calls the model made to a disabled tool (audited as `blocked`)."""
         self._holds_run = run.status == RunStatus.RUNNING
         """True while this driver is the run's worker (the run is `running` on its behalf)."""
 
@@ -349,6 +351,7 @@ class RunDriver:
         policy = await self.deps.policies.get(name)
         self._policy_versions[row.tool_call_id] = policy.version
         if policy.disabled:
+            self._blocked.add(row.tool_call_id)
             return _failed(row, disabled_error(name))
         # a policy adds an approval; it never removes one the code asks for
         if policy.adds_approval or await self._approval_required(tool, row.args):
@@ -358,17 +361,19 @@ class RunDriver:
         return row
 
     def _requested(self, rows: list[ToolCallRow]) -> list[tuple[ToolCallRow, Audit]]:
-        """The audit lines of the calls of a step that wait for approval: requested by the speaker."""
+        """The audit lines of a step's calls: requested by the speaker (those that wait for approval), or
+        blocked (those the model made to a disabled tool)."""
         context = self.options.request_context
         requester = context.get("requester") or self.run.resource_id
-        return [
-            (
-                row,
-                Audit(action="requested", actor=requester, policy_version=self._policy_versions.get(row.tool_call_id)),
-            )
-            for row in rows
-            if row.state == ToolCallState.AWAITING_APPROVAL
-        ]
+        audits = []
+        for row in rows:
+            version = self._policy_versions.get(row.tool_call_id)
+            if row.state == ToolCallState.AWAITING_APPROVAL:
+                audits.append((row, Audit(action="requested", actor=requester, policy_version=version)))
+            elif row.tool_call_id in self._blocked:
+                detail = "an admin's policy disabled the tool, so the call was not run"
+                audits.append((row, Audit(action="blocked", actor=requester, policy_version=version, detail=detail)))
+        return audits
 
     async def _approval_required(self, tool: Tool, args: Any) -> bool:
         """The contract's rule: the tool's callable decides alone; else the tool's flag OR the request's rule."""

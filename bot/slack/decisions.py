@@ -19,7 +19,7 @@ from bot import metrics
 from bot.agent import AgentStream, SnapshotNotFoundError, ToolCallNotSuspendedError, ToolCallRecord
 
 from .conversation import continue_run
-from .permissions import DecisionCheck
+from .permissions import DecisionCheck, Verdict
 from .services import SlackServices
 from .tables import ToolCallMessageRow
 from .threads import SlackThread
@@ -78,12 +78,14 @@ async def check_click(
     message_ts: str | None = None,
     thread_ts: str | None = None,
     carried: bool = True,
+    via: str = "button",
 ) -> WaitingCall:
     """The waiting call a click (or a modal submission) may act on; raises `ClickRefused` otherwise.
 
     `channel`/`message_ts`/`thread_ts` are those of the clicked message, `carried` whether its buttons
     carry `ref`; a modal submission has none and relies on the reference checked when the modal was
-    opened, checked again here.
+    opened, checked again here. `via` (`button`, `home`) is where the click came from: a click the
+    policy refuses is audited as `refused`.
     """
     row = await services.store.get_message(ref or "")
     if row is None or row.kind != kind:
@@ -116,8 +118,35 @@ async def check_click(
         )
     )
     if not verdict.allowed:
+        await record_refusal(
+            services, verdict, run_id=row.run_id, tool_call_id=row.tool_call_id, tool_name=row.tool_name,
+            user_id=user_id, action=action, via=via, fingerprint=record.fingerprint,
+        )  # fmt: skip
         raise ClickRefused(verdict.explanation or "You may not decide this request.", about=row)
     return WaitingCall(row=row, record=record)
+
+
+async def record_refusal(
+    services: SlackServices,
+    verdict: Verdict,
+    *,
+    run_id: str,
+    tool_call_id: str,
+    tool_name: str,
+    user_id: str,
+    action: str,
+    via: str,
+    fingerprint: str | None = None,
+) -> None:
+    """Audit a click or an API call the policy refused (`refused`: who, through what, why)."""
+    try:
+        await services.agent.storage.audit_log.record(
+            run_id=run_id, tool_call_id=tool_call_id, tool_name=tool_name, action="refused", actor=user_id,
+            via=via, args_fingerprint=fingerprint, policy_version=verdict.policy_version,
+            detail=f"{action}: {verdict.text}"[:500],
+        )  # fmt: skip
+    except Exception:  # noqa: BLE001 - the refusal stands whether or not its line could be written
+        services.logger.exception("could not audit the refused %s of %s/%s", action, run_id, tool_call_id)
 
 
 async def approve(

@@ -11,7 +11,7 @@ from bot.agent import AgentStream
 from bot.api import ApiDecision, ApiError, ApiFront
 
 from .conversation import continue_run
-from .decisions import thread_of_row
+from .decisions import record_refusal, thread_of_row
 from .directory import DirectoryError, is_user_id
 from .permissions import DecisionCheck
 from .services import SlackServices, services_of_app
@@ -38,7 +38,13 @@ def slack_api_front(app: AsyncApp, *, token: str) -> ApiFront:
 
     async def authorize(decision: ApiDecision) -> str | None:
         verdict = await services.decision_rule(await _check_of(services, decision))
-        return None if verdict.allowed else (verdict.text or "You may not decide this request.")
+        if verdict.allowed:
+            return None
+        await record_refusal(
+            services, verdict, run_id=decision.run_id, tool_call_id=decision.tool_call_id,
+            tool_name=decision.tool_name, user_id=decision.user_id, action=decision.action, via="api",
+        )  # fmt: skip
+        return verdict.text or "You may not decide this request."
 
     async def after_decision(decision: ApiDecision, stream: AgentStream) -> None:
         try:

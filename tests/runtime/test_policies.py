@@ -73,7 +73,7 @@ async def test_a_tool_disabled_after_approval_was_asked_does_not_run(model, stor
     assert "disabled by an admin" in one(chunks, "tool-result").payload["result"]["error"]
     assert "disabled by an admin" in tool_messages(model.chat.requests[-1])["c1"]
     actions = [(e.action, e.detail and "disabled" in e.detail) for e in await storage.audit_log.entries()]
-    assert actions == [("requested", None), ("approved", None), ("blocked", True)]
+    assert actions == [("requested", None), ("policy_changed", None), ("approved", None), ("blocked", True)]
 
 
 async def test_expiry_with_two_replicas_declines_the_call_once_and_the_run_goes_on(model, database_url):
@@ -109,6 +109,7 @@ async def test_expiry_with_two_replicas_declines_the_call_once_and_the_run_goes_
         assert await replicas[0].expire_waiting_approvals() == []
         entries = await stores[1].audit_log.entries()
         assert [(e.action, e.actor, e.via, e.policy_version) for e in entries] == [
+            ("policy_changed", "system", "runtime", 1),
             ("requested", "system", "runtime", 1),
             ("expired", "system", "expiry", 1),
         ]
@@ -153,6 +154,7 @@ async def test_the_audit_rows_of_one_whole_cycle(model, storage):
         ("executed", "system", "runtime", None),
     ]
     requested, edited, approved, executed = entries
+    assert (edited.before, edited.after) == ({"id": "4"}, {"id": "5"})  # what the edit changed
     assert requested.args_fingerprint and edited.args_fingerprint != requested.args_fingerprint
     assert approved.args_fingerprint == edited.args_fingerprint == executed.args_fingerprint
     assert {e.tool_name for e in entries} == {"delete-record"}

@@ -117,13 +117,15 @@ async def test_the_audit_rows_of_one_whole_cycle_in_slack(bot: RunningBot, model
     ask_to_delete(model)
     await bot.mention("delete record 3", user="U1")
     message = await bot.approval_message()
-    await refused_click(bot, message, "U1")  # refused clicks change nothing, so they leave no audit row
+    await refused_click(bot, message, "U1")  # a refused click changes nothing but leaves its line
     await bot.sender.click(message, "tool_approve", user="U2")
     await bot.slack.wait_for("chat.stopStream")
 
-    entries = await bot.storage.audit_log.entries()
+    policy_line, *entries = await bot.storage.audit_log.entries()
+    assert (policy_line.action, policy_line.run_id, policy_line.after["approvers"]) == ("policy_changed", None, ["U2"])
     assert [(e.action, e.actor, e.via, e.policy_version, e.tool_name) for e in entries] == [
         ("requested", "U1", "runtime", 1, "delete-record"),
+        ("refused", "U1", "button", 1, "delete-record"),
         ("approved", "U2", "button", 1, "delete-record"),
         ("executed", "system", "runtime", None, "delete-record"),
     ]

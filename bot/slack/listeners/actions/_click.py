@@ -62,6 +62,7 @@ async def checked_click(
             message_ts=click.message_ts,
             thread_ts=click.thread_ts,
             carried=click.carried,
+            via=click.via,
         )
     except ClickRefused as refused:
         await explain(services, client, click, refused)

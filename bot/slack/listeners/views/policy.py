@@ -1,4 +1,8 @@
-"""Submitting the policy modal: only an admin may; bad input stays in the modal and changes nothing."""
+"""Submitting the policy modal: only an admin may; bad input stays in the modal and changes nothing.
+
+The same rule as `python -m bot policy set` (`bot.admin.change_policy`): a tool the agent does not have
+(and that has no stored policy) is refused, the expiry is 1 second to 365 days or none, and the change
+is audited as `policy_changed` through `home`."""
 
 from __future__ import annotations
 
@@ -7,7 +11,8 @@ from typing import Any
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 
-from memory import PolicyChange, PolicyError
+from bot.admin import AdminInputError, change_policy
+from memory import PolicyChange, PolicyError, expiry_seconds
 
 from ...directory import DirectoryError
 from ...home_builder import APPROVERS_BLOCK, EXPIRY_BLOCK, MODE_BLOCK, read_policy_modal
@@ -27,22 +32,24 @@ async def handle_policy_submission(
     if not admin:
         await ack(response_action="errors", errors={MODE_BLOCK: "Only admins can change tool policies."})
         return
-    fields = read_policy_modal(view["state"]["values"])
-    expiry = fields["expiry"]
-    if expiry and not expiry.isdigit():
-        await ack(response_action="errors", errors={EXPIRY_BLOCK: "A whole number of seconds, or empty for never."})
+    fields = read_policy_modal((view.get("state") or {}).get("values") or {})
+    try:
+        expiry = expiry_seconds(fields["expiry"] or "0")
+    except PolicyError as exc:
+        await ack(response_action="errors", errors={EXPIRY_BLOCK: str(exc)[:150]})
         return
     change = PolicyChange(
         mode=fields["mode"],
         approvers=fields["approvers"],
         self_approval=fields["self_approval"],
-        expires_after=int(expiry or 0),
+        expires_after=expiry,
     )
+    tool_name = view.get("private_metadata") or ""
     try:
-        await services.agent.storage.policies.set(view.get("private_metadata") or "", change, actor=user_id)
-    except PolicyError as exc:
+        await change_policy(services.agent.storage, services.agent, tool_name, change, actor=user_id, via="home")
+    except AdminInputError as exc:
         block = APPROVERS_BLOCK if "Slack user" in str(exc) else MODE_BLOCK
-        await ack(response_action="errors", errors={block: str(exc)})
+        await ack(response_action="errors", errors={block: str(exc)[:150]})
         return
     await ack()
     home_changed(services)
