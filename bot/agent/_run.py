@@ -144,7 +144,7 @@ class RunDriver:
         """What follows the step's work, when a transaction that wrote it already decided (see `_after_work`)."""
         self._policy_versions: dict[str, int] = {}
         """Tool call id -> the version of its tool's policy when it was proposed (for the audit trail)."""
-        self._blocked: set[str] = set()
+        self._blocked_ids: set[str] = set()
         """Tool call ids of the calls the model made to a disabled tool (audited as `blocked`)."""
         self._holds_run = run.status == RunStatus.RUNNING
         """True while this driver is the run's worker (the run is `running` on its behalf)."""
@@ -351,7 +351,7 @@ class RunDriver:
         policy = await self.deps.policies.get(name)
         self._policy_versions[row.tool_call_id] = policy.version
         if policy.disabled:
-            self._blocked.add(row.tool_call_id)
+            self._blocked_ids.add(row.tool_call_id)
             return _failed(row, disabled_error(name))
         # a policy adds an approval; it never removes one the code asks for
         if policy.adds_approval or await self._approval_required(tool, row.args):
@@ -370,7 +370,7 @@ class RunDriver:
             version = self._policy_versions.get(row.tool_call_id)
             if row.state == ToolCallState.AWAITING_APPROVAL:
                 audits.append((row, Audit(action="requested", actor=requester, policy_version=version)))
-            elif row.tool_call_id in self._blocked:
+            elif row.tool_call_id in self._blocked_ids:
                 detail = "an admin's policy disabled the tool, so the call was not run"
                 audits.append((row, Audit(action="blocked", actor=requester, policy_version=version, detail=detail)))
         return audits
@@ -667,11 +667,9 @@ class RunDriver:
 
 
 def disabled_error(tool_name: str) -> str:
-    """What the model reads when an admin's policy disabled the tool it called."""
-    return (
-        f"the tool {tool_name!r} is disabled by an admin's policy, so it was not run; "
-        "tell the user it is disabled and do not call it again"
-    )
+    """The result of a call to a tool an admin's policy disabled: a fact, said so that the model may pass
+    it on and a front end may show it as it is (no instruction to the model in it)."""
+    return f"The tool {tool_name!r} is disabled by an admin's policy, so it was not run."
 
 
 def expired_message(call: ToolCallRow, reason: str | None) -> dict[str, Any]:

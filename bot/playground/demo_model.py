@@ -348,6 +348,8 @@ def summarise(tool_name: str, content: str) -> str:
     if not isinstance(result, dict):
         return f"`{tool_name}` returned {json.dumps(result)}."
     if "error" in result:
+        if "disabled by an admin" in str(result["error"]):
+            return f"I did not run `{tool_name}`: an admin's policy disabled it."
         return f"`{tool_name}` failed: {result['error']}"
     if "deleted" in result:
         if result["deleted"]:

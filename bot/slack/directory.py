@@ -41,6 +41,22 @@ class Directory:
         self.ttl = ttl
         self._groups: dict[str, tuple[float, frozenset[str]]] = {}
         self._users: dict[str, tuple[float, dict[str, Any] | None]] = {}
+        self._public: dict[str, tuple[float, bool]] = {}
+
+    async def is_public_channel(self, channel: str) -> bool:
+        """Whether `channel` is a public channel (every member of the workspace may read it), from
+        `conversations.info`; a private channel, a DM, or one Slack does not describe: False."""
+        cached = self._public.get(channel)
+        if cached is not None and time.monotonic() - cached[0] < self.ttl:
+            return cached[1]
+        try:
+            info = (await self.client.conversations_info(channel=channel)).get("channel") or {}
+            public = bool(info) and not (info.get("is_private") or info.get("is_im") or info.get("is_mpim"))
+        except Exception as exc:  # noqa: BLE001 - not known to be public: treated as private
+            log.warning("conversations.info %s failed: %s", channel, exc)
+            return False
+        self._public[channel] = (time.monotonic(), public)
+        return public
 
     async def user(self, user_id: str) -> dict[str, Any] | None:
         """Slack's user object of `user_id` (`users.info`), or None when Slack knows no such user."""

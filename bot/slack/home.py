@@ -123,7 +123,7 @@ class HomePublisher:
             )
             if row.requester == user_id:
                 your_requests.append(approval)
-            elif policy.approvers and verdict.allowed:
+            elif verdict.allowed and (policy.approvers or await self._in_conversation(user_id, row.channel)):
                 waiting_for_you.append(approval)
         return build_home_view(
             HomeView(
@@ -133,6 +133,13 @@ class HomePublisher:
                 policies=await self._policies(user_id),
             )
         )
+
+    async def _in_conversation(self, user_id: str, channel: str) -> bool:
+        """Whether an approval anyone in the conversation may decide is shown in `user_id`'s Home: when
+        its channel is public (anyone may read it). A private channel's or a DM's approval stays in its
+        thread, so its arguments never reach someone outside it."""
+        directory = self.services.directory
+        return directory is not None and await directory.is_public_channel(channel)
 
     async def _policies(self, user_id: str) -> list[HomePolicy] | None:
         """Every tool with its policy, for an admin; None for anyone else."""

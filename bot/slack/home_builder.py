@@ -108,9 +108,7 @@ def build_home_view(home: HomeView) -> dict[str, Any]:
 def policy_text(item: HomePolicy) -> str:
     policy = item.policy
     approvers = ", ".join(_mention(a) for a in policy.approvers) or "anyone in the conversation"
-    code = {"always": "always asks", "sometimes": "asks for some calls", "never": "does not ask"}.get(
-        item.code, "not a tool of this agent"
-    )
+    code = what_happens(item)
     lines = [
         f"*`{escape(policy.tool_name)}`*  ({code})",
         f"Mode: {MODE_LABELS[policy.mode]} · Approvers: {approvers}",
@@ -118,6 +116,20 @@ def policy_text(item: HomePolicy) -> str:
         f"Expires: {f'after {policy.expires_after} s' if policy.expires_after else 'never'} · v{policy.version}",
     ]
     return "\n".join(lines)
+
+
+def what_happens(item: HomePolicy) -> str:
+    """What happens to the tool's calls now, policy and code together (not the code alone: a disabled
+    tool that "always asks" never runs)."""
+    if item.code == "unknown":
+        return "not a tool of this agent"
+    if item.policy.disabled:
+        return "never runs: disabled"
+    if item.policy.adds_approval:
+        return "always asks: the policy says so"
+    return {"always": "always asks", "sometimes": "asks for some calls", "never": "does not ask"}.get(
+        item.code, "not a tool of this agent"
+    )
 
 
 def _approvals(title: str, approvals: list[HomeApproval], *, empty: str) -> list[Block]:

@@ -205,7 +205,12 @@ async def test_a_disable_committed_after_the_approval_but_before_the_tool_starts
     record = await agent.get_tool_call(approval.run_id, "c1")
     assert record.state == "failed"
     entries = await storage.audit_log.entries()
-    assert [(e.action, e.policy_version) for e in entries] == [("requested", 0), ("approved", 0), ("blocked", 1)]
+    assert [(e.action, e.policy_version) for e in entries] == [
+        ("requested", 0),
+        ("approved", 0),
+        ("policy_changed", 1),
+        ("blocked", 1),
+    ]
 
 
 async def test_a_disable_committed_before_a_call_without_approval_starts_wins(model, storage, database_url):
@@ -224,4 +229,4 @@ async def test_a_disable_committed_before_a_call_without_approval_starts_wins(mo
 
     assert len(tool.calls) == 0 and finish_reason(chunks) == "stop"
     assert "disabled by an admin" in tool_messages(model.chat.requests[-1])["c1"]
-    assert [e.action for e in await storage.audit_log.entries()] == ["blocked"]
+    assert [e.action for e in await storage.audit_log.entries()] == ["policy_changed", "blocked"]
