@@ -383,10 +383,24 @@ def string_supported(value: Any, message: str) -> bool:
     target = clean(value)
     if not target or _only_filler(target):
         return False
+    edge_words = {"greetings", "filler"}
     found = spans(target)
-    if any("greetings" in s.kinds and (s.start == 0 or s.end == len(target)) for s in found):
-        return False  # the model copied the politeness too ("北京，谢谢", "Paris, thanks"): not the value
+    if any(s.kinds & edge_words and (s.start == 0 or s.end == len(target)) for s in found):
+        return False  # the model copied more than the value ("北京，谢谢", "Paris, thanks", "Estoy en Madrid")
+    if _script(target[-1]) == "HANGUL" and any(target.endswith(p) and len(target) > len(p) for p in _particles()):
+        return False  # "서울로": the particle came along
     return occurs(target, clean(after_correction(message)))
+
+
+@cache
+def _particles() -> frozenset[str]:
+    """Short Hangul filler entries (particles such as 로, 이요), which attach to the word before them."""
+    return frozenset(
+        entry
+        for language in languages()
+        for entry in language.entries["filler"]
+        if len(entry) <= 2 and all(_script(ch) == "HANGUL" for ch in entry)
+    )
 
 
 def number_supported(value: Any, message: str) -> bool:

@@ -64,6 +64,9 @@ NOT_NAMED = {
     "in-passing": ("I'll be in a meeting for an hour", "meeting"),
     "with-the-thanks-zh": ("北京，谢谢", "北京，谢谢"),
     "with-the-thanks-en": ("Paris, thanks", "Paris, thanks"),
+    "the-whole-sentence-es": ("Estoy en Madrid", "Estoy en Madrid"),
+    "an-unrelated-sentence-de": ("Ich bin gleich in einem Meeting", "Ich bin gleich in einem Meeting"),
+    "with-the-particle-ko": ("서울로 해주세요", "서울로"),
 }
 
 
