@@ -385,6 +385,8 @@ def string_supported(value: Any, message: str) -> bool:
         return False
     edge_words = {"greetings", "filler"}
     found = spans(target)
+    if sum(1 for s in found if s.kinds & edge_words) >= 2:
+        return False  # a sentence, not a name ("sarò in riunione per un'ora")
     if any(s.kinds & edge_words and (s.start == 0 or s.end == len(target)) for s in found):
         return False  # the model copied more than the value ("北京，谢谢", "Paris, thanks", "Estoy en Madrid")
     if _script(target[-1]) == "HANGUL" and any(target.endswith(p) and len(target) > len(p) for p in _particles()):

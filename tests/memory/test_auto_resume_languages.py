@@ -67,6 +67,7 @@ NOT_NAMED = {
     "the-whole-sentence-es": ("Estoy en Madrid", "Estoy en Madrid"),
     "an-unrelated-sentence-de": ("Ich bin gleich in einem Meeting", "Ich bin gleich in einem Meeting"),
     "with-the-particle-ko": ("서울로 해주세요", "서울로"),
+    "a-sentence-it": ("riunione in ufficio per tutto il giorno", "riunione in ufficio per tutto il giorno"),
 }
 
 
