@@ -54,6 +54,11 @@ class ApprovalView:
     """The Slack user whose request led to the call."""
     request_text: str | None = None
     """What they asked: the "why"."""
+    who_may_approve: str = ""
+    """The policy's approvers in mrkdwn (e.g. `<@U2> or <!subteam^S1>`, `anyone in the conversation`),
+    with any self-approval rule; empty: not said."""
+    expires_at: datetime | None = None
+    """When the waiting approval is declined as expired (None: never)."""
     interrupted: bool = False
     """The tool had started and its result was never stored (a crash, a stop): it may or may not have
     taken effect, and approving runs it again."""
@@ -134,8 +139,21 @@ def build_approval_blocks(view: ApprovalView) -> list[Block]:
     ]
     if not view.interrupted:
         buttons.append(ButtonElement(text="Edit arguments", action_id=EDIT_ARGS, value=view.ref))
+    rule = policy_line(view)
+    if rule:
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=rule)]))
     blocks.append(ActionsBlock(block_id=ACTIONS_BLOCK_ID, elements=buttons))
     return blocks
+
+
+def policy_line(view: ApprovalView) -> str:
+    """Who may approve the call and when it expires, as the tool's policy says (when the message was shown)."""
+    parts = []
+    if view.who_may_approve:
+        parts.append(f"Who may approve: {view.who_may_approve}")
+    if view.who_may_approve or view.expires_at is not None:
+        parts.append(f"Expires {slack_date(view.expires_at)}" if view.expires_at else "Does not expire")
+    return " · ".join(parts)
 
 
 def build_decided_approval_blocks(view: ApprovalView, decision: DecisionView) -> list[Block]:

@@ -7,6 +7,8 @@ reference its buttons carry.
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -24,6 +26,7 @@ from .approval_builder import (
     build_decided_approval_blocks,
     decided_text,
 )
+from .permissions import who_may_decide
 from .posting import UNCLEAR, deliver, find_copies
 from .question_builder import (
     AnswerView,
@@ -88,7 +91,7 @@ async def post_recorded(
     """Post the message of a recorded row whose posting the caller has claimed; its ts, or None when it
     could not be posted now (the thread is told, if Slack lets us, and the recovery pass posts it later)."""
     if row.kind == "approval":
-        view = approval_view_of(row, record)
+        view = await with_policy(services, approval_view_of(row, record), record)
         text, blocks = approval_text(view), build_approval_blocks(view)
     else:
         if answerable_by_form is None:
@@ -116,6 +119,23 @@ async def _say_not_posted_yet(services: SlackServices, client: AsyncWebClient, r
         services.logger.warning("could not tell %s that its message is not posted yet", row.thread_id)
     except UNCLEAR:
         services.logger.warning("could not tell %s that its message is not posted yet", row.thread_id)
+
+
+async def with_policy(services: SlackServices, view: ApprovalView, record: ToolCallRecord | None) -> ApprovalView:
+    """`view` saying who may approve it and when it expires, as the tool's policy says now."""
+    try:
+        policy = await services.agent.storage.policies.get(view.tool_name)
+    except Exception:  # noqa: BLE001 - the message is posted without the line rather than not at all
+        services.logger.exception("could not read the policy of %s", view.tool_name)
+        return view
+    who = who_may_decide(policy.approvers)
+    if not policy.self_approval:
+        who += f" (not <@{view.requester}>, who asked)"
+    since = record.suspended_at if record is not None else None
+    expires_at = None
+    if policy.expires_after:
+        expires_at = (since or datetime.now(UTC)) + timedelta(seconds=policy.expires_after)
+    return dataclasses.replace(view, who_may_approve=who, expires_at=expires_at)
 
 
 def approval_view_of(row: ToolCallMessageRow, record: ToolCallRecord | None, args: Any = None) -> ApprovalView:

@@ -103,3 +103,20 @@ async def test_resumed_by_must_be_a_person_too(api_bot: RunningBot, model):
     status, body = await request(api_bot, "POST", resume, body={"resumeData": {"city": "Paris"}, "resumedBy": "S1"})
     assert status == 400 and "person" in body["error"]
     assert (await api_bot.agent.get_tool_call(run_id, call_id)).state == "suspended"
+
+
+async def test_the_approval_message_says_who_may_approve_and_when_it_expires(api_bot: RunningBot, model):
+    await api_bot.storage.policies.set(
+        "delete-record", PolicyChange(approvers=["U2", "S1"], self_approval=False, expires_after=3600)
+    )
+    model.chat.push(tool_calls(call("delete-record", {"id": 3}, id="call_1")))
+    await api_bot.mention("delete record 3", user="U3")
+    message = await api_bot.approval_message()
+    assert "Who may approve: <@U2> or <!subteam^S1> (not <@U3>, who asked)" in message.all_text
+    assert "Expires <!date^" in message.all_text
+
+    ask_to_delete(model, 4)
+    await api_bot.storage.policies.set("delete-record", PolicyChange(approvers=[], self_approval=True, expires_after=0))
+    await api_bot.mention("delete record 4", user="U3")
+    second = await api_bot.approval_message(count=2)
+    assert "Who may approve: anyone in the conversation · Does not expire" in second.all_text
