@@ -174,9 +174,10 @@ class RunDriver:
             log.warning("run %s: %s", self.run.id, exc)
             async for chunk in self._fail(str(exc)):
                 yield chunk
-        except Exception as exc:
+        except Exception:
+            # the details (a database's error text, a stack) are for operators, not for the thread
             log.exception("run %s failed", self.run.id)
-            async for chunk in self._fail(f"{type(exc).__name__}: {exc}"):
+            async for chunk in self._fail(internal_failure(self.run.id)):
                 yield chunk
         finally:
             keeper.cancel()
@@ -699,6 +700,11 @@ def _suspended_with(payload: Any) -> Any:
     if is_interrupted(payload):
         return payload.get("suspended_with")
     return payload
+
+
+def internal_failure(run_id: str) -> str:
+    """What a reader is told of a run that failed inside the bot: no internals, where to look."""
+    return f"The bot hit an internal error and stopped this run; the details are in its log (run {run_id})."
 
 
 def _failed(row: ToolCallRow, error: str) -> ToolCallRow:

@@ -13,7 +13,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.agent import AgentStream
+from bot.agent import AgentError, AgentStream
 
 from .replies import Step, ThreadReply, args_line, set_thinking
 from .services import SlackServices
@@ -100,9 +100,11 @@ async def run_turn(
 
 
 async def _say_failed(client: AsyncWebClient, thread: SlackThread, error: Exception) -> None:
+    # The runtime's own errors are written for people; anything else (a database's error text) is logged only.
+    why = str(error) if isinstance(error, AgentError) else "something went wrong inside the bot (it is logged)"
     try:
         await client.chat_postMessage(
-            channel=thread.channel, thread_ts=thread.thread_ts, text=f":warning: Sorry, that failed: {error}"
+            channel=thread.channel, thread_ts=thread.thread_ts, text=f":warning: Sorry, that failed: {why}"
         )
     except SlackApiError:
         pass
