@@ -168,7 +168,6 @@ SHAPES: dict[str, Schema] = {
         },
         event={
             "type": "object",
-            "required": ["type"],
             "properties": {"type": _TEXT},
             "if": {"properties": {"type": {"enum": ["message", "app_mention", "app_home_opened"]}}},
             "then": {"properties": {name: _TEXT for name in _EVENT_TEXT_FIELDS}},
