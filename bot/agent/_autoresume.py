@@ -256,6 +256,11 @@ def _read(
         if not given:
             continue
         kept = {k: v for k, v in given.items() if grounding.value_supported(v, form.fields[k], message)}
+        # a text is resumed as the user wrote it ("Montréal", not the model's "Montreal")
+        kept = {
+            k: grounding.as_written(v, message) if isinstance(v, str) and "enum" not in form.fields[k] else v
+            for k, v in kept.items()
+        }
         if not known and not asks_back:
             for k, v in given.items():
                 if isinstance(v, bool) and form.fields[k].get("type") == "boolean" and k not in kept:

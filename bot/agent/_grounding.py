@@ -394,6 +394,40 @@ def string_supported(value: Any, message: str) -> bool:
     return occurs(target, clean(after_correction(message)))
 
 
+def as_written(value: str, message: str) -> str:
+    """The words of `message` that the supported text `value` stands for, as the user wrote them (NFKC
+    only: full-width forms become plain ones): the model's "Montreal" for "Je suis à Montréal" is
+    "Montréal", its "Seoul-ro" never, its "서울" in "서울로" is "서울". The last occurrence counts (what
+    follows a correction); `value` itself when the message does not show it (never the case for a value
+    `string_supported` accepted, but a reading is not trusted to be one)."""
+    text, origin = _cleaned_with_origin(message)
+    found = list(_occurrences(clean(value), text))
+    if not found:
+        return value
+    start, end = found[-1]
+    return unicodedata.normalize("NFKC", message[origin[start] : origin[end - 1] + 1])
+
+
+def _cleaned_with_origin(message: str) -> tuple[str, list[int]]:
+    """`clean(message)` built one character at a time, with the index in `message` of each character."""
+    chars: list[str] = []
+    origin: list[int] = []
+    for index, ch in enumerate(message):
+        for folded in fold(ch):
+            word = folded.isalnum() or unicodedata.category(folded).startswith("M")
+            inner_apostrophe = folded == "'" and chars and chars[-1].isalnum()
+            if word or inner_apostrophe:
+                chars.append(folded)
+                origin.append(index)
+            elif chars and chars[-1] != " ":
+                chars.append(" ")
+                origin.append(index)
+    while chars and chars[-1] in " '":
+        chars.pop()
+        origin.pop()
+    return "".join(chars), origin
+
+
 @cache
 def _particles() -> frozenset[str]:
     """Short Hangul filler entries (particles such as 로, 이요), which attach to the word before them."""
