@@ -44,7 +44,7 @@ from tools import (
 from ._fingerprint import fingerprint
 from ._model import ModelError, stream_step
 from ._stream import AgentStream
-from .exceptions import SubAgentNotFoundError
+from .exceptions import AgentError, SubAgentNotFoundError
 from .types import AgentOutput, Chunk, ToolCallCheck, WaitingCallPayload
 
 log = logging.getLogger(__name__)
@@ -173,6 +173,10 @@ class RunDriver:
         except ModelError as exc:
             log.warning("run %s: %s", self.run.id, exc)
             async for chunk in self._fail(str(exc)):
+                yield chunk
+        except AgentError as exc:  # the runtime's own errors are written for people: say what it was
+            log.exception("run %s failed", self.run.id)
+            async for chunk in self._fail(f"{type(exc).__name__}: {exc}"):
                 yield chunk
         except Exception:
             # the details (a database's error text, a stack) are for operators, not for the thread
