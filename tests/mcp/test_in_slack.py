@@ -9,12 +9,7 @@ import json
 
 import pytest
 
-from bot.assemble import add_tools
-from bot.demo import build_demo_agent
-from bot.slack_emulator import SlackEmulator
-from tests.slack.harness import MODEL, running_bot
 from tests.support.scripted_model import call, reply, tool_calls
-from tests.support.slack import slack_workspace
 
 from .servers import configs, connected, context, http_server, stdio_entry
 
@@ -28,25 +23,6 @@ async def mcp_servers(request, tmp_path):
     async with http_server() as url:
         async with connected(configs(tmp_path, {"tickets": {"url": url, "trust": "read-only-hints"}})) as servers:
             yield servers
-
-
-@pytest.fixture
-async def slack():
-    async with SlackEmulator(slack_workspace()) as emulator:
-        yield emulator
-
-
-@pytest.fixture
-async def bot(tmp_path, slack, model, mcp_servers):
-    def agent(storage):
-        built = build_demo_agent(storage, model=MODEL)
-        add_tools(built, mcp_servers.tools)
-        return built
-
-    async with running_bot(
-        database_url=f"sqlite+aiosqlite:///{tmp_path}/bot.db", slack=slack, agent_factory=agent
-    ) as b:
-        yield b
 
 
 def tool_message(request: dict) -> str:
