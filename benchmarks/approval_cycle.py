@@ -54,6 +54,17 @@ MODEL = "test-model"
 PROMPT = "delete record 3"
 ANSWER = "Deleted record 3."
 TOOL_DESCRIPTION = "Delete a record by ID"
+FLOOR_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "delete_record",
+            "description": TOOL_DESCRIPTION,
+            "parameters": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]},
+        },
+    }
+]
+"""The tool as the hand-written floors offer it to the model (the plain and the durable one)."""
 
 
 # --- the scripted model, in its own process ---------------------------------------------------
@@ -217,19 +228,9 @@ class Floor(System):
     async def cycle(self, executions: Executions) -> str:
         import aiosqlite
 
-        tools = [
-            {
-                "type": "function",
-                "function": {
-                    "name": "delete_record",
-                    "description": TOOL_DESCRIPTION,
-                    "parameters": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]},
-                },
-            }
-        ]
         run_id = uuid.uuid4().hex
         messages: list[dict[str, Any]] = [{"role": "user", "content": PROMPT}]
-        completion = await self.client.chat.completions.create(model=MODEL, messages=messages, tools=tools)
+        completion = await self.client.chat.completions.create(model=MODEL, messages=messages, tools=FLOOR_TOOLS)
         messages.append(completion.choices[0].message.model_dump(exclude_none=True))
         async with aiosqlite.connect(self.path) as db:
             await db.execute("INSERT INTO runs VALUES (?, 'waiting', ?)", (run_id, json.dumps(messages)))
@@ -244,7 +245,7 @@ class Floor(System):
         call = messages[-1]["tool_calls"][0]
         executions.ran()
         messages.append({"role": "tool", "tool_call_id": call["id"], "content": json.dumps({"deleted": True})})
-        completion = await self.client.chat.completions.create(model=MODEL, messages=messages, tools=tools)
+        completion = await self.client.chat.completions.create(model=MODEL, messages=messages, tools=FLOOR_TOOLS)
         messages.append(completion.choices[0].message.model_dump(exclude_none=True))
         async with aiosqlite.connect(self.path) as db:
             await db.execute(
@@ -293,16 +294,6 @@ class DurableFloor(Floor):
         def now() -> str:
             return datetime.now(UTC).isoformat()
 
-        tools = [
-            {
-                "type": "function",
-                "function": {
-                    "name": "delete_record",
-                    "description": TOOL_DESCRIPTION,
-                    "parameters": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]},
-                },
-            }
-        ]
         run_id, owner = uuid.uuid4().hex, "bench:1"
         user = {"role": "user", "content": PROMPT}
         db = await self._connect(self.path)
@@ -313,7 +304,7 @@ class DurableFloor(Floor):
             )
             await db.execute("INSERT INTO messages (run_id, message) VALUES (?, ?)", (run_id, json.dumps(user)))
             await db.execute("COMMIT")
-            completion = await self.client.chat.completions.create(model=MODEL, messages=[user], tools=tools)
+            completion = await self.client.chat.completions.create(model=MODEL, messages=[user], tools=FLOOR_TOOLS)
             assistant = completion.choices[0].message.model_dump(exclude_none=True)
             call = assistant["tool_calls"][0]
             await db.execute("BEGIN IMMEDIATE")  # 2: the step, the call waiting, the run parked, audited
@@ -375,7 +366,7 @@ class DurableFloor(Floor):
             await db.execute("COMMIT")
             cursor = await db.execute("SELECT message FROM messages WHERE run_id = ? ORDER BY id", (run_id,))
             messages = [json.loads(text) for (text,) in await cursor.fetchall()]
-            completion = await self.client.chat.completions.create(model=MODEL, messages=messages, tools=tools)
+            completion = await self.client.chat.completions.create(model=MODEL, messages=messages, tools=FLOOR_TOOLS)
             answer = completion.choices[0].message.model_dump(exclude_none=True)
             await db.execute("BEGIN IMMEDIATE")  # 6: the answer and the end of the run
             await db.execute(
