@@ -5,9 +5,9 @@ Imports nothing from `bot`; the runtime imports this package.
 """
 
 from ._audit import SYSTEM, AuditAction, AuditEntry, AuditLog, AuditVia
-from ._memory import Memory
+from ._memory import Memory, pair_tool_results
 from ._policies import EXPIRY_LIMIT, PolicyChange, PolicyMode, PolicyStore, ToolPolicy, UnreadablePolicy, expiry_seconds
-from ._runs import RunStore
+from ._runs import Audit, RunStore
 from ._storage import Storage
 from .exceptions import AgentError, PolicyError, ThreadOwnerError
 from .states import RunStatus, ToolCallState
@@ -16,6 +16,7 @@ __all__ = [
     "EXPIRY_LIMIT",
     "SYSTEM",
     "AgentError",
+    "Audit",
     "AuditAction",
     "AuditEntry",
     "AuditLog",
@@ -33,4 +34,5 @@ __all__ = [
     "ToolPolicy",
     "UnreadablePolicy",
     "expiry_seconds",
+    "pair_tool_results",
 ]

@@ -146,3 +146,44 @@ def test_an_adapter_reads_the_runtimes_records_not_its_rows(adapter):
     assert rows == []
     reaching = [m for m, (path, _) in _modules().items() if _in(m, (adapter,)) and ".storage.runs" in path.read_text()]
     assert reaching == []
+
+
+def _package_of_private(module: str) -> str | None:
+    """The package whose private module `module` is (`memory` for `memory._runs`), or None if it is public."""
+    parts = module.split(".")
+    for index, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[:index])
+    return None
+
+
+def private_imports(graph: dict[str, dict[str, list[str]]]) -> list[tuple[str, str]]:
+    """(importer, private module) for each import of a package's private module from outside that package."""
+    found = []
+    for module, imported in sorted(graph.items()):
+        for source in sorted(imported):
+            owner = _package_of_private(source)
+            if owner is not None and not _in(module, (owner,)):
+                found.append((module, source))
+    return found
+
+
+def test_no_import_of_another_packages_private_module():
+    """A module whose name starts with `_` is its package's own: others import what the package's
+    `__init__` (or a public module) exports, so the insides can move without breaking them."""
+    assert private_imports(import_graph()) == []
+
+
+def test_the_private_import_check_finds_one(tmp_path):
+    """The check itself can fail: `bot.agent` importing `memory._runs` is found; `memory` importing its
+    own `_runs`, and a subpackage importing its parent's private module, are not."""
+    for package in PACKAGES:
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "memory" / "_runs.py").write_text("class RunStore: ...\n")
+    (tmp_path / "memory" / "__init__.py").write_text("from ._runs import RunStore\n")
+    (tmp_path / "memory" / "sub").mkdir()
+    (tmp_path / "memory" / "sub" / "__init__.py").write_text("from .._runs import RunStore\n")
+    (tmp_path / "bot" / "agent.py").write_text("from memory._runs import RunStore\nfrom memory import RunStore\n")
+    (tmp_path / "tools" / "x.py").write_text("def f():\n    from memory import _runs\n")
+    assert private_imports(import_graph(tmp_path)) == [("bot.agent", "memory._runs"), ("tools.x", "memory._runs")]

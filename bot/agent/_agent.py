@@ -19,8 +19,7 @@ from typing import Any
 import openai
 
 from bot.defaults import DEFAULT_MODEL
-from memory import Memory, RunStatus, Storage, ToolCallState, ToolPolicy, UnreadablePolicy
-from memory._runs import Audit
+from memory import Audit, Memory, RunStatus, Storage, ToolCallState, ToolPolicy, UnreadablePolicy
 from memory.states import FINISHED_RUN_STATUSES, DecisionKind, next_state_after, waiting_state_for
 from memory.tables import RunRow, ToolCallRow, utcnow
 from tools import JsonValueError, Schema, SchemaError, SchemaValidationError, Tool, create_tool, plain_json, to_jsonable

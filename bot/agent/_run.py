@@ -22,9 +22,7 @@ import openai
 
 from bot import metrics
 from bot.concurrency import waiting
-from memory import Memory, PolicyStore, RunStatus, ToolCallState, ToolPolicy
-from memory._memory import pair_tool_results
-from memory._runs import Audit, RunStore
+from memory import Audit, Memory, PolicyStore, RunStatus, RunStore, ToolCallState, ToolPolicy, pair_tool_results
 from memory.states import IN_PROGRESS_STATES, WAITING_STATES, DecisionKind, is_interrupted
 from memory.tables import RunRow, ToolCallRow, utcnow
 from tools import (
