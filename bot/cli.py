@@ -144,6 +144,7 @@ def load_agent(spec: str) -> Any:
 
 
 async def _run(command: str, options: argparse.Namespace, settings: Settings) -> None:
+    from . import telemetry
     from .agent import limit_model_requests, wait_for_running_runs
     from .api import add_api_off_routes, add_api_routes
     from .assemble import assemble_agent
@@ -156,6 +157,11 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
     from .slack.server import EVENTS_PATH, SlackUnreachableError
 
     limit_model_requests(settings.bot_max_model_requests)
+    tracing = telemetry.setup(
+        settings.otel_exporter_otlp_endpoint,
+        protocol=settings.otel_exporter_otlp_protocol,
+        service_name=settings.otel_service_name,
+    )
     storage = await open_storage(
         settings.database_url,
         SLACK_SCHEMA,
@@ -227,6 +233,7 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
         if mcp is not None:
             await mcp.aclose()
         await storage.close()
+        telemetry.shutdown(tracing)  # sends the spans still buffered
 
 
 async def connect_mcp(path: str | None) -> Any:

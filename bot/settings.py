@@ -81,6 +81,14 @@ class Settings(BaseSettings):
     bot_log_format: Literal["text", "json"] = "text"
     """BOT_LOG_FORMAT: the default of `--log-format` (`json`: one object a line)."""
 
+    otel_exporter_otlp_endpoint: str | None = None
+    """OTEL_EXPORTER_OTLP_ENDPOINT: where traces go over OTLP (e.g. `http://127.0.0.1:4318`); unset: no
+    traces. Needs the `otel` extra; the exporter reads the other OTEL_EXPORTER_OTLP_* variables itself."""
+    otel_exporter_otlp_protocol: Literal["http/protobuf", "grpc"] = "http/protobuf"
+    """OTEL_EXPORTER_OTLP_PROTOCOL: `http/protobuf` (port 4318) or `grpc` (port 4317)."""
+    otel_service_name: str = "approval-bot"
+    """OTEL_SERVICE_NAME: the `service.name` of the traces."""
+
     @field_validator("bot_log_level", mode="before")
     @classmethod
     def _upper(cls, value: object) -> object:

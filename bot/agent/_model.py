@@ -23,7 +23,7 @@ from typing import Any
 
 import openai
 
-from bot import metrics
+from bot import metrics, telemetry
 from bot.concurrency import waiting
 from bot.defaults import DEFAULT_MAX_MODEL_REQUESTS
 from tools import clean_text, read_json
@@ -229,35 +229,44 @@ async def stream_step(
     calls: dict[int, dict[str, Any]] = {}
     stream = None
     started = metrics.clock()
-    try:
-        async with AsyncExitStack() as held:
-            stream = await _send("step", client.chat.completions.create, request, deadline, held)
-            events = aiter(stream)
-            while True:
-                async with waiting(), asyncio.timeout_at(deadline):
-                    event = await anext(events, None)
-                if event is None:
-                    break
-                if event.usage is not None:
-                    reply.usage = _usage_of(event.usage)
-                for choice in event.choices or []:
-                    delta = choice.delta
-                    if delta is not None and delta.content:
-                        reply.text += delta.content
-                        yield delta.content
-                    for part in (delta.tool_calls if delta is not None else None) or []:
-                        call = calls.setdefault(part.index, {"id": None, "name": "", "arguments": ""})
-                        if part.id:
-                            call["id"] = part.id
-                        if part.function is not None:
-                            call["name"] += part.function.name or ""
-                            call["arguments"] += part.function.arguments or ""
-                    if choice.finish_reason:
-                        reply.finish_reason = choice.finish_reason
-    except (TimeoutError, openai.OpenAIError, ValueError) as exc:
-        if stream is not None and isinstance(exc, (TimeoutError, openai.APITimeoutError)):
-            await stream.close()  # let go of the hung connection
-        raise _step_failed(exc, timeout) from exc
+    last = None
+    with telemetry.model_call(request["model"], client) as traced:  # off: a no-op
+        try:
+            async with AsyncExitStack() as held:
+                stream = await _send("step", client.chat.completions.create, request, deadline, held)
+                events = aiter(stream)
+                while True:
+                    async with waiting(), asyncio.timeout_at(deadline):
+                        event = await anext(events, None)
+                    if event is None:
+                        break
+                    last = event
+                    if event.usage is not None:
+                        reply.usage = _usage_of(event.usage)
+                    for choice in event.choices or []:
+                        delta = choice.delta
+                        if delta is not None and delta.content:
+                            reply.text += delta.content
+                            yield delta.content
+                        for part in (delta.tool_calls if delta is not None else None) or []:
+                            call = calls.setdefault(part.index, {"id": None, "name": "", "arguments": ""})
+                            if part.id:
+                                call["id"] = part.id
+                            if part.function is not None:
+                                call["name"] += part.function.name or ""
+                                call["arguments"] += part.function.arguments or ""
+                        if choice.finish_reason:
+                            reply.finish_reason = choice.finish_reason
+        except (TimeoutError, openai.OpenAIError, ValueError) as exc:
+            if stream is not None and isinstance(exc, (TimeoutError, openai.APITimeoutError)):
+                await stream.close()  # let go of the hung connection
+            raise _step_failed(exc, timeout) from exc
+        traced.replied(
+            finish_reason=reply.finish_reason,
+            usage=reply.usage,
+            response_model=getattr(last, "model", None),
+            response_id=getattr(last, "id", None),
+        )
     metrics.model_call_done("step", started)
     reply.text = clean_text(reply.text)  # what is stored: the deltas were only shown
     reply.tool_calls = _complete_calls([calls[index] | {"index": index} for index in sorted(calls)])
@@ -269,22 +278,29 @@ async def _whole_step(
 ) -> StepReply:
     """One step's reply, asked for whole (see `whole_replies`); the same deadline and errors as a streamed one."""
     started = metrics.clock()
-    try:
-        async with AsyncExitStack() as held:
-            completion = await _send(
-                "step", client.chat.completions.create, {**request, "timeout": timeout}, deadline, held
-            )
-        choice = completion.choices[0]
-        message = choice.message
-        reply = StepReply(text=clean_text(message.content or ""), finish_reason=choice.finish_reason)
-        if completion.usage is not None:
-            reply.usage = _usage_of(completion.usage)
-        calls = [
-            {"index": index, "id": call.id, "name": call.function.name, "arguments": call.function.arguments}
-            for index, call in enumerate(message.tool_calls or [])
-        ]
-    except (TimeoutError, openai.OpenAIError, ValueError, IndexError, AttributeError, TypeError) as exc:
-        raise _step_failed(exc, timeout) from exc
+    with telemetry.model_call(request["model"], client) as traced:  # off: a no-op
+        try:
+            async with AsyncExitStack() as held:
+                completion = await _send(
+                    "step", client.chat.completions.create, {**request, "timeout": timeout}, deadline, held
+                )
+            choice = completion.choices[0]
+            message = choice.message
+            reply = StepReply(text=clean_text(message.content or ""), finish_reason=choice.finish_reason)
+            if completion.usage is not None:
+                reply.usage = _usage_of(completion.usage)
+            calls = [
+                {"index": index, "id": call.id, "name": call.function.name, "arguments": call.function.arguments}
+                for index, call in enumerate(message.tool_calls or [])
+            ]
+        except (TimeoutError, openai.OpenAIError, ValueError, IndexError, AttributeError, TypeError) as exc:
+            raise _step_failed(exc, timeout) from exc
+        traced.replied(
+            finish_reason=reply.finish_reason,
+            usage=reply.usage,
+            response_model=getattr(completion, "model", None),
+            response_id=getattr(completion, "id", None),
+        )
     metrics.model_call_done("step", started)
     reply.tool_calls = _complete_calls(calls)
     return reply
@@ -350,10 +366,15 @@ async def structured(
     deadline = asyncio.get_running_loop().time() + timeout
     try:
         # one request at a time, bounded by `timeout`: the client's own retries would multiply the wait
-        async with AsyncExitStack() as held:
-            create = client.with_options(max_retries=0).chat.completions.create
-            completion = await _send("structured", create, request, deadline, held)
-        content = completion.choices[0].message.content
+        with telemetry.model_call(request["model"], client, kind="structured") as traced:  # off: a no-op
+            async with AsyncExitStack() as held:
+                create = client.with_options(max_retries=0).chat.completions.create
+                completion = await _send("structured", create, request, deadline, held)
+            choice = completion.choices[0]
+            traced.replied(finish_reason=choice.finish_reason, response_model=completion.model)
+            if completion.usage is not None:
+                traced.replied(usage=_usage_of(completion.usage))
+        content = choice.message.content
         return read_json(content or "")
     except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
         if not json_object and any(word in str(exc).lower() for word in ("json_schema", "response_format")):

@@ -20,7 +20,7 @@ from typing import Any
 
 import openai
 
-from bot import metrics
+from bot import metrics, telemetry
 from bot.concurrency import waiting
 from memory import Audit, Memory, PolicyStore, RunStatus, RunStore, ToolCallState, ToolPolicy, pair_tool_results
 from memory.states import IN_PROGRESS_STATES, WAITING_STATES, DecisionKind, is_interrupted
@@ -164,6 +164,7 @@ class RunDriver:
 
     async def _guarded(self, work: AsyncIterator[Chunk]) -> AsyncIterator[Chunk]:
         """Keep the lease while `work` runs; a failure fails the run and tells the reader."""
+        telemetry.describe_turn(self.deps.agent_id, self.run)
         keeper = asyncio.get_running_loop().create_task(self._keep_lease(), name=f"lease {self.run.id}")
         try:
             async for chunk in work:
@@ -250,6 +251,7 @@ class RunDriver:
                 return
 
     async def _decided(self, call: ToolCallRow, decision: Decision, policy: ToolPolicy) -> AsyncIterator[Chunk]:
+        telemetry.decided(call, kind=decision.kind.recorded_as, actor=decision.actor, via=decision.via)
         for chunk in await self._carry_out(call, decision, policy):
             yield chunk
         async for chunk in self._then([call]):
@@ -361,6 +363,7 @@ class RunDriver:
             row.state = str(ToolCallState.AWAITING_APPROVAL)
             row.requires_approval = True
             row.suspended_at = utcnow()
+            telemetry.waits_for_approval(row, policy)
         return row
 
     def _requested(self, rows: list[ToolCallRow]) -> list[tuple[ToolCallRow, Audit]]:
@@ -428,19 +431,20 @@ class RunDriver:
             suspend_payload=_suspended_with(row.suspend_payload) if row.resume_data is not None else None,
         )
         try:
-            async with waiting():  # a tool's work is a wait for the turn: its work slot serves another
-                output = await tool.execute(
-                    tool.parse_args(row.args),
-                    ToolContext(
-                        run_id=self.run.id,
-                        tool_call_id=row.tool_call_id,
-                        thread_id=self.run.thread_id,
-                        resource_id=self.run.resource_id,
-                        request_context=self.options.request_context,
-                        agent=context,
-                        idempotency_key=f"{self.run.id}:{row.tool_call_id}",
-                    ),
-                )
+            with telemetry.tool_call(row, policy, context):  # off: a no-op
+                async with waiting():  # a tool's work is a wait for the turn: its work slot serves another
+                    output = await tool.execute(
+                        tool.parse_args(row.args),
+                        ToolContext(
+                            run_id=self.run.id,
+                            tool_call_id=row.tool_call_id,
+                            thread_id=self.run.thread_id,
+                            resource_id=self.run.resource_id,
+                            request_context=self.options.request_context,
+                            agent=context,
+                            idempotency_key=f"{self.run.id}:{row.tool_call_id}",
+                        ),
+                    )
         except Exception as exc:  # noqa: BLE001 - a failing tool is a result the model should see
             log.info("tool %s failed in run %s: %r", row.tool_name, self.run.id, exc)
             return await self._settle(row, ToolCallState.FAILED, {"error": f"{type(exc).__name__}: {exc}"}, True)

@@ -6,6 +6,8 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 
+from bot import telemetry
+
 from .types import AgentOutput, Chunk, SuspendPayload
 
 log = logging.getLogger(__name__)
@@ -44,17 +46,19 @@ class AgentStream:
         return output_of(self.run_id, self._chunks)
 
     async def _pump(self, source: AsyncIterator[Chunk]) -> None:
-        try:
-            async for chunk in source:
-                self._chunks.append(chunk)
+        with telemetry.turn(self.run_id) as turn:  # off: a no-op
+            try:
+                async for chunk in source:
+                    turn.saw(chunk)
+                    self._chunks.append(chunk)
+                    self._wake()
+            except Exception:  # the driver stores and reports its own failures; this is a last resort
+                log.exception("run %s: the stream broke", self.run_id)
+                self._chunks.append(Chunk.error(self.run_id, "the run broke"))
+                self._chunks.append(Chunk.finish(self.run_id, "error"))
+            finally:
+                self._done = True
                 self._wake()
-        except Exception:  # the driver stores and reports its own failures; this is a last resort
-            log.exception("run %s: the stream broke", self.run_id)
-            self._chunks.append(Chunk.error(self.run_id, "the run broke"))
-            self._chunks.append(Chunk.finish(self.run_id, "error"))
-        finally:
-            self._done = True
-            self._wake()
 
     def _wake(self) -> None:
         arrived, self._arrived = self._arrived, asyncio.Event()
