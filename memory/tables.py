@@ -122,6 +122,9 @@ class ToolCallRow(Base):
     shown_tool_name: Mapped[str | None] = mapped_column(String(255))
     shown_args: Mapped[Any | None] = mapped_column(JSON)
     resume_schema: Mapped[Any | None] = mapped_column(JSON)
+    preview: Mapped[Any | None] = mapped_column(JSON)
+    """What the tool's dry run said before the approval was posted: {"ok": true, "result": ...} or
+    {"ok": false, "error": "..."}; None when the tool has no preview (or the call was not previewed)."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     suspended_at: Mapped[datetime | None]

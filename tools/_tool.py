@@ -24,6 +24,9 @@ class ApprovalCheck:
     """The workspace the request came from (the Slack team id), when known."""
 
 
+PREVIEW_TIMEOUT = 5.0
+"""Seconds a tool's preview may take by default before the approval is posted without it."""
+
 ApprovalRule = Union[bool, Callable[[ApprovalCheck], bool | Awaitable[bool]]]  # noqa: UP007 - a runtime alias
 
 
@@ -96,6 +99,11 @@ class Tool:
     """Where the tool comes from when it is not the deployer's code, e.g. "MCP server `tickets`"."""
     hints: tuple[str, ...] = ()
     """What the tool says of itself, unchecked (an MCP server's annotations: "destructive", "open world")."""
+    preview: Callable[[Any, ToolContext], Awaitable[Any]] | None = None
+    """A dry run: what the call would do, shown to the approver before they decide ("will delete 3 rows: ...").
+    Same arguments as `execute`; it must change nothing. None: no preview."""
+    preview_timeout: float = PREVIEW_TIMEOUT
+    """Seconds a preview may take; a slower one is shown as not answering, and the approval is posted anyway."""
 
     def parameters(self) -> dict[str, Any]:
         """The JSON Schema offered to the model for the arguments."""
@@ -142,10 +150,20 @@ def create_tool(
     title: str | None = None,
     source: str | None = None,
     hints: tuple[str, ...] = (),
+    preview: Callable[[Any, ToolContext], Awaitable[Any]] | None = None,
+    preview_timeout: float = PREVIEW_TIMEOUT,
 ) -> Tool:
-    """Declare a tool. Each schema is a pydantic model class or a JSON Schema dict (Draft 2020-12)."""
+    """Declare a tool. Each schema is a pydantic model class or a JSON Schema dict (Draft 2020-12).
+
+    `preview` (optional) is a dry run with `execute`'s arguments, run before an approval is posted; what it
+    returns (text, or any JSON value) is shown to the approver. It must change nothing; one that raises or
+    takes longer than `preview_timeout` seconds is shown as failed, and the decision goes on without it."""
     if not inspect.iscoroutinefunction(execute):
         raise TypeError(f"tool {id!r}: execute must be an async function (async def execute(input, ctx))")
+    if preview is not None and not inspect.iscoroutinefunction(preview):
+        raise TypeError(f"tool {id!r}: preview must be an async function (async def preview(input, ctx))")
+    if not 0 < preview_timeout <= 300:
+        raise ValueError(f"tool {id!r}: preview_timeout must be more than 0 and at most 300 seconds")
     return Tool(
         id=id,
         description=description,
@@ -158,4 +176,6 @@ def create_tool(
         title=title,
         source=source,
         hints=tuple(hints),
+        preview=preview,
+        preview_timeout=float(preview_timeout),
     )

@@ -39,6 +39,7 @@ from .types import (
     ToolCallCheck,
     ToolCallPayload,
     ToolCallRecord,
+    ToolPreview,
     ToolResultPayload,
     WaitingCallPayload,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "ToolCallPayload",
     "ToolCallRecord",
     "ToolCallState",
+    "ToolPreview",
     "ToolResultPayload",
     "WaitingCallPayload",
     "fingerprint",

@@ -45,6 +45,7 @@ from .types import (
     SuspendedRunsPage,
     SuspendedToolCall,
     ToolCallRecord,
+    ToolPreview,
 )
 
 log = logging.getLogger(__name__)
@@ -658,6 +659,7 @@ class Agent:
             fingerprint=row.fingerprint,
             thread_id=row.thread_id,
             resource_id=row.resource_id,
+            preview=ToolPreview.of(row.preview),
         )
 
     def _shown_tool(self, name: str) -> Tool | None:
@@ -743,6 +745,7 @@ def _suspended_call(call: ToolCallRow) -> SuspendedToolCall:
         args=call.displayed_args,
         requires_approval=call.requires_approval,
         suspend_payload=call.suspend_payload,
+        preview=ToolPreview.of(call.preview),
     )
 
 

@@ -48,6 +48,8 @@ from .types import AgentOutput, Chunk, ToolCallCheck, WaitingCallPayload
 log = logging.getLogger(__name__)
 
 ARGS_CHANGED = "the arguments changed after approval was requested; the call was not run"
+PREVIEW_LIMIT = 8000
+"""Characters of a preview's result kept (as JSON); a longer one is kept cut, as text."""
 INTERRUPTED = (
     "The tool started, but the bot stopped before its result was stored: it may or may not have taken effect. "
     "Approve to run it again, or decline."
@@ -224,6 +226,8 @@ class RunDriver:
                 return
             await self._make_call_ids_unique(reply.tool_calls)
             rows = [await self._record(position, tool_call) for position, tool_call in enumerate(reply.tool_calls)]
+            # the dry runs, before anything of the step is stored or shown: their results go with the approvals
+            await asyncio.gather(*(self._preview(row) for row in rows if row.state == ToolCallState.AWAITING_APPROVAL))
             failed = [_result_message(r) for r in rows if r.state == ToolCallState.FAILED]
             pending = any(r.state == ToolCallState.PENDING for r in rows)
             waits = any(r.state in WAITING_STATES for r in rows)
@@ -366,6 +370,41 @@ class RunDriver:
             telemetry.waits_for_approval(row, policy)
         return row
 
+    async def _preview(self, row: ToolCallRow) -> None:
+        """Run the tool's dry run (`preview=`) for a call that will wait for approval, bounded by the tool's
+        `preview_timeout`; what it said, or that it failed, is kept on the row. Never `execute`, never the
+        started mark: a preview changes nothing the runtime knows of, and its failure blocks nothing."""
+        tool = self.deps.find_tool(row.tool_name)
+        if tool is None or tool.preview is None:
+            return
+        context = ToolContext(
+            run_id=self.run.id,
+            tool_call_id=row.tool_call_id,
+            thread_id=self.run.thread_id,
+            resource_id=self.run.resource_id,
+            request_context=self.options.request_context,
+            agent=AgentToolContext(tool.suspend_schema),
+            idempotency_key=f"{self.run.id}:{row.tool_call_id}",
+        )
+        try:
+            async with waiting():
+                result = await asyncio.wait_for(tool.preview(tool.parse_args(row.args), context), tool.preview_timeout)
+            row.preview = {"ok": True, "result": to_jsonable(result)}
+        except TimeoutError:
+            row.preview = {"ok": False, "error": f"the preview did not answer within {tool.preview_timeout:g} s"}
+        except Exception as exc:  # noqa: BLE001 - a failing preview is shown as such; the decision goes on
+            log.info("preview of %s failed in run %s: %r", row.tool_name, self.run.id, exc)
+            row.preview = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
+        try:  # what the databases store: finite numbers, clean text, and not too much of it
+            text = json.dumps(row.preview, ensure_ascii=False, default=str)
+            if len(text) > PREVIEW_LIMIT:
+                shown = row.preview.get("result")
+                shown = shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False, default=str)
+                text = json.dumps({"ok": True, "result": shown[: PREVIEW_LIMIT // 2] + " …"}, ensure_ascii=False)
+            row.preview = read_json(text)
+        except (JsonValueError, ValueError):
+            row.preview = {"ok": False, "error": "the preview returned something that is not JSON"}
+
     def _requested(self, rows: list[ToolCallRow]) -> list[tuple[ToolCallRow, Audit]]:
         """The audit lines of a step's calls: requested by the speaker (those that wait for approval), or
         blocked (those the model made to a disabled tool)."""
@@ -375,7 +414,8 @@ class RunDriver:
         for row in rows:
             version = self._policy_versions.get(row.tool_call_id)
             if row.state == ToolCallState.AWAITING_APPROVAL:
-                audits.append((row, Audit(action="requested", actor=requester, policy_version=version)))
+                detail = preview_line(row.preview)
+                audits.append((row, Audit(action="requested", actor=requester, policy_version=version, detail=detail)))
             elif row.tool_call_id in self._blocked_ids:
                 detail = "an admin's policy disabled the tool, so the call was not run"
                 audits.append((row, Audit(action="blocked", actor=requester, policy_version=version, detail=detail)))
@@ -560,6 +600,7 @@ class RunDriver:
                 reason=None,
                 child_run_id=None,
                 child_tool_call_id=None,
+                preview=None,
                 audit=Audit(action="interrupted", via="recovery", detail="the process stopped while the tool ran"),
             ):
                 interrupted.append(call)
@@ -599,6 +640,7 @@ class RunDriver:
                     suspend_payload=inner.suspend_payload,
                     resume_schema=inner.resume_schema,
                     fingerprint=inner.fingerprint,
+                    preview=inner.preview,
                     child_run_id=output.run_id,
                     child_tool_call_id=inner.tool_call_id,
                 )
@@ -667,10 +709,22 @@ class RunDriver:
             args=row.displayed_args,
             resume_schema=row.resume_schema,
             suspend_payload=row.suspend_payload,
+            preview=row.preview,
         )
         return Chunk.waiting(
             self.run.id, requires_approval=row.state == ToolCallState.AWAITING_APPROVAL, payload=payload
         )
+
+
+def preview_line(preview: Any) -> str | None:
+    """The audit trail's word on a call's preview (on its `requested` line); None without one."""
+    if not isinstance(preview, dict):
+        return None
+    if not preview.get("ok"):
+        return f"preview failed: {preview.get('error')}"[:500]
+    result = preview.get("result")
+    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+    return f"preview: {text}"[:500]
 
 
 def disabled_error(tool_name: str) -> str:

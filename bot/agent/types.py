@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from memory.states import DecisionKind, RunStatus, ToolCallState, is_interrupted, outcome_of, waiting_state_for
 
@@ -56,6 +56,9 @@ class WaitingCallPayload(TypedDict):
     args: Any
     resume_schema: dict[str, Any] | None
     suspend_payload: Any
+    preview: NotRequired[dict[str, Any] | None]
+    """What the tool's dry run said before the approval was shown: `{"ok": true, "result": ...}` or
+    `{"ok": false, "error": "..."}`; None when the tool has no preview."""
 
 
 class DeniedPayload(TypedDict):
@@ -166,12 +169,38 @@ class AgentOutput:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ToolPreview:
+    """What a tool's dry run (`preview=` on `create_tool`) said about a call before its approval was shown."""
+
+    ok: bool
+    """False when the preview raised or did not answer in time (the approval was shown anyway)."""
+    result: Any = None
+    """What the preview returned (text, or any JSON value), when `ok`."""
+    error: str | None = None
+    """Why there is no result, when not `ok` (the exception, or that it did not answer in time)."""
+
+    @classmethod
+    def of(cls, stored: Any) -> ToolPreview | None:
+        """The preview stored with a call, or None when it has none."""
+        if not isinstance(stored, dict):
+            return None
+        if stored.get("ok"):
+            return cls(ok=True, result=stored.get("result"))
+        return cls(ok=False, error=str(stored.get("error") or "the preview failed"))
+
+    def as_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "result": self.result, "error": self.error}
+
+
+@dataclass(frozen=True, kw_only=True)
 class SuspendedToolCall:
     tool_call_id: str
     tool_name: str
     args: Any
     requires_approval: bool
     suspend_payload: Any = None
+    preview: ToolPreview | None = None
+    """What the tool's dry run said before the approval was shown (None: no preview)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -258,6 +287,8 @@ class ToolCallRecord:
     """The memory thread of its run, if any."""
     resource_id: str | None = None
     """The resource (the user) its run belongs to, if any."""
+    preview: ToolPreview | None = None
+    """What the tool's dry run said before the approval was shown (None: the tool has no preview)."""
 
     @property
     def outcome(self) -> str | None:

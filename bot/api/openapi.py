@@ -144,6 +144,16 @@ def openapi_document() -> dict[str, Any]:
                         "args": {},
                         "requiresApproval": {"type": "boolean"},
                         "suspendPayload": {},
+                        "preview": {
+                            "description": "What the tool's dry run said before the approval was shown; "
+                            "null when the tool has no preview",
+                            "type": ["object", "null"],
+                            "properties": {
+                                "ok": {"type": "boolean"},
+                                "result": {},
+                                "error": {"type": ["string", "null"]},
+                            },
+                        },
                     },
                 },
             },

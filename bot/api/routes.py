@@ -146,6 +146,7 @@ class _Api:
                             "args": call.args,
                             "requiresApproval": call.requires_approval,
                             "suspendPayload": call.suspend_payload,
+                            "preview": call.preview.as_json() if call.preview is not None else None,
                         }
                         for call in run.tool_calls
                     ],

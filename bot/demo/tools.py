@@ -66,6 +66,15 @@ def build_demo_tools(storage: Storage) -> list[Tool]:
             result = await session.execute(delete(DemoRecordRow).where(DemoRecordRow.id == input.id))
         return {"deleted": result.rowcount == 1, "id": input.id}
 
+    async def preview_delete(input: DeleteRecordInput, _ctx: ToolContext) -> str:
+        """The dry run of `delete-record`: which record would go, read only."""
+        async with _session(storage) as session:
+            row = await session.get(DemoRecordRow, input.id)
+            others = await session.scalar(select(func.count()).select_from(DemoRecordRow))
+        if row is None:
+            return f"There is no record {input.id}: nothing would be deleted."
+        return f"Will delete 1 record: #{row.id} “{row.title}” ({others - 1} would remain)."
+
     async def issue_refund(input: IssueRefundInput, _ctx: ToolContext) -> dict[str, Any]:
         async with _session(storage) as session:
             refund = DemoRefundRow(order_id=input.order_id, amount=input.amount, reason=input.reason)
@@ -101,6 +110,7 @@ def build_demo_tools(storage: Storage) -> list[Tool]:
             output_schema={"type": "object", "properties": {"deleted": {"type": "boolean"}}},
             require_approval=True,
             execute=delete_record,
+            preview=preview_delete,
         ),
         create_tool(
             id="issue-refund",

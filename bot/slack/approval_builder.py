@@ -62,6 +62,18 @@ class ApprovalView:
     interrupted: bool = False
     """The tool had started and its result was never stored (a crash, a stop): it may or may not have
     taken effect, and approving runs it again."""
+    preview: PreviewView | None = None
+    """What the tool's dry run said (None: the tool has no preview)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreviewView:
+    """What the tool's dry run said before the approval was posted."""
+
+    ok: bool
+    """False: the preview failed or did not answer in time; `text` says why."""
+    text: str
+    """What it said (its text, or its JSON value as text), or why it failed."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -194,6 +206,8 @@ def _describe(view: ApprovalView, *, headline: str) -> list[Block]:
     if view.description:
         blocks.append(SectionBlock(text=MarkdownTextObject(text=_quote(escape(view.description[:1000])))))
     blocks.append(SectionBlock(text=MarkdownTextObject(text=format_args(view.args))))
+    if view.preview is not None:
+        blocks.append(SectionBlock(text=MarkdownTextObject(text=preview_section(view.preview))))
     asked = f"Requested by <@{view.requester}>"
     if view.request_text:
         request = view.request_text.strip()
@@ -202,6 +216,20 @@ def _describe(view: ApprovalView, *, headline: str) -> list[Block]:
         asked += f": “{escape(request)}”"
     blocks.append(ContextBlock(elements=[MarkdownTextObject(text=asked)]))
     return blocks
+
+
+PREVIEW_LIMIT = 1500
+"""Characters of a preview shown."""
+
+
+def preview_section(preview: PreviewView) -> str:
+    """The preview in mrkdwn: what the dry run said, or that it failed (the buttons work either way)."""
+    text = preview.text.strip()
+    if len(text) > PREVIEW_LIMIT:
+        text = text[:PREVIEW_LIMIT] + f"… ({len(text) - PREVIEW_LIMIT} more characters)"
+    if not preview.ok:
+        return f":warning: *Preview failed*: {escape(text)}\nYou can still approve or decline."
+    return f":mag: *Preview* (a dry run; nothing was changed):\n{_quote(escape(text))}"
 
 
 def about_tool(view: ApprovalView) -> str:

@@ -8,6 +8,7 @@ reference its buttons carry.
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,6 +21,7 @@ from bot.agent import Chunk, DecisionKind, ToolCallRecord, is_interrupted
 from .approval_builder import (
     ApprovalView,
     DecisionView,
+    PreviewView,
     approval_text,
     build_approval_blocks,
     build_closed_approval_blocks,
@@ -150,7 +152,20 @@ def approval_view_of(row: ToolCallMessageRow, record: ToolCallRecord | None, arg
         requester=row.requester,
         request_text=row.request_text,
         interrupted=row.interrupted,
+        preview=preview_view_of(record),
     )
+
+
+def preview_view_of(record: ToolCallRecord | None) -> PreviewView | None:
+    """The approval's preview as the runtime stored it with the call (None: its tool has none)."""
+    preview = record.preview if record is not None else None
+    if preview is None:
+        return None
+    if not preview.ok:
+        return PreviewView(ok=False, text=preview.error or "the preview failed")
+    result = preview.result
+    text = result if isinstance(result, str) else json.dumps(result, indent=2, ensure_ascii=False, default=str)
+    return PreviewView(ok=True, text=text)
 
 
 def question_view_of(row: ToolCallMessageRow, *, answerable_by_form: bool = True) -> QuestionView:

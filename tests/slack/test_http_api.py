@@ -65,6 +65,11 @@ async def test_suspended_runs_in_camel_case_and_the_openapi_document(api_bot: Ru
             "args": {"id": 3},
             "requiresApproval": True,
             "suspendPayload": None,
+            "preview": {
+                "ok": True,
+                "result": "Will delete 1 record: #3 “Old invoices” (4 would remain).",
+                "error": None,
+            },
         }
     ]
     status, other_thread = await request(api_bot, "GET", "/api/agents/demo-agent/suspended-runs?threadId=nope")

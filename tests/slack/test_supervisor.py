@@ -28,6 +28,7 @@ async def test_sub_agent_approval_is_shown_and_decided_in_the_thread(database_ur
         message = await bot.approval_message()
         assert "delete-record" in message.all_text and '"id": 3' in message.all_text
         assert "Delete a record by ID" in message.all_text  # the inner tool's description
+        assert "Will delete 1 record: #3" in message.all_text  # the inner tool's preview, through the supervisor
 
         await bot.sender.click(message, "tool_edit_args", user="U2")
         note = await slack.wait_for("chat.postEphemeral")
