@@ -45,6 +45,13 @@ MODEL_CALLS = Histogram(
 MODEL_ERRORS = Counter("bot_model_call_errors_total", "Model calls that failed, by kind and error.", ["kind", "error"])
 TOOL_RUNS = Counter("bot_tool_runs_total", "Tool executions, by tool and outcome.", ["tool", "outcome"])
 """outcome: `ok`, `error` (raised, or output that does not fit) or `suspended` (asked a question)."""
+FEEDBACK = Counter("bot_feedback_total", "People's first ratings of the agent's answers, by rating.", ["rating"])
+"""rating: `up` or `down`; once per person and answer (a second click is `bot_feedback_changed_total`).
+The ratings standing now are `bot_feedback_total{rating="up"}` + changed to up - changed to down; per tool
+they are in the admin App Home."""
+FEEDBACK_CHANGED = Counter(
+    "bot_feedback_changed_total", "Ratings changed by the person who gave them, by the new rating.", ["rating"]
+)
 SLACK_API_ERRORS = Counter(
     "bot_slack_api_errors_total", "Slack Web API attempts that failed, by method and error.", ["method", "error"]
 )
@@ -78,6 +85,11 @@ def model_call_failed(kind: str, error: BaseException) -> None:
 
 def tool_run(tool: str, outcome: str) -> None:
     TOOL_RUNS.labels(tool, outcome).inc()
+
+
+def feedback(rating: str, *, changed: bool = False) -> None:
+    """A person rated an answer `rating` (`changed`: they had rated it the other way before)."""
+    (FEEDBACK_CHANGED if changed else FEEDBACK).labels(rating).inc()
 
 
 def slack_api_error(method: str, error: str) -> None:

@@ -264,6 +264,14 @@ class RunStore:
         async with self._storage.read() as connection:
             return set(await connection.scalars(select(CALLS.c.tool_call_id).where(CALLS.c.run_id == run_id)))
 
+    async def run_calls(self, run_id: str) -> list[ToolCallRow]:
+        """Every tool call of the run, in the order the model made them."""
+        async with self._storage.read() as connection:
+            rows = await connection.execute(
+                select(CALLS).where(CALLS.c.run_id == run_id).order_by(CALLS.c.step, CALLS.c.position)
+            )
+            return [ToolCallRow(**row._mapping) for row in rows]
+
     async def step_calls(self, run_id: str, step: int) -> list[ToolCallRow]:
         async with self._storage.read() as connection:
             rows = await connection.execute(

@@ -613,6 +613,13 @@ class Agent:
             return None
         return self._record_of(row)
 
+    async def list_tool_calls(self, run_id: str) -> list[ToolCallRecord]:
+        """The records of every call of one of this agent's runs, in the order the model made them ([] when
+        there is no such run)."""
+        if await self.get_run(run_id) is None:
+            return []
+        return [self._record_of(row) for row in await self.storage.runs.run_calls(run_id)]
+
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The record of one of this agent's runs, or None when there is no such run."""
         run = await self.storage.runs.get_run(run_id)

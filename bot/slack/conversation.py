@@ -15,6 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent import AgentError, AgentStream
 
+from .feedback_builder import build_feedback_block
 from .replies import Step, ThreadReply, args_line, set_thinking
 from .services import SlackServices
 from .threads import SlackThread
@@ -157,6 +158,9 @@ async def relay(
                 await reply.append(f"\n\n:warning: {chunk.payload.get('message', 'Something went wrong.')}")
             elif chunk.type == "finish":
                 finish = chunk.payload.get("finish_reason")
+        # A finished answer gets the feedback buttons; one that stops at a waiting call goes on later.
+        run_id = stream.run_id
+        await reply.close(feedback=build_feedback_block(run_id) if finish == "stop" and run_id else None)
     finally:
         await reply.close()
     return finish

@@ -125,12 +125,14 @@ class HomePublisher:
                 your_requests.append(approval)
             elif verdict.allowed and (policy.approvers or await self._in_conversation(user_id, row.channel)):
                 waiting_for_you.append(approval)
+        policies_shown = await self._policies(user_id)  # an admin's: they see the feedback too
         return build_home_view(
             HomeView(
                 user_id=user_id,
                 waiting_for_you=waiting_for_you,
                 your_requests=your_requests,
-                policies=await self._policies(user_id),
+                policies=policies_shown,
+                feedback=await services.feedback.counts_per_tool() if policies_shown is not None else None,
             )
         )
 

@@ -30,6 +30,7 @@ from slack_sdk.models.views import View
 from memory import PolicyMode, ToolPolicy
 
 from .approval_builder import APPROVE, DECLINE, DECLINE_WITH_REASON, EDIT_ARGS, format_args, slack_date
+from .feedback_store import NO_TOOL, ToolFeedback
 from .mrkdwn import escape
 
 EDIT_POLICY = "policy_edit"
@@ -79,6 +80,8 @@ class HomeView:
     your_requests: list[HomeApproval]
     policies: list[HomePolicy] | None = None
     """None: not an admin (no policy section)."""
+    feedback: list[ToolFeedback] | None = None
+    """People's ratings of the answers, per tool they used; None: not an admin (no feedback section)."""
 
 
 def build_home_view(home: HomeView) -> dict[str, Any]:
@@ -102,7 +105,33 @@ def build_home_view(home: HomeView) -> dict[str, Any]:
                     accessory=ButtonElement(text="Edit", action_id=EDIT_POLICY, value=item.policy.tool_name),
                 )
             )
+    if home.feedback is not None:
+        blocks += feedback_section(home.feedback)
     return View(type="home", blocks=blocks[:100]).to_dict()
+
+
+FEEDBACK_LIMIT = 20
+"""Tools listed in the feedback section."""
+
+
+def feedback_section(feedback: list[ToolFeedback]) -> list[Block]:
+    """An admin's view of the ratings: per tool, how many answers that used it got 👍 and 👎."""
+    blocks: list[Block] = [DividerBlock(), HeaderBlock(text="Feedback on answers")]
+    if not feedback:
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text="No answer has been rated yet.")]))
+        return blocks
+    lines = [
+        f"{'`' + escape(item.tool_name) + '`' if item.tool_name != NO_TOOL else '_answers without a tool_'}: "
+        f"👍 {item.up} · 👎 {item.down}"
+        for item in feedback[:FEEDBACK_LIMIT]
+    ]
+    if len(feedback) > FEEDBACK_LIMIT:
+        lines.append(f"…and {len(feedback) - FEEDBACK_LIMIT} more tools.")
+    blocks.append(SectionBlock(block_id="feedback_per_tool", text=MarkdownTextObject(text="\n".join(lines))))
+    blocks.append(
+        ContextBlock(elements=[MarkdownTextObject(text="An answer that used several tools counts for each of them.")])
+    )
+    return blocks
 
 
 def policy_text(item: HomePolicy) -> str:

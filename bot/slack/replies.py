@@ -174,24 +174,26 @@ class ThreadReply:
         self.mode = "update"
         self.flush_chars = max(self.flush_chars, 400)  # fewer chat.update calls than stream appends
 
-    async def close(self) -> None:
-        """Finish the current message (nothing is posted for an answer without text)."""
+    async def close(self, *, feedback: dict[str, Any] | None = None) -> None:
+        """Finish the current message (nothing is posted for an answer without text); `feedback` (the
+        feedback buttons' block) goes under it when it has text."""
+        blocks = [feedback] if feedback is not None and self._text.strip() else None
         if self._text.strip() or self._ts is not None:
-            await self._deliver(self._text, final=True)
+            await self._deliver(self._text, final=True, blocks=blocks)
         self._text, self._sent, self._ts = "", 0, None
 
-    async def _deliver(self, text: str, *, final: bool) -> None:
+    async def _deliver(self, text: str, *, final: bool, blocks: list[dict[str, Any]] | None = None) -> None:
         if self.mode == "stream":
             try:
-                await self._stream(text, final=final)
+                await self._stream(text, final=final, blocks=blocks)
                 return
             except SlackApiError as exc:
                 if self._ts is not None:
                     raise
                 self._fall_back(exc)
-        await self._post_or_update(text)
+        await self._post_or_update(text, blocks=blocks)
 
-    async def _stream(self, text: str, *, final: bool) -> None:
+    async def _stream(self, text: str, *, final: bool, blocks: list[dict[str, Any]] | None = None) -> None:
         unsent = text[self._sent :]
         if self._ts is None:
             response = await self.client.chat_startStream(
@@ -206,22 +208,38 @@ class ThreadReply:
         elif unsent:
             await self.client.chat_appendStream(channel=self.thread.channel, ts=self._ts, markdown_text=unsent)
         self._sent = len(text)
-        if final:
-            await self.client.chat_stopStream(channel=self.thread.channel, ts=self._ts)
+        if final:  # Slack renders `blocks` at the bottom of the finished message
+            await self.client.chat_stopStream(channel=self.thread.channel, ts=self._ts, blocks=blocks)
 
-    async def _post_or_update(self, text: str) -> None:
+    async def _post_or_update(self, text: str, *, blocks: list[dict[str, Any]] | None = None) -> None:
         if not text.strip():
             return
         mrkdwn = to_mrkdwn(text)
+        # A message with blocks shows them instead of its text: the text goes first, in sections.
+        shown = [*text_sections(mrkdwn), *blocks] if blocks else None
         if self._ts is None:
             response = await self.client.chat_postMessage(
-                channel=self.thread.channel, thread_ts=self.thread.thread_ts, text=mrkdwn, mrkdwn=True
+                channel=self.thread.channel, thread_ts=self.thread.thread_ts, text=mrkdwn, mrkdwn=True, blocks=shown
             )
             self._ts = str(response["ts"])
             self.posted_ts.append(self._ts)
-        elif len(text) > self._sent:
-            await self.client.chat_update(channel=self.thread.channel, ts=self._ts, text=mrkdwn)
+        elif len(text) > self._sent or shown:
+            await self.client.chat_update(channel=self.thread.channel, ts=self._ts, text=mrkdwn, blocks=shown)
         self._sent = len(text)
+
+
+SECTION_LIMIT = 3000
+"""Characters of a section block's text."""
+
+
+def text_sections(mrkdwn: str) -> list[dict[str, Any]]:
+    """A message's mrkdwn text as section blocks of at most `SECTION_LIMIT` characters each."""
+    sections = []
+    while mrkdwn:
+        cut = split_point(mrkdwn, SECTION_LIMIT)
+        sections.append({"type": "section", "text": {"type": "mrkdwn", "text": mrkdwn[:cut]}})
+        mrkdwn = mrkdwn[cut:]
+    return sections
 
 
 async def set_thinking(client: AsyncWebClient, thread: SlackThread, status: str = THINKING) -> bool:

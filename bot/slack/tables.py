@@ -150,3 +150,23 @@ class ToolCallMessageCopyRow(SlackTable):
     )
     ts: Mapped[str] = mapped_column(String(32), primary_key=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AnswerFeedbackRow(SlackTable):
+    """One person's thumbs up or down on an answer of the agent: one row per run and person, so a second
+    click changes the rating and never counts twice. `tool_names` are the tools the run used, read when
+    the rating was given, so the App Home counts ratings per tool without reading the runtime's rows."""
+
+    __tablename__ = "slack_answer_feedback"
+    run_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    rating: Mapped[str] = mapped_column(String(8))
+    """`up` or `down`."""
+    tool_names: Mapped[Any] = mapped_column(JSON)
+    """The tools whose calls ran in the answered run (a list; empty for an answer without a tool)."""
+    thread_id: Mapped[str] = mapped_column(String(255))
+    channel: Mapped[str] = mapped_column(String(32))
+    message_ts: Mapped[str] = mapped_column(String(32))
+    """The answer's message the buttons were on."""
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -176,18 +176,24 @@ def view_closed(modal: Modal) -> dict[str, Any]:
 
 
 def action_of(message: Message, action_id: str, block_id: Any = None, value: Any = None) -> dict[str, Any] | None:
-    """The `actions[0]` of a block_actions payload for the element `action_id` of `message` (a button, or a
-    select whose chosen option's value is `value`); None if the message has no such element."""
+    """The `actions[0]` of a block_actions payload for the element `action_id` of `message` (a button, a
+    select whose chosen option's value is `value`, or the feedback button whose value is `value`); None if
+    the message has no such element."""
     for block in message.blocks:
         if block_id and block.get("block_id") != block_id:
             continue
-        elements = list(block.get("elements") or []) if block.get("type") == "actions" else []
+        elements = list(block.get("elements") or []) if block.get("type") in ("actions", "context_actions") else []
         if block.get("type") == "section" and isinstance(block.get("accessory"), dict):
             elements.append(block["accessory"])
         for element in elements:
             if element.get("action_id") != action_id:
                 continue
             action = {"type": element.get("type"), "action_id": action_id, "block_id": block.get("block_id", "")}
+            if element.get("type") == "feedback_buttons":
+                # Slack sends the value (and text) of the one button clicked
+                buttons = [element.get("positive_button") or {}, element.get("negative_button") or {}]
+                clicked = next((b for b in buttons if b.get("value") == value), None)
+                return {**action, "value": value, "text": clicked.get("text")} if clicked else None
             if element.get("type") == "button":
                 action.update(value=element.get("value"), text=element.get("text"))
                 if element.get("style"):

@@ -383,11 +383,12 @@ class SlackWebApi:
     def chat_stop_stream(self, p: dict[str, Any]) -> Answer:
         message = self._streaming_message(p)
         chunks = stream_chunks(p)
+        bottom = _blocks(p.get("blocks"))  # checked before anything changes: a refused call changes nothing
         message.text += stream_text(p)
         apply_task_chunks(message, chunks)
         message.streaming = False
-        if p.get("blocks"):  # "rendered at the bottom of the finalized message"
-            message.blocks = [*message.blocks, *_blocks(p["blocks"])]
+        if bottom:  # "rendered at the bottom of the finalized message"
+            message.blocks = [*message.blocks, *bottom]
         self.workspace.changed(message)
         return {"ok": True, "channel": message.channel, "ts": message.ts, "message": message.to_api()}
 
@@ -614,12 +615,76 @@ def _content(p: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _blocks(blocks: Any) -> list[dict[str, Any]]:
-    """Blocks as sent, each with a block_id; anything but a list of typed blocks is `invalid_blocks`."""
+    """Blocks as sent, each with a block_id; anything but a list of typed blocks is `invalid_blocks`, and
+    so is a `context_actions` block that breaks Slack's documented rules (`check_context_actions`)."""
     if blocks is None or blocks == "":
         return []
     if not isinstance(blocks, list) or not all(isinstance(b, dict) and b.get("type") for b in blocks):
         raise SlackError("invalid_blocks")
+    for block in blocks:
+        if block["type"] == "context_actions" and not context_actions_ok(block):
+            raise SlackError("invalid_blocks")
     return with_block_ids(blocks)
+
+
+CONTEXT_ACTIONS_ELEMENTS = ("feedback_buttons", "icon_button")
+CONTEXT_ACTIONS_LIMIT = 5
+ID_LIMIT = 255
+BUTTON_TEXT_LIMIT = 75
+VALUE_LIMIT = 2000
+
+
+def context_actions_ok(block: dict[str, Any]) -> bool:
+    """Slack's context actions block: `elements` a list of 1-5 `feedback_buttons` or `icon_button`
+    elements, `block_id` at most 255 characters; a feedback_buttons element has a `positive_button` and a
+    `negative_button`, each `{text: plain_text (at most 75), value (at most 2000), accessibility_label?
+    (at most 75)}`, and an optional `action_id` of at most 255 characters, unique in the block."""
+    elements = block.get("elements")
+    if not isinstance(elements, list) or not 1 <= len(elements) <= CONTEXT_ACTIONS_LIMIT:
+        return False
+    if not _short_text(block.get("block_id"), ID_LIMIT, optional=True):
+        return False
+    action_ids = [e.get("action_id") for e in elements if isinstance(e, dict) and e.get("action_id")]
+    if len(action_ids) != len(set(action_ids)):
+        return False
+    for element in elements:
+        if not isinstance(element, dict) or element.get("type") not in CONTEXT_ACTIONS_ELEMENTS:
+            return False
+        if not _short_text(element.get("action_id"), ID_LIMIT, optional=True):
+            return False
+        if element["type"] == "feedback_buttons":
+            if set(element) - {"type", "action_id", "positive_button", "negative_button"}:
+                return False
+            if not all(_feedback_button_ok(element.get(k)) for k in ("positive_button", "negative_button")):
+                return False
+        elif not (isinstance(element.get("icon"), str) and _plain_text_ok(element.get("text"))):
+            return False
+    return True
+
+
+def _feedback_button_ok(button: Any) -> bool:
+    if not isinstance(button, dict) or set(button) - {"text", "value", "accessibility_label"}:
+        return False
+    return (
+        _plain_text_ok(button.get("text"))
+        and _short_text(button.get("value"), VALUE_LIMIT)
+        and _short_text(button.get("accessibility_label"), BUTTON_TEXT_LIMIT, optional=True)
+    )
+
+
+def _plain_text_ok(text: Any) -> bool:
+    return (
+        isinstance(text, dict)
+        and text.get("type") == "plain_text"
+        and _short_text(text.get("text"), BUTTON_TEXT_LIMIT)
+        and isinstance(text.get("emoji", True), bool)
+    )
+
+
+def _short_text(value: Any, limit: int, *, optional: bool = False) -> bool:
+    if value is None:
+        return optional
+    return isinstance(value, str) and 0 < len(value) <= limit
 
 
 def _view(p: dict[str, Any], kind: str) -> dict[str, Any]:

@@ -212,3 +212,35 @@ async def test_the_agents_steps_show_in_the_thread(browser, dev, tmp_path):
     await expect(done).to_be_visible(timeout=20_000)
     await expect(thread_pane).to_contain_text("$30.00", timeout=20_000)
     await page.screenshot(path=tmp_path / "2-refund-step.png")
+
+
+async def test_feedback_buttons_under_an_answer_record_a_rating_that_a_second_click_changes(browser, dev, tmp_path):
+    """👍 / 👎 under the bot's finished answer: the pressed one shows, the clicker alone is thanked, a second
+    click changes the rating, and Alice (an admin) sees the count per tool in her Home."""
+    from playwright.async_api import expect
+
+    page = await browser.new_page(viewport={"width": 1280, "height": 800})
+    await page.goto(dev.url)
+    await page.locator("#composer-text").fill("@bot list records")
+    await page.locator("#composer-text").press("Enter")
+    thread_pane = page.locator("#thread")
+    await expect(thread_pane).to_contain_text("records:", timeout=20_000)
+    up = thread_pane.get_by_role("button", name="This answer was helpful", exact=True)
+    down = thread_pane.get_by_role("button", name="This answer was not helpful", exact=True)
+    await expect(up).to_be_visible(timeout=20_000)
+    await expect(up).to_have_attribute("aria-pressed", "false")
+    await page.screenshot(path=tmp_path / "1-feedback-buttons.png")
+
+    await up.click()
+    await expect(up).to_have_attribute("aria-pressed", "true")
+    await expect(thread_pane).to_contain_text("Thanks for your feedback", timeout=20_000)
+    await down.click()
+    await expect(down).to_have_attribute("aria-pressed", "true")
+    await expect(up).to_have_attribute("aria-pressed", "false")
+    await expect(thread_pane).to_contain_text("Your rating of this answer is now", timeout=20_000)
+    await page.screenshot(path=tmp_path / "2-rating-changed.png")
+
+    await page.locator("#home-link").click()
+    await expect(page.locator("#messages")).to_contain_text("Feedback on answers", timeout=20_000)
+    await expect(page.locator("#messages")).to_contain_text("list-records: 👍 0 · 👎 1", timeout=20_000)
+    await page.screenshot(path=tmp_path / "3-home-feedback.png")

@@ -249,3 +249,43 @@ async def test_the_bot_s_client_retries_a_dropped_post_and_posts_twice(slack):
     slack.drop_connection("chat.postMessage")
     await client.chat_postMessage(channel="C1", text="approve?")
     assert [m.text for m in slack.messages.values()] == ["approve?", "approve?"]
+
+
+def feedback_block(**changes) -> dict:
+    """Slack's documented example of a context actions block with feedback buttons, with `changes`."""
+    element = {
+        "type": "feedback_buttons",
+        "action_id": "feedback_buttons_1",
+        "positive_button": {"text": {"type": "plain_text", "text": "👍"}, "value": "positive_feedback"},
+        "negative_button": {"text": {"type": "plain_text", "text": "👎"}, "value": "negative_feedback"},
+    }
+    element.update(changes)
+    return {"type": "context_actions", "elements": [element]}
+
+
+async def test_feedback_buttons_are_accepted_only_as_slack_documents_them(client, slack):
+    answer = await client.chat_postMessage(channel="C1", text="Réponse 答え", blocks=[feedback_block()])
+    assert slack.message("C1", answer["ts"]).blocks[0]["elements"][0]["type"] == "feedback_buttons"
+    too_long = {"text": {"type": "plain_text", "text": "ok" * 38}, "value": "v"}
+    bad = [
+        feedback_block(negative_button=None),  # both buttons are required
+        {**feedback_block(), "elements": []},
+        {**feedback_block(), "elements": feedback_block()["elements"] * 6},  # at most 5 (and unique action_ids)
+        feedback_block(positive_button={"text": {"type": "mrkdwn", "text": "*yes*"}, "value": "v"}),  # plain_text only
+        feedback_block(positive_button=too_long),  # at most 75 characters
+        feedback_block(positive_button={"text": {"type": "plain_text", "text": "👍"}, "value": "v" * 2001}),
+        feedback_block(positive_button={"text": {"type": "plain_text", "text": "👍"}}),  # value is required
+        feedback_block(action_id="a" * 256),
+        feedback_block(style="primary"),  # not a field of the element
+        {"type": "context_actions", "elements": [{"type": "button", "text": {"type": "plain_text", "text": "x"}}]},
+        {**feedback_block(), "block_id": "b" * 256},
+    ]
+    for block in bad:
+        error = await refused(client.chat_postMessage(channel="C1", text="x", blocks=[block]))
+        assert error == "invalid_blocks", block
+    start = await client.chat_startStream(
+        channel="C1", thread_ts=answer["ts"], recipient_team_id="T1", recipient_user_id="U1", markdown_text="hi"
+    )
+    assert await refused(client.chat_stopStream(channel="C1", ts=start["ts"], blocks=[bad[0]])) == "invalid_blocks"
+    await client.chat_stopStream(channel="C1", ts=start["ts"], blocks=[feedback_block()])
+    assert [b["type"] for b in slack.message("C1", start["ts"]).blocks] == ["context_actions"]

@@ -156,9 +156,12 @@ class SignedSender:
 
     async def click(self, message: Message, action_id: str, *, user: str = "U1", value: str | None = None) -> BotAnswer:
         """A block_actions payload for a click on `message`'s button `action_id` (`value` forges another, or
-        clicks a button the message no longer shows, as a stale client can)."""
+        clicks a button the message no longer shows, as a stale client can; for feedback buttons, the value
+        of the one clicked)."""
         action = action_of(message, action_id)
-        if value is not None:
+        if action is None and value is not None:
+            action = action_of(message, action_id, value=value)  # a feedback button, by its value
+        if value is not None and (action is None or action.get("type") == "button"):
             action = {**(action or stale_button(action_id, ACTIONS_BLOCK_ID, value)), "value": value}
         assert action is not None, f"the message has no button {action_id}"
         payload = block_actions(

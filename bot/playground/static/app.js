@@ -10,6 +10,7 @@ const ui = {
   version: -1,
   poll: null, // AbortController of the running long poll
   modalKey: null,
+  pressed: {}, // feedback buttons pressed, by pressedKey
 };
 
 const $ = (id) => document.getElementById(id);
@@ -265,16 +266,21 @@ function messageNode(message) {
     (message.edited ? ' <span class="time">(edited)</span>' : "");
   body.appendChild(head);
   if (message.ephemeral) body.appendChild(Object.assign(document.createElement("div"), { className: "only-you", textContent: "👁 Only visible to you" }));
-  if (message.blocks && message.blocks.length) {
-    body.appendChild(BlockKit.blocks(message.blocks, ctx, (block, element, value) => click(message, block, element, value)));
-  }
-  if (!(message.blocks && message.blocks.length) || message.format === "markdown") {  // a streamed answer: its steps, then its text
+  const onAction = (block, element, value) => click(message, block, element, value);
+  const streamed = message.format === "markdown";
+  // A streamed answer: its steps, then its text, then the blocks its end added (the feedback buttons).
+  const bottom = streamed ? (message.blocks || []).filter((b) => b.type === "context_actions") : [];
+  const top = (message.blocks || []).filter((b) => !bottom.includes(b));
+  const feedbackCtx = { ...ctx, pressed: (block) => ui.pressed[pressedKey(message, block)] };
+  if (top.length) body.appendChild(BlockKit.blocks(top, feedbackCtx, onAction));
+  if (!(message.blocks && message.blocks.length) || streamed) {
     const text = document.createElement("div");
     text.className = "text";
-    text.innerHTML = BlockKit.text(message.text, ctx, message.format === "markdown" ? "markdown" : "mrkdwn");
+    text.innerHTML = BlockKit.text(message.text, ctx, streamed ? "markdown" : "mrkdwn");
     if (message.streaming) text.insertAdjacentHTML("beforeend", '<span class="cursor">▍</span>');
     body.appendChild(text);
   }
+  if (bottom.length) body.appendChild(BlockKit.blocks(bottom, feedbackCtx, onAction));
   node.appendChild(body);
   return node;
 }
@@ -297,7 +303,16 @@ async function openHome() {
   }
 }
 
+// Which feedback button each person pressed, per message (Slack's client shows the choice; nothing is sent back).
+function pressedKey(message, block) {
+  return `${ui.user} ${message.channel} ${message.ts} ${block.block_id}`;
+}
+
 async function click(message, block, element, value) {
+  if (element.type === "feedback_buttons") {
+    ui.pressed[pressedKey(message, block)] = value;
+    render();
+  }
   try {
     await send("/play/actions", { channel: message.channel, ts: message.ts, block_id: block.block_id, action_id: element.action_id, value });
   } catch (error) {

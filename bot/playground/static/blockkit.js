@@ -192,6 +192,26 @@ const BlockKit = (() => {
           node = el("div", "bk-actions");
           for (const e of block.elements || []) node.appendChild(actionElement(e, ctx, act));
           break;
+        case "context_actions":  // feedback buttons under an answer (and icon buttons)
+          node = el("div", "bk-context-actions");
+          for (const e of block.elements || []) {
+            if (e.type === "feedback_buttons") {
+              for (const [button, kind] of [[e.positive_button, "positive"], [e.negative_button, "negative"]]) {
+                const b = el("button", `bk-feedback ${kind}`, textObject(button.text, ctx));
+                b.type = "button";
+                b.dataset.actionId = e.action_id || "";
+                b.dataset.value = button.value;
+                b.setAttribute("aria-label", button.accessibility_label || button.text.text);
+                b.setAttribute("aria-pressed", String(Boolean(ctx.pressed && ctx.pressed(block, e) === button.value)));
+                if (!act) b.disabled = true;
+                else b.addEventListener("click", () => act(e, button.value));
+                node.appendChild(b);
+              }
+            } else if (e.type === "icon_button") {
+              node.appendChild(actionElement({ ...e, type: "button" }, ctx, act));
+            }
+          }
+          break;
         case "rich_text":
           node = el("div", "bk-section", esc(richText(block)));
           break;

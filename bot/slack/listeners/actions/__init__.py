@@ -1,15 +1,17 @@
 """Block actions: the approval buttons (in a thread or the App Home), the Answer button of a question,
-and an admin's Edit button next to a tool policy."""
+an admin's Edit button next to a tool policy, and the feedback buttons under an answer."""
 
 from slack_bolt.async_app import AsyncApp
 
 from ...approval_builder import APPROVE, DECLINE, DECLINE_WITH_REASON, EDIT_ARGS
+from ...feedback_builder import FEEDBACK
 from ...home_builder import EDIT_POLICY
 from ...question_builder import ANSWER
 from .answer import handle_answer_button
 from .approve import handle_approve_button
 from .decline import handle_decline_button, handle_decline_with_reason_button
 from .edit_args import handle_edit_args_button
+from .feedback import handle_feedback_button
 from .policy_edit import handle_policy_edit_button
 
 
@@ -20,3 +22,4 @@ def register(app: AsyncApp) -> None:
     app.action(EDIT_ARGS)(handle_edit_args_button)
     app.action(ANSWER)(handle_answer_button)
     app.action(EDIT_POLICY)(handle_policy_edit_button)
+    app.action(FEEDBACK)(handle_feedback_button)
