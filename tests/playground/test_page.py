@@ -99,3 +99,18 @@ async def test_a_taken_port_moves_the_playground_to_the_next_one(tmp_path):
             assert playground.port != port and playground.url.startswith("http://127.0.0.1:")
     finally:
         taken.close()
+
+
+def test_the_page_draws_every_emoji_the_bot_writes():
+    """The bot's messages name emoji by code (`:mag:` before a preview); the page showed ":mag:" as text."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    script = (root / "bot" / "playground" / "static" / "blockkit.js").read_text()
+    table = script[script.index("const EMOJI = {") : script.index("};", script.index("const EMOJI = {"))]
+    drawn = set(re.findall(r"([a-z_0-9]+): \"", table))
+    written = set()
+    for source in (root / "bot" / "slack").rglob("*.py"):
+        written |= set(re.findall(r"(?<![\w:]):([a-z][a-z_0-9]+):(?![\w:])", source.read_text()))
+    assert written and written <= drawn, written - drawn
