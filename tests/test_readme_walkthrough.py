@@ -266,7 +266,7 @@ async def test_the_readme_walk_through_as_a_newcomer_follows_it(tmp_path):
             what="the approval expired",
         )
         assert action_ids(expired[0]) == []
-        await said(page, ts, "so it was not run")
+        await said(page, ts, "I did not run `delete-record`: nobody decided within 30 s.")
 
         # 5. The audit trail of it all.
         code, out, err = await cli(tmp_path, "audit", "--tool", "delete-record", "--playground", "--format", "jsonl")

@@ -341,6 +341,9 @@ def summarise(tool_name: str, content: str) -> str:
     if content.startswith("The user did not approve"):
         reason = content.partition("Reason: ")[2].strip()
         return f"OK, I did not run `{tool_name}`" + (f": {reason}" if reason else ".")
+    if content.startswith("Nobody approved this tool call in time"):  # the runtime's, not the tool's
+        why = content.partition("(")[2].rstrip(")").strip() or "nobody approved it in time"
+        return f"I did not run `{tool_name}`: {why}."
     try:
         result = json.loads(content)
     except ValueError:

@@ -172,9 +172,8 @@ def build_decided_approval_blocks(view: ApprovalView, decision: DecisionView) ->
     """The approval once settled: no buttons; the decision, who made it, when (and why, if declined)."""
     if decision.expired:
         blocks = _describe(view, headline=f":hourglass: *Expired*: `{escape(view.tool_name)}`")
-        line = f"Expired on {slack_date(decision.decided_at)}: nobody decided in time, so it was not run."
-        if decision.reason:
-            line += f"\n({escape(decision.reason)})"
+        why = escape(decision.reason) if decision.reason else "nobody decided in time"  # said once, not twice
+        line = f"Expired on {slack_date(decision.decided_at)}: {why}, so it was not run."
         blocks.append(SectionBlock(text=MarkdownTextObject(text=line)))
         return blocks
     if decision.approved and view.interrupted:

@@ -105,6 +105,10 @@ def test_a_tool_result_is_summarised():
     assert "Oslo" in summarise("get-weather", '{"city": "Oslo", "temperature_c": 3, "conditions": "windy"}')
     declined = "The user did not approve this tool call, so it was not run. Reason: too much"
     assert summarise("issue-refund", declined) == "OK, I did not run `issue-refund`: too much"
+    expired = "Nobody approved this tool call in time: the approval request expired, so it was not run. (nobody decided within 30 s)"
+    assert (
+        summarise("delete-record", expired) == "I did not run `delete-record`: nobody decided within 30 s."
+    )  # not "said:"
 
 
 def test_a_tool_the_request_does_not_offer_is_never_called():

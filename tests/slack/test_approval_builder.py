@@ -109,3 +109,15 @@ def test_an_interrupted_call_run_again_says_so_once_decided():
     decision = DecisionView(approved=True, decided_by="U2", decided_at=datetime(2026, 1, 1, tzinfo=UTC))
     text = str(dicts(build_decided_approval_blocks(view(interrupted=True), decision)))
     assert "Run again" in text and "interrupted" in text and "<@U2>" in text
+
+
+def test_an_expired_approval_says_why_once():
+    """The hand pass showed "nobody decided in time, so it was not run." and then "(nobody decided within 30 s)"."""
+    decision = DecisionView(
+        approved=False, decided_by=None, decided_at=datetime(2026, 1, 1, tzinfo=UTC), expired=True,
+        reason="nobody decided within 30 s",
+    )  # fmt: skip
+    text = str(dicts(build_decided_approval_blocks(view(), decision)))
+    assert "nobody decided within 30 s, so it was not run." in text and text.count("nobody decided") == 1
+    decision = DecisionView(approved=False, decided_by=None, decided_at=None, expired=True)
+    assert "nobody decided in time, so it was not run." in str(dicts(build_decided_approval_blocks(view(), decision)))
