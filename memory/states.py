@@ -118,6 +118,11 @@ class DecisionKind(StrEnum):
         return {"approve": "approved", "decline": "declined", "resume": "resumed", "expire": "expired"}[self.value]
 
     @property
+    def outcome(self) -> str:
+        """How a human names what the decision made of the call: approved, declined, answered, expired."""
+        return {"approve": "approved", "decline": "declined", "resume": "answered", "expire": "expired"}[self.value]
+
+    @property
     def refuses(self) -> bool:
         """The call does not run (declined, or expired)."""
         return self in (DecisionKind.DECLINE, DecisionKind.EXPIRE)
@@ -128,9 +133,30 @@ class DecisionKind(StrEnum):
         return next((kind for kind in cls if kind.recorded_as == word), None)
 
 
+DECISION_WAITS_IN: dict[DecisionKind, ToolCallState] = {
+    DecisionKind.APPROVE: ToolCallState.AWAITING_APPROVAL,
+    DecisionKind.DECLINE: ToolCallState.AWAITING_APPROVAL,
+    DecisionKind.RESUME: ToolCallState.SUSPENDED,
+    DecisionKind.EXPIRE: ToolCallState.AWAITING_APPROVAL,
+}
+"""The waiting state a call must be in for each kind of decision (a new kind adds its row)."""
+
+_WAITS_FOR = {ToolCallState.AWAITING_APPROVAL: "approval", ToolCallState.SUSPENDED: "resume data"}
+
+
 def waiting_state_for(kind: DecisionKind) -> ToolCallState:
     """The state a call must be in for this kind of decision."""
-    return ToolCallState.SUSPENDED if kind == DecisionKind.RESUME else ToolCallState.AWAITING_APPROVAL
+    return DECISION_WAITS_IN[kind]
+
+
+def waits_instead(state: str | None, kind: DecisionKind) -> str | None:
+    """What a waiting call waits for when it is not what `kind` decides ("waits for resume data, not for
+    a decision"); None when it waits for `kind`, or waits for nothing. The one wording of that mismatch:
+    each front end adds its own way to give the other answer."""
+    if state not in _WAITS_FOR or state == waiting_state_for(kind):
+        return None
+    wanted = "resume data" if waiting_state_for(kind) == ToolCallState.SUSPENDED else "a decision"
+    return f"waits for {_WAITS_FOR[ToolCallState(state)]}, not for {wanted}"
 
 
 def next_state_after(kind: DecisionKind, *, passes_down: bool) -> ToolCallState:
@@ -152,17 +178,17 @@ def is_interrupted(suspend_payload: Any) -> bool:
     return isinstance(suspend_payload, dict) and suspend_payload.get("interrupted") is True
 
 
-def outcome_of(state: str, decision: str | None) -> str | None:
+def outcome_of(state: str, decision: DecisionKind | None) -> str | None:
     """How a human would name what became of a call: approved, declined, expired, answered; None while it waits."""
     if state in WAITING_STATES:
         return None
     if state == ToolCallState.EXPIRED:
-        return "expired"
-    if state == ToolCallState.DECLINED or decision == "declined":
-        return "declined"
-    if decision == "resumed":
-        return "answered"
-    return "approved"
+        return DecisionKind.EXPIRE.outcome
+    if state == ToolCallState.DECLINED or decision == DecisionKind.DECLINE:
+        return DecisionKind.DECLINE.outcome
+    if decision == DecisionKind.RESUME:
+        return DecisionKind.RESUME.outcome
+    return DecisionKind.APPROVE.outcome
 
 
 def run_sources_of(target: RunStatus) -> list[str]:

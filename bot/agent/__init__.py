@@ -1,10 +1,11 @@
 """The agent runtime: a tool-calling loop whose sensitive calls wait for a human.
 
 Knows nothing of Slack: it imports `tools` and `memory` only. Every front end (Slack, the HTTP API,
-the playground) drives it through the names exported here.
+the playground) drives it through the names exported here; every decision about a waiting call goes
+through `Agent.decide(run_id, tool_call_id, Approve(...) | Decline(...) | Resume(...))`.
 """
 
-from memory.states import DecisionKind, RunStatus, ToolCallState, is_interrupted
+from memory.states import DecisionKind, RunStatus, ToolCallState, is_interrupted, waits_instead
 
 from ._agent import Agent
 from ._fingerprint import fingerprint
@@ -25,11 +26,16 @@ from .exceptions import (
 )
 from .types import (
     AgentOutput,
+    Approve,
     Chunk,
     ChunkPayload,
+    Decision,
+    Decline,
     DeniedPayload,
     ErrorPayload,
+    Expire,
     FinishPayload,
+    Resume,
     RunRecord,
     SuspendedRun,
     SuspendedRunsPage,
@@ -51,15 +57,20 @@ __all__ = [
     "AgentOutput",
     "AgentStream",
     "AmbiguousSuspendedRunsError",
+    "Approve",
     "Chunk",
     "ChunkPayload",
+    "Decision",
+    "Decline",
     "DeniedPayload",
     "ErrorPayload",
+    "Expire",
     "FinishPayload",
     "DecisionKind",
     "ModelError",
     "NoSuspendedRunError",
     "PolicyError",
+    "Resume",
     "ResumeDataInvalidError",
     "RunRecord",
     "RunStatus",
@@ -83,4 +94,5 @@ __all__ = [
     "fingerprint",
     "limit_model_requests",
     "wait_for_running_runs",
+    "waits_instead",
 ]

@@ -13,6 +13,7 @@ import socket
 import tempfile
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -27,7 +28,7 @@ from tools import JsonValueError, Schema, SchemaError, SchemaValidationError, To
 from ._autoresume import find_answer, waiting_note
 from ._fingerprint import fingerprint
 from ._model import shared_client, whole_replies
-from ._run import Decision, RequestOptions, RunDeps, RunDriver, SubAgent, declined_message, expired_message
+from ._run import RequestOptions, RunDeps, RunDriver, SubAgent, WonDecision, declined_message, expired_message
 from ._stream import AgentStream
 from .exceptions import (
     AmbiguousSuspendedRunsError,
@@ -39,7 +40,12 @@ from .exceptions import (
 )
 from .types import (
     AgentOutput,
+    Approve,
     Chunk,
+    Decision,
+    Decline,
+    Expire,
+    Resume,
     RunRecord,
     SuspendedRun,
     SuspendedRunsPage,
@@ -214,7 +220,7 @@ class Agent:
         if tool_name not in self._sub_agent_tools:
             return None
         agent = self.agents[tool_name.removeprefix(SUB_AGENT_PREFIX)]
-        return SubAgent(id=agent.id, start=agent._start_child_run, decide=agent._decide, recover=agent._recover_run)
+        return SubAgent(id=agent.id, start=agent._start_child_run, decide=agent.decide, recover=agent._recover_run)
 
     # --- starting runs ----------------------------------------------------------------------
     async def stream(self, message: str | list[dict[str, Any]], **options: Any) -> AgentStream:
@@ -257,11 +263,13 @@ class Agent:
         if answer is None:
             return None, reading.unclear
         try:
-            stream = await self._decide(
+            stream = await self.decide(
                 answer.call.run_id,
                 answer.call.tool_call_id,
-                Decision(kind=DecisionKind.RESUME, actor=resource_id, resume_data=answer.resume_data, via="thread"),
-                said=_user_messages(message),
+                Resume(answer.resume_data),
+                decided_by=resource_id,
+                via="thread",
+                user_messages=_user_messages(message),
             )
         except (ToolCallNotSuspendedError, ResumeDataInvalidError):
             return None, []  # someone settled it first, or the data did not fit: a normal turn
@@ -347,6 +355,40 @@ class Agent:
         self._request_rules.pop(run_id, None)
 
     # --- decisions --------------------------------------------------------------------------
+    async def decide(
+        self,
+        run_id: str,
+        tool_call_id: str | None,
+        decision: Decision,
+        *,
+        decided_by: str | None = None,
+        via: str = "runtime",
+        user_messages: Sequence[dict[str, Any]] = (),
+    ) -> AgentStream:
+        """Decide one waiting call (`Approve`, `Decline`, `Resume`) and go on with the run: the one way
+        every front end decides. Exactly one caller wins a call; the others get `ToolCallNotSuspendedError`.
+
+        `tool_call_id` None: the run's most recently suspended call. `decided_by`: who (a user id, as the
+        front end names them). `via`: through what (`button`, `home`, `api`, `thread`...), for the audit
+        trail. `user_messages`: the user's message that gave this answer in the thread (auto-resume),
+        stored with the decision so the run goes on with it in its history (a lost decision stores nothing).
+        """
+        run, call = await self._waiting_call(run_id, tool_call_id, decision.kind)
+        decision, edit = self._checked_decision(call, decision)
+        policy = await self.storage.policies.get(call.displayed_tool_name)  # in force at the decision
+        won = WonDecision(decision=decision, decided_by=decided_by, via=via)
+        await self._store_decision(run, call, won, edit, policy_version=policy.version, user_messages=user_messages)
+        driver = RunDriver(self._deps(), run, self._stored_options(run))
+        return AgentStream(run.id, driver.after_decision(call, won, policy))
+
+    async def decide_generate(
+        self, run_id: str, tool_call_id: str | None, decision: Decision, **options: Any
+    ) -> AgentOutput:
+        """`decide`, then wait for the run to finish or park a call: its `AgentOutput`."""
+        with whole_replies():
+            stream = await self.decide(run_id, tool_call_id, decision, **options)
+        return await stream.result()
+
     async def approve_tool_call(
         self,
         *,
@@ -356,11 +398,8 @@ class Agent:
         args: Any = None,
         via: str = "runtime",
     ) -> AgentStream:
-        """Approve a waiting call (optionally with edited `args`) and go on with the run. `via` says
-        through what it was decided (`button`, `home`, `api`...), for the audit trail."""
-        return await self._decide(
-            run_id, tool_call_id, Decision(kind=DecisionKind.APPROVE, actor=approver, via=via), edited_args=args
-        )
+        """`decide` with `Approve(args)`: run a waiting call (optionally with edited `args`)."""
+        return await self.decide(run_id, tool_call_id, Approve(args=args), decided_by=approver, via=via)
 
     async def decline_tool_call(
         self,
@@ -371,10 +410,8 @@ class Agent:
         approver: str | None = None,
         via: str = "runtime",
     ) -> AgentStream:
-        """Decline a waiting call: it never runs; the model hears it was not approved, and why."""
-        return await self._decide(
-            run_id, tool_call_id, Decision(kind=DecisionKind.DECLINE, actor=approver, reason=reason, via=via)
-        )
+        """`decide` with `Decline(reason)`: the call never runs; the model hears it was not approved, and why."""
+        return await self.decide(run_id, tool_call_id, Decline(reason=reason), decided_by=approver, via=via)
 
     async def resume_stream(
         self,
@@ -385,97 +422,109 @@ class Agent:
         actor: str | None = None,
         via: str = "runtime",
     ) -> AgentStream:
-        """Resume a call that suspended itself, with data that fits its `resume_schema`."""
-        return await self._decide(
-            run_id, tool_call_id, Decision(kind=DecisionKind.RESUME, actor=actor, resume_data=resume_data, via=via)
-        )
+        """`decide` with `Resume(resume_data)`: resume a call that suspended itself."""
+        return await self.decide(run_id, tool_call_id, Resume(resume_data), decided_by=actor, via=via)
 
     async def approve_tool_call_generate(
-        self, *, run_id: str, tool_call_id: str | None = None, **kw: Any
+        self,
+        *,
+        run_id: str,
+        tool_call_id: str | None = None,
+        approver: str | None = None,
+        args: Any = None,
+        via: str = "runtime",
     ) -> AgentOutput:
-        with whole_replies():
-            stream = await self.approve_tool_call(run_id=run_id, tool_call_id=tool_call_id, **kw)
-        return await stream.result()
+        return await self.decide_generate(run_id, tool_call_id, Approve(args=args), decided_by=approver, via=via)
 
     async def decline_tool_call_generate(
-        self, *, run_id: str, tool_call_id: str | None = None, reason: str | None = None, **kw: Any
+        self,
+        *,
+        run_id: str,
+        tool_call_id: str | None = None,
+        reason: str | None = None,
+        approver: str | None = None,
+        via: str = "runtime",
     ) -> AgentOutput:
-        with whole_replies():
-            stream = await self.decline_tool_call(run_id=run_id, tool_call_id=tool_call_id, reason=reason, **kw)
-        return await stream.result()
+        return await self.decide_generate(run_id, tool_call_id, Decline(reason=reason), decided_by=approver, via=via)
 
     async def resume_generate(
-        self, resume_data: Any, *, run_id: str, tool_call_id: str | None = None, **kw: Any
-    ) -> AgentOutput:
-        with whole_replies():
-            stream = await self.resume_stream(resume_data, run_id=run_id, tool_call_id=tool_call_id, **kw)
-        return await stream.result()
-
-    async def _decide(
         self,
-        run_id: str,
-        tool_call_id: str | None,
-        decision: Decision,
+        resume_data: Any,
         *,
-        edited_args: Any = None,
-        said: Sequence[dict[str, Any]] = (),
-    ) -> AgentStream:
-        """Win the decision about one waiting call in storage (exactly one caller can), then carry it out.
+        run_id: str,
+        tool_call_id: str | None = None,
+        actor: str | None = None,
+        via: str = "runtime",
+    ) -> AgentOutput:
+        return await self.decide_generate(run_id, tool_call_id, Resume(resume_data), decided_by=actor, via=via)
 
-        `said`: the user's message that answered the call in the thread, stored with the decision, so the
-        run goes on with it in its history (and a decision lost to another caller stores nothing)."""
-        runs = self.storage.runs
-        run, call = await runs.run_and_call(run_id, tool_call_id)
+    async def _waiting_call(
+        self, run_id: str, tool_call_id: str | None, kind: DecisionKind
+    ) -> tuple[RunRow, ToolCallRow]:
+        """This agent's run and its call that waits for a decision of `kind`; raises when there is none."""
+        run, call = await self.storage.runs.run_and_call(run_id, tool_call_id)
         if run is None or run.agent_id != self.id:
             raise SnapshotNotFoundError(run_id, storage_configured=self._storage_configured)
-        wanted = waiting_state_for(decision.kind)
-        if call is None or call.state != wanted:
-            hint = ""
-            if call is not None and call.state == ToolCallState.SUSPENDED:
-                hint = "waits for resume data, not for a decision: use resume_stream or resume_generate"
-            elif call is not None and call.state == ToolCallState.AWAITING_APPROVAL:
-                hint = "waits for approval, not for resume data: use approve_tool_call or decline_tool_call"
-            raise ToolCallNotSuspendedError(run_id, tool_call_id, call.state if call else None, hint=hint)
+        if call is None or call.state != waiting_state_for(kind):
+            raise ToolCallNotSuspendedError(run_id, tool_call_id, call.state if call else None, wanted=kind)
+        return run, call
+
+    def _checked_decision(self, call: ToolCallRow, decision: Decision) -> tuple[Decision, dict[str, Any]]:
+        """The decision as it will be stored (resume data cleaned and validated) and the fields of an edit
+        of the arguments (none unless `Approve(args=...)`); refused before anything is stored."""
+        if isinstance(decision, Resume):
+            return replace(decision, data=self._checked_resume_data(call, decision.data)), {}
+        if isinstance(decision, Approve) and decision.args is not None:
+            return decision, self._checked_edit(call, decision.args)
+        return decision, {}
+
+    async def _store_decision(
+        self,
+        run: RunRow,
+        call: ToolCallRow,
+        won: WonDecision,
+        edit: dict[str, Any],
+        *,
+        policy_version: int,
+        user_messages: Sequence[dict[str, Any]],
+    ) -> None:
+        """Win the decision in storage: one conditional UPDATE of the call out of its waiting state, with
+        its audit lines, the tool message of a refusal (a crash right after loses nothing) and the run's
+        lease. Raises `ToolCallNotSuspendedError` when another caller won."""
+        kind = won.kind
+        target = next_state_after(kind, passes_down=call.child_run_id is not None)
         fields: dict[str, Any] = {
-            "decision": decision.kind.recorded_as,
-            "decided_by": decision.actor,
+            "decision": kind.recorded_as,
+            "decided_by": won.decided_by,
             "decided_at": utcnow(),
-            "reason": decision.reason,
+            "reason": won.reason,
+            **edit,
         }
-        if decision.kind == DecisionKind.RESUME:
-            decision.resume_data = self._checked_resume_data(call, decision.resume_data)
-            fields["resume_data"] = decision.resume_data
-        # the policy in force at the decision, for the audit trail
-        policy = await self.storage.policies.get(call.displayed_tool_name)
-        version = policy.version
-        audit = [Audit(action=decision.kind.recorded_as, actor=decision.actor, via=decision.via, detail=decision.reason,
-                       policy_version=version)]  # fmt: skip
-        if edited_args is not None:
-            fields.update(self._checked_edit(call, edited_args))
-            audit.insert(0, Audit(action="edited", actor=decision.actor, via=decision.via, policy_version=version,
-                                  before=call.args, after=fields["args"]))  # fmt: skip
-        target = next_state_after(decision.kind, passes_down=call.child_run_id is not None)
-        # A decline's tool message is stored with the decision: a crash right after loses nothing.
-        messages = list(said)
+        if isinstance(won.decision, Resume):
+            fields["resume_data"] = won.decision.data
+        audit = [Audit(action=kind.recorded_as, actor=won.decided_by, via=won.via, detail=won.reason,
+                       policy_version=policy_version)]  # fmt: skip
+        if edit:
+            audit.insert(0, Audit(action="edited", actor=won.decided_by, via=won.via, policy_version=policy_version,
+                                  before=call.args, after=edit["args"]))  # fmt: skip
+        messages = list(user_messages)
         if target == ToolCallState.DECLINED:
-            messages = [declined_message(call, decision.reason)]
+            messages = [declined_message(call, won.reason)]
         elif target == ToolCallState.EXPIRED:
-            messages = [expired_message(call, decision.reason)]
-        won = await runs.transition(
+            messages = [expired_message(call, won.reason)]
+        won_it = await self.storage.runs.transition(
             call,
             target,
-            allowed_from={wanted},
+            allowed_from={waiting_state_for(kind)},
             messages=messages,
             run=run,
             audit=audit,
             lease=self.owner,  # the deciding process works on the run now: recovery leaves it alone
             **fields,
         )
-        if not won:
-            latest = await runs.get_tool_call(run_id, call.tool_call_id)
-            raise ToolCallNotSuspendedError(run_id, call.tool_call_id, latest.state if latest else None)
-        driver = RunDriver(self._deps(), run, self._stored_options(run))
-        return AgentStream(run.id, driver.after_decision(call, decision, policy))
+        if not won_it:
+            latest = await self.storage.runs.get_tool_call(run.id, call.tool_call_id)
+            raise ToolCallNotSuspendedError(run.id, call.tool_call_id, latest.state if latest else None)
 
     # --- expiry -----------------------------------------------------------------------------
     async def expire_waiting_approvals(self) -> list[tuple[str, str]]:
@@ -504,13 +553,9 @@ class Agent:
         for run_id, call_id in await self.storage.runs.approvals_waiting_since(
             self.id, policy.tool_name, before=before
         ):
-            decision = Decision(
-                kind=DecisionKind.EXPIRE,
-                via="expiry",
-                reason=f"nobody decided within {policy.expires_after} s",
-            )
+            decision = Expire(reason=f"nobody decided within {policy.expires_after} s")
             try:
-                stream = await self._decide(run_id, call_id, decision)
+                stream = await self.decide(run_id, call_id, decision, via="expiry")
             except ToolCallNotSuspendedError:
                 continue  # decided meanwhile, or another replica expired it
             log.info("expired %s/%s (%s, after %ss)", run_id, call_id, policy.tool_name, policy.expires_after)
@@ -737,9 +782,9 @@ class Agent:
         if len(candidates) > 1:
             raise AmbiguousSuspendedRunsError(candidates)
         run_id, call_id = candidates[0]
-        if approved:
-            return await self.approve_tool_call(run_id=run_id, tool_call_id=call_id, approver=approver)
-        return await self.decline_tool_call(run_id=run_id, tool_call_id=call_id, reason=reason, approver=approver)
+        return await self.decide(
+            run_id, call_id, Approve() if approved else Decline(reason=reason), decided_by=approver
+        )
 
 
 _BACKGROUND: set[asyncio.Task] = set()  # strong references to the hooks' tasks

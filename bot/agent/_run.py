@@ -43,7 +43,7 @@ from ._fingerprint import fingerprint
 from ._model import ModelError, stream_step
 from ._stream import AgentStream
 from .exceptions import AgentError, SubAgentNotFoundError
-from .types import AgentOutput, Chunk, ToolCallCheck, WaitingCallPayload
+from .types import AgentOutput, Chunk, Decision, ToolCallCheck, WaitingCallPayload
 
 log = logging.getLogger(__name__)
 
@@ -70,16 +70,23 @@ class RequestOptions:
     """How often a working process refreshes the run's lease."""
 
 
-@dataclass(kw_only=True)
-class Decision:
-    """What a human (or the answer extraction) decided about one waiting call."""
+@dataclass(frozen=True, kw_only=True)
+class WonDecision:
+    """A decision won in storage (`Agent.decide`): the value as stored, who made it, through what."""
 
-    kind: DecisionKind
-    actor: str | None = None
+    decision: Decision
+    """`Approve`, `Decline`, `Resume` or `Expire`; a resume's data as it was validated and stored."""
+    decided_by: str | None = None
     via: str = "runtime"
     """Through what it was decided, for the audit trail: button, home, api, thread, expiry, recovery, runtime."""
-    reason: str | None = None
-    resume_data: Any = None
+
+    @property
+    def kind(self) -> DecisionKind:
+        return self.decision.kind
+
+    @property
+    def reason(self) -> str | None:
+        return self.decision.reason
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,8 +96,8 @@ class SubAgent:
     id: str
     start: Callable[..., Awaitable[AgentStream]]
     """Start its run for a supervisor's call (`prompt=`, `parent=`, `run_id=`, `options=`)."""
-    decide: Callable[[str, str | None, Decision], Awaitable[AgentStream]]
-    """Pass a decision down to its waiting call (`run_id`, `tool_call_id`, `decision`)."""
+    decide: Callable[..., Awaitable[AgentStream]]
+    """Pass a decision down to its waiting call (its agent's `decide`)."""
     recover: Callable[[RunRow], Awaitable[AgentStream]]
     """Go on with its run after the process that worked on it stopped."""
 
@@ -154,7 +161,7 @@ class RunDriver:
         """Drive the run from where it stands until it finishes or parks a call."""
         return self._guarded(self._steps(notes))
 
-    def after_decision(self, call: ToolCallRow, decision: Decision, policy: ToolPolicy) -> AsyncIterator[Chunk]:
+    def after_decision(self, call: ToolCallRow, decision: WonDecision, policy: ToolPolicy) -> AsyncIterator[Chunk]:
         """Carry out a decision already won in storage, then go on with the run if its step is settled.
 
         `policy` is the tool's policy as read for the decision, right before it was stored."""
@@ -254,8 +261,8 @@ class RunDriver:
                 yield Chunk.finish(self.run.id, outcome, self.usage)
                 return
 
-    async def _decided(self, call: ToolCallRow, decision: Decision, policy: ToolPolicy) -> AsyncIterator[Chunk]:
-        telemetry.decided(call, kind=decision.kind.recorded_as, actor=decision.actor, via=decision.via)
+    async def _decided(self, call: ToolCallRow, decision: WonDecision, policy: ToolPolicy) -> AsyncIterator[Chunk]:
+        telemetry.decided(call, kind=decision.kind.recorded_as, actor=decision.decided_by, via=decision.via)
         for chunk in await self._carry_out(call, decision, policy):
             yield chunk
         async for chunk in self._then([call]):
@@ -561,10 +568,16 @@ class RunDriver:
         metrics.tool_run(row.tool_name, "error" if is_error else "ok")
         return [self._result_chunk(row)]
 
-    async def _carry_out(self, call: ToolCallRow, decision: Decision, policy: ToolPolicy) -> list[Chunk]:
+    async def _carry_out(self, call: ToolCallRow, decision: WonDecision, policy: ToolPolicy) -> list[Chunk]:
         if call.child_run_id is not None and call.state == ToolCallState.RUNNING:
             child = self._sub_agent_of(call)
-            stream = await child.decide(call.child_run_id, call.child_tool_call_id, decision)
+            stream = await child.decide(
+                call.child_run_id,
+                call.child_tool_call_id,
+                decision.decision,
+                decided_by=decision.decided_by,
+                via=decision.via,
+            )
             chunks = await self._after_child(call, await stream.result())
             if decision.kind.refuses:
                 chunks.insert(0, self._denied_chunk(call, decision.reason))

@@ -11,6 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from memory.exceptions import AgentError, PolicyError, ThreadOwnerError
+from memory.states import DecisionKind, ToolCallState, waits_instead
+
+_RUNTIME_DOORS = {
+    ToolCallState.SUSPENDED: "decide it with Resume(data) (resume_stream, resume_generate)",
+    ToolCallState.AWAITING_APPROVAL: "decide it with Approve() or Decline() (approve_tool_call, decline_tool_call)",
+}
+"""How to give a waiting call the answer it waits for, through `Agent.decide` and its wrappers."""
 
 
 class SnapshotNotFoundError(AgentError, LookupError):
@@ -31,16 +38,19 @@ class SnapshotNotFoundError(AgentError, LookupError):
 class ToolCallNotSuspendedError(AgentError):
     """The tool call is not waiting: it is unknown, or it was already decided."""
 
-    def __init__(self, run_id: str, tool_call_id: str | None, state: str | None = None, *, hint: str = ""):
+    def __init__(
+        self, run_id: str, tool_call_id: str | None, state: str | None = None, *, wanted: DecisionKind | None = None
+    ):
         self.run_id = run_id
         self.tool_call_id = tool_call_id
         self.state = state
+        instead = waits_instead(state, wanted) if wanted is not None else None
         if tool_call_id is None:
             detail = "has no tool call waiting"
         elif state is None:
             detail = f"has no tool call {tool_call_id!r}"
-        elif hint:
-            detail = f"tool call {tool_call_id!r} {hint}"
+        elif instead:
+            detail = f"tool call {tool_call_id!r} {instead}: {_RUNTIME_DOORS[ToolCallState(state)]}"
         else:
             detail = f"tool call {tool_call_id!r} is not waiting (it is {state})"
         super().__init__(f"run {run_id!r} {detail}")

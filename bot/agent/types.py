@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, ClassVar, Literal, NotRequired, TypedDict
 
 from memory.states import DecisionKind, RunStatus, ToolCallState, is_interrupted, outcome_of, waiting_state_for
 
@@ -294,7 +294,7 @@ class ToolCallRecord:
     def outcome(self) -> str | None:
         """How a human would name what became of it: "approved", "declined", "expired", "answered";
         None while it waits."""
-        return outcome_of(self.state, self.decision.recorded_as if self.decision else None)
+        return outcome_of(self.state, self.decision)
 
     @property
     def interrupted(self) -> bool:
@@ -304,6 +304,61 @@ class ToolCallRecord:
     def waits_for(self, kind: DecisionKind) -> bool:
         """Whether a decision of this kind can be made about it now (approve/decline, or resume)."""
         return self.state == waiting_state_for(kind)
+
+
+# --- decisions: what a front end passes to `Agent.decide` --------------------------------------
+@dataclass(frozen=True)
+class Decision:
+    """What someone decides about one waiting call: one of `Approve`, `Decline`, `Resume` (or the
+    runtime's own `Expire`). A front end builds the value; `Agent.decide` works out what it means.
+
+    A new kind of decision is a subclass naming its `DecisionKind` (and the kind's rows in
+    `memory.states`: where it waits, where it moves the call, how it is recorded)."""
+
+    kind: ClassVar[DecisionKind]
+    """The kind of decision (what `tool_calls.decision` records, through `DecisionKind.recorded_as`)."""
+
+    @property
+    def reason(self) -> str | None:
+        """The reason the model reads with a refusal; None for a decision that lets the call run."""
+        return None
+
+
+@dataclass(frozen=True)
+class Approve(Decision):
+    """Run the call that waits for approval, with the arguments it was shown, or with edited `args`."""
+
+    args: Any = None
+    """Edited arguments, checked against the tool's `input_schema` (only a direct tool call can be
+    edited); None runs the call as shown."""
+    kind: ClassVar[DecisionKind] = DecisionKind.APPROVE
+
+
+@dataclass(frozen=True)
+class Decline(Decision):
+    """Do not run the call that waits for approval; the model reads that it was not approved, and why."""
+
+    reason: str | None = None  # type: ignore[assignment]
+    """Why, in the decider's words; the model reads it."""
+    kind: ClassVar[DecisionKind] = DecisionKind.DECLINE
+
+
+@dataclass(frozen=True)
+class Resume(Decision):
+    """Resume the call that suspended itself, with data that fits its `resume_schema`."""
+
+    data: Any
+    """The resume data (the tool reads it as `ctx.agent.resume_data`)."""
+    kind: ClassVar[DecisionKind] = DecisionKind.RESUME
+
+
+@dataclass(frozen=True)
+class Expire(Decision):
+    """Nobody decided before the tool policy's expiry: the call is declined as expired (the sweep's own)."""
+
+    reason: str | None = None  # type: ignore[assignment]
+    """What the model reads of the expiry (e.g. "nobody decided within 60 s")."""
+    kind: ClassVar[DecisionKind] = DecisionKind.EXPIRE
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,11 +21,16 @@ from aiohttp import web
 from bot.agent import (
     Agent,
     AgentStream,
+    Approve,
+    Decision,
     DecisionKind,
+    Decline,
+    Resume,
     ResumeDataInvalidError,
     SnapshotNotFoundError,
     ToolCallNotSuspendedError,
     ToolCallState,
+    waits_instead,
 )
 from tools import JsonValueError, clean_text, read_json
 
@@ -171,15 +176,15 @@ class _Api:
             unknown = await self.front.identify(user_id)
             if unknown:
                 raise ApiError(400, unknown)
-        reason = _optional_text(body, "reason") if action == "decline" else None
+        decision = _decision_of(action, body)
 
         agent = self.front.agent
         record = await agent.get_tool_call(run_id, tool_call_id)
         if record is None:
             raise ApiError(404, f"no tool call {tool_call_id!r} in run {run_id!r}")
-        if not record.waits_for(DecisionKind.RESUME if action == "answer" else DecisionKind.APPROVE):
-            raise ApiError(409, _not_waiting(record.state, action))
-        decision = ApiDecision(
+        if not record.waits_for(decision.kind):
+            raise ApiError(409, _not_waiting(record.state, decision.kind))
+        asked = ApiDecision(
             action=action,
             user_id=user_id,
             run_id=run_id,
@@ -188,31 +193,19 @@ class _Api:
             args=record.args,
         )
         if self.front.authorize is not None:
-            refusal = await self.front.authorize(decision)
+            refusal = await self.front.authorize(asked)
             if refusal:
                 raise ApiError(403, refusal)
         try:
-            if action == "approve":
-                stream = await agent.approve_tool_call(
-                    run_id=run_id, tool_call_id=tool_call_id, approver=user_id, via="api"
-                )
-            elif action == "decline":
-                stream = await agent.decline_tool_call(
-                    run_id=run_id, tool_call_id=tool_call_id, approver=user_id, reason=reason, via="api"
-                )
-            else:
-                stream = await agent.resume_stream(
-                    body["resumeData"], run_id=run_id, tool_call_id=tool_call_id, actor=user_id or None, via="api"
-                )
+            stream = await agent.decide(run_id, tool_call_id, decision, decided_by=user_id or None, via="api")
         except ResumeDataInvalidError as exc:
             raise ApiError(400, str(exc)) from None
         except SnapshotNotFoundError:
             raise ApiError(404, f"no run {run_id!r}") from None
         except ToolCallNotSuspendedError as exc:
-            raise ApiError(409, _not_waiting(exc.state, action)) from None
-        self._show(decision, stream)
-        status = {"approve": "approved", "decline": "declined", "answer": "resumed"}[action]
-        return {"runId": run_id, "toolCallId": tool_call_id, "status": status}
+            raise ApiError(409, _not_waiting(exc.state, decision.kind)) from None
+        self._show(asked, stream)
+        return {"runId": run_id, "toolCallId": tool_call_id, "status": decision.kind.recorded_as}
 
     def _show(self, decision: ApiDecision, stream: AgentStream) -> None:
         """Let the front end show the decision and relay the run, after the response is sent."""
@@ -229,11 +222,23 @@ class _Api:
             log.exception("showing the decision about %s/%s failed", decision.run_id, decision.tool_call_id)
 
 
-def _not_waiting(state: str | None, action: str) -> str:
-    if state == ToolCallState.SUSPENDED and action != "answer":
-        return "this call waits for resume data, not for a decision: use /resume"
-    if state == ToolCallState.AWAITING_APPROVAL and action == "answer":
-        return "this call waits for approval, not for resume data: use /approve or /decline"
+def _decision_of(action: str, body: dict[str, Any]) -> Decision:
+    """The decision a route is asked for: `approve`, `decline` (with the body's `reason`), `answer` (a resume)."""
+    if action == "approve":
+        return Approve()
+    if action == "decline":
+        return Decline(reason=_optional_text(body, "reason"))
+    return Resume(body["resumeData"])
+
+
+_ROUTES = {ToolCallState.SUSPENDED: "use /resume", ToolCallState.AWAITING_APPROVAL: "use /approve or /decline"}
+"""The route that gives a waiting call the answer it waits for."""
+
+
+def _not_waiting(state: str | None, kind: DecisionKind) -> str:
+    instead = waits_instead(state, kind)
+    if instead:
+        return f"this call {instead}: {_ROUTES[ToolCallState(state)]}"
     return f"this call was already decided (it is {state})" if state else "this call no longer waits"
 
 

@@ -8,15 +8,13 @@ replicas): the loser is told the request was already decided and sees the messag
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
-from bot.agent import AgentStream, SnapshotNotFoundError, ToolCallNotSuspendedError, ToolCallRecord
+from bot.agent import Decision, Resume, SnapshotNotFoundError, ToolCallNotSuspendedError, ToolCallRecord, ToolCallState
 
 from .conversation import continue_run
 from .permissions import DecisionCheck, Verdict
@@ -102,7 +100,7 @@ async def check_click(
         row = await services.store.get_message(row.id) or row
     record = await record_of(services, row)
     if record is None or not still_waits(row, record):
-        if record is not None and record.state == "expired":
+        if record is not None and record.state == ToolCallState.EXPIRED:
             raise ClickRefused(EXPIRED, row=row)
         raise ClickRefused(ALREADY_DECIDED if kind == "approval" else ALREADY_ANSWERED, row=row)
     verdict = await services.decision_rule(
@@ -149,95 +147,39 @@ async def record_refusal(
         services.logger.exception("could not audit the refused %s of %s/%s", action, run_id, tool_call_id)
 
 
-async def approve(
+async def decide(
     services: SlackServices,
     client: AsyncWebClient,
     call: WaitingCall,
+    decision: Decision,
     *,
     user_id: str,
-    args: Any = None,
     via: str = "button",
 ) -> None:
-    """Approve (with edited `args` if given), show the decision, and relay the run as it goes on.
-    `via` (`button` or `home`) is where the click came from, for the audit trail.
+    """Make `decision` (`Approve`, `Decline`, `Resume`) about a checked call through `Agent.decide`, where
+    exactly one actor wins; show it in its message, then relay the run as it goes on. `via` (`button`
+    or `home`) is where the click came from, for the audit trail.
 
-    Raises `ClickRefused` when another click won; `ToolArgsInvalidError` passes through (nothing decided).
-    """
-    options: dict[str, Any] = {"approver": user_id, "via": via}
-    if args is not None:
-        options["args"] = args
-
-    async def decide() -> AgentStream:
-        return await services.agent.approve_tool_call(
-            run_id=call.row.run_id, tool_call_id=call.row.tool_call_id, **options
-        )
-
-    await _settle(services, client, call, decide, lost=ALREADY_DECIDED, outcome="approved", user_id=user_id)
-
-
-async def decline(
-    services: SlackServices,
-    client: AsyncWebClient,
-    call: WaitingCall,
-    *,
-    user_id: str,
-    reason: str | None = None,
-    via: str = "button",
-) -> None:
-    """Decline (with a reason the model will see), show the decision, and relay the run as it goes on."""
-
-    async def decide() -> AgentStream:
-        return await services.agent.decline_tool_call(
-            run_id=call.row.run_id, tool_call_id=call.row.tool_call_id, approver=user_id, reason=reason, via=via
-        )
-
-    await _settle(services, client, call, decide, lost=ALREADY_DECIDED, outcome="declined", user_id=user_id)
-
-
-async def answer(
-    services: SlackServices, client: AsyncWebClient, call: WaitingCall, *, user_id: str, resume_data: Any
-) -> None:
-    """Resume a suspended call with `resume_data`; `ResumeDataInvalidError` passes through (still suspended)."""
-
-    async def decide() -> AgentStream:
-        return await services.agent.resume_stream(
-            resume_data, run_id=call.row.run_id, tool_call_id=call.row.tool_call_id, actor=user_id, via="button"
-        )
-
-    await _settle(
-        services,
-        client,
-        call,
-        decide,
-        lost=ALREADY_ANSWERED,
-        outcome="answered",
-        user_id=user_id,
-        answered_by=user_id,
-        resume_data=resume_data,
-    )
-
-
-async def _settle(
-    services: SlackServices,
-    client: AsyncWebClient,
-    call: WaitingCall,
-    decide: Callable[[], Awaitable[AgentStream]],
-    *,
-    lost: str,
-    outcome: str,
-    user_id: str,
-    answered_by: str | None = None,
-    resume_data: Any = None,
-) -> None:
-    """Make the decision in the runtime (where exactly one actor wins), show it, then relay the run."""
+    Raises `ClickRefused` when another click won; `ToolArgsInvalidError` and `ResumeDataInvalidError`
+    pass through (nothing decided, the call still waits)."""
     try:
-        stream = await decide()
+        stream = await services.agent.decide(
+            call.row.run_id, call.row.tool_call_id, decision, decided_by=user_id, via=via
+        )
     except (ToolCallNotSuspendedError, SnapshotNotFoundError):
-        raise ClickRefused(lost, row=call.row) from None
+        raise ClickRefused(ALREADY_DECIDED if call.row.kind == "approval" else ALREADY_ANSWERED, row=call.row) from None
+    outcome = decision.kind.outcome
     context = {"run_id": call.row.run_id, "thread_id": call.row.thread_id, "tool": call.row.tool_name}
     services.logger.info("%s %s by %s", outcome, call.row.tool_name, user_id, extra={**context, "decision": outcome})
+    answered = isinstance(decision, Resume)
     try:
-        await refresh_message(services, client, call.row, answered_by=answered_by, resume_data=resume_data)
+        await refresh_message(
+            services,
+            client,
+            call.row,
+            answered_by=user_id if answered else None,
+            resume_data=decision.data if answered else None,
+        )
     except SlackApiError:  # the decision stands and the run goes on; the message is fixed by the next refresh
         services.logger.warning("could not update the message of %s/%s", call.row.run_id, call.row.tool_call_id)
     await continue_run(services, client, stream, thread=call.thread, requester=call.row.requester)

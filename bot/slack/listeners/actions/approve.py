@@ -8,7 +8,9 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ...decisions import approve
+from bot.agent import Approve
+
+from ...decisions import decide
 from ...services import services_of
 from ._click import checked_click, settle_or_explain
 
@@ -21,5 +23,5 @@ async def handle_approve_button(
     click, call = await checked_click(services, client, body, kind="approval", action="approve")
     if call is not None:
         await settle_or_explain(
-            services, client, click, approve(services, client, call, user_id=click.user_id, via=click.via)
+            services, client, click, decide(services, client, call, Approve(), user_id=click.user_id, via=click.via)
         )

@@ -8,7 +8,9 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ...decisions import decline
+from bot.agent import Decline
+
+from ...decisions import decide
 from ...modal_builder import ModalTarget, build_decline_reason_modal
 from ...services import services_of
 from ._click import checked_click, settle_or_explain
@@ -22,7 +24,7 @@ async def handle_decline_button(
     click, call = await checked_click(services, client, body, kind="approval", action="decline")
     if call is not None:
         await settle_or_explain(
-            services, client, click, decline(services, client, call, user_id=click.user_id, via=click.via)
+            services, client, click, decide(services, client, call, Decline(), user_id=click.user_id, via=click.via)
         )
 
 

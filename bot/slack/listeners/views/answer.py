@@ -8,9 +8,9 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.agent import ResumeDataInvalidError
+from bot.agent import Resume, ResumeDataInvalidError
 
-from ...decisions import answer
+from ...decisions import decide
 from ...services import services_of
 from ._form import settle_or_explain, submitted_form
 
@@ -35,7 +35,7 @@ async def handle_answer_submission(
         services,
         client,
         form,
-        answer(services, client, form.call, user_id=form.user_id, resume_data=form.data),
+        decide(services, client, form.call, Resume(form.data), user_id=form.user_id),
         unfit=ResumeDataInvalidError,
         unfit_text="That answer does not fit",
     )

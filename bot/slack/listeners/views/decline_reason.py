@@ -8,7 +8,9 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ...decisions import ClickRefused, check_click, decline, refuse
+from bot.agent import Decline
+
+from ...decisions import ClickRefused, check_click, decide, refuse
 from ...modal_builder import read_reason
 from ...services import services_of
 
@@ -24,6 +26,6 @@ async def handle_decline_reason_submission(
         call = await check_click(
             services, ref=view.get("private_metadata"), kind="approval", action="decline", user_id=user_id
         )
-        await decline(services, client, call, user_id=user_id, reason=reason)
+        await decide(services, client, call, Decline(reason=reason), user_id=user_id)
     except ClickRefused as refused:
         await refuse(services, client, refused, user=user_id, channel=None)

@@ -9,9 +9,9 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.agent import ToolArgsInvalidError
+from bot.agent import Approve, ToolArgsInvalidError
 
-from ...decisions import approve
+from ...decisions import decide
 from ...services import services_of
 from ._form import settle_or_explain, submitted_form
 
@@ -36,7 +36,7 @@ async def handle_edit_args_submission(
         services,
         client,
         form,
-        approve(services, client, form.call, user_id=form.user_id, args=form.data),
+        decide(services, client, form.call, Approve(args=form.data), user_id=form.user_id),
         unfit=ToolArgsInvalidError,
         unfit_text="Nothing was approved",
     )
