@@ -22,6 +22,7 @@ from sqlalchemy import and_, bindparam, exists, func, insert, literal_column, or
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._audit import SYSTEM
+from .defaults import SUSPENDED_RUNS_COUNTED_AHEAD
 from .exceptions import ThreadOwnerError
 from .states import (
     IN_PROGRESS_STATES,
@@ -410,8 +411,9 @@ class RunStore:
         resource_id: str | None,
         page: int,
         per_page: int,
-    ) -> tuple[list[tuple[RunRow, list[ToolCallRow]]], int]:
-        """Top-level runs of one agent with a call that waits for a human, newest first, with those calls."""
+    ) -> tuple[list[tuple[RunRow, list[ToolCallRow]]], int, bool]:
+        """Top-level runs of one agent with a call that waits for a human, newest first, with those calls;
+        and their total, counted up to `SUSPENDED_RUNS_COUNTED_AHEAD` past the page (whether it is exact)."""
         waiting = exists().where(ToolCallRow.run_id == RunRow.id, _one_of(ToolCallRow.state, WAITING_STATES))
         conditions = [
             RunRow.agent_id == agent_id,
@@ -424,7 +426,9 @@ class RunStore:
         if resource_id is not None:
             conditions.append(RunRow.resource_id == resource_id)
         async with self._storage.read_session() as session:
-            total = await session.scalar(select(func.count()).select_from(RunRow).where(and_(*conditions)))
+            counted_up_to = (page + 1) * per_page + SUSPENDED_RUNS_COUNTED_AHEAD
+            some = select(RunRow.id).where(and_(*conditions)).limit(counted_up_to + 1).subquery()
+            total = await session.scalar(select(func.count()).select_from(some))
             runs = list(
                 await session.scalars(
                     select(RunRow)
@@ -446,7 +450,8 @@ class RunStore:
                 )
                 for row in rows:
                     calls[row.run_id].append(row)
-            return [(run, calls[run.id]) for run in runs], total or 0
+            total = total or 0
+            return [(run, calls[run.id]) for run in runs], total, total <= counted_up_to
 
     async def waiting_calls_in_thread(self, thread_id: str) -> list[ToolCallRow]:
         """Every call of the thread still waiting, approvals included, oldest first: one indexed query."""

@@ -733,7 +733,7 @@ class Agent:
         self, *, thread_id: str | None = None, resource_id: str | None = None, page: int = 0, per_page: int = 50
     ) -> SuspendedRunsPage:
         """This agent's runs that wait for a decision or for data, newest first."""
-        rows, total = await self.storage.runs.suspended_runs(
+        rows, total, exact = await self.storage.runs.suspended_runs(
             self.id, thread_id=thread_id, resource_id=resource_id, page=page, per_page=per_page
         )
         return SuspendedRunsPage(
@@ -749,6 +749,7 @@ class Agent:
                 for run, calls in rows
             ],
             total=total,
+            total_exact=exact,
         )
 
     async def send_tool_approval(

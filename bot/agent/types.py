@@ -217,6 +217,10 @@ class SuspendedRun:
 class SuspendedRunsPage:
     runs: list[SuspendedRun]
     total: int
+    """How many runs wait: exact up to 200 runs past this page's end; past that, the runs counted (a lower
+    bound: the count of every one would cost a probe each, and grow with the number waiting)."""
+    total_exact: bool = True
+    """False when `total` is a lower bound (more runs wait than were counted)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -123,6 +123,7 @@ def openapi_document() -> dict[str, Any]:
                     "properties": {
                         "runs": {"type": "array", "items": {"$ref": "#/components/schemas/SuspendedRun"}},
                         "total": {"type": "integer"},
+                        "totalExact": {"type": "boolean"},
                     },
                 },
                 "SuspendedRun": {

@@ -159,6 +159,7 @@ class _Api:
                 for run in found.runs
             ],
             "total": found.total,
+            "totalExact": found.total_exact,
         }
 
     async def _decide(self, request: web.Request, action: str) -> dict[str, Any]:

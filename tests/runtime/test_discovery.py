@@ -186,3 +186,42 @@ async def test_send_tool_approval_only_sees_its_resource(model, storage):
     await _suspend(agent, model, "t1", "u1", "1", "c1")
     with pytest.raises((NoSuspendedRunError, ToolCallNotSuspendedError)):
         await decide(agent.send_tool_approval(thread_id="t1", resource_id="someone-else", approved=True))
+
+
+async def test_a_total_past_the_counted_runs_is_a_lower_bound(model, storage):
+    """Many waiting runs (here 320, written in bulk): a page counts at most 200 runs past its end, so its
+    cost does not grow with how many wait; its total then says how many were counted and that more wait."""
+    from sqlalchemy import insert
+
+    from memory.defaults import SUSPENDED_RUNS_COUNTED_AHEAD
+    from memory.tables import RunRow, ToolCallRow, utcnow
+
+    agent = make_agent([record_tool()], memory=Memory(storage))
+    await storage.migrate()
+    now = utcnow()
+    runs, calls = [], []
+    for index in range(320):
+        run_id = f"run-{index:04d}"
+        runs.append(dict(id=run_id, agent_id=agent.id, thread_id=f"スレッド-{index % 3}", resource_id="u1",
+                         uses_memory=True, status="suspended", step=1, max_steps=10, request_context={},
+                         created_at=now, updated_at=now, suspended_at=now))  # fmt: skip
+        calls.append(dict(run_id=run_id, tool_call_id=f"c{index}", agent_id=agent.id, thread_id=f"スレッド-{index % 3}",
+                          resource_id="u1", step=0, position=0, tool_name="delete-record", args={"id": str(index)},
+                          state="awaiting_approval", requires_approval=True, created_at=now, updated_at=now,
+                          suspended_at=now))  # fmt: skip
+    async with storage.transaction() as connection:
+        await connection.execute(insert(RunRow.__table__), runs)
+        await connection.execute(insert(ToolCallRow.__table__), calls)
+
+    assert SUSPENDED_RUNS_COUNTED_AHEAD == 200
+    first = await agent.list_suspended_runs(per_page=50)
+    assert len(first.runs) == 50
+    assert (first.total, first.total_exact) == (251, False)  # 50 + 200 counted, and at least one more
+    second = await agent.list_suspended_runs(page=1, per_page=50)  # counts up to 300: still short of 320
+    assert (second.total, second.total_exact) == (301, False)
+    third = await agent.list_suspended_runs(page=2, per_page=50)  # counts up to 350: all of them
+    assert (third.total, third.total_exact) == (320, True)
+    in_a_thread = await agent.list_suspended_runs(thread_id="スレッド-1")
+    assert (in_a_thread.total, in_a_thread.total_exact) == (107, True)
+    seen = {run.run_id for page in range(7) for run in (await agent.list_suspended_runs(page=page)).runs}
+    assert len(seen) == 320  # the pages still reach every waiting run
