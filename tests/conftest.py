@@ -1,12 +1,20 @@
-"""Shared fixtures: a scripted model on loopback, and a fresh database on SQLite and on PostgreSQL."""
+"""Fixtures every test directory uses: a scripted model on loopback, a fresh database on SQLite and on
+PostgreSQL, the emulated Slack workspace, and the effects log the crash agent's tools write.
+
+Helpers (functions, constants) live in `tests/support/`; a directory's own fixtures in its
+`conftest.py`. A test module never imports another test module (`tests/test_layering.py` checks).
+"""
 
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pytest
 
+from bot.slack_emulator import SlackEmulator
 from tests.support.scripted_model import ScriptedModel
+from tests.support.slack import slack_workspace
 
 POSTGRES_ADMIN = {"host": "127.0.0.1", "port": 5432, "user": "postgres", "database": "postgres"}
 
@@ -66,3 +74,18 @@ async def storage(database_url):
         yield store
     finally:
         await store.close()
+
+
+@pytest.fixture
+async def slack():
+    """The emulated Slack Web API on loopback, with the tests' workspace (`tests/support/slack.py`)."""
+    async with SlackEmulator(slack_workspace()) as emulator:
+        yield emulator
+
+
+@pytest.fixture
+def effects(tmp_path, monkeypatch) -> Path:
+    """The log the crash agent's tools write (`EFFECTS`), in this process and in the processes it starts."""
+    path = tmp_path / "effects.log"
+    monkeypatch.setenv("EFFECTS", str(path))
+    return path

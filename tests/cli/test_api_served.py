@@ -3,26 +3,15 @@ waiting in Slack is approved through the API and the Slack message is updated as
 
 from __future__ import annotations
 
-import os
-
 import aiohttp
 
+from tests.support.processes import SECRET, bot_env, free_port, start_bot, stop_bot
 from tests.support.scripted_model import call, reply, tool_calls
 from tests.support.slack import SignedSender
 
-from .test_serve import SECRET, free_port, slack, start_bot, stop_bot  # noqa: F401 - `slack` is a fixture
 
-
-async def test_serve_serves_the_api_and_a_decision_through_it_shows_in_slack(database_url, slack, model, tmp_path):  # noqa: F811
-    env = {
-        **os.environ,
-        "SLACK_BOT_TOKEN": "xoxb-cli",
-        "SLACK_SIGNING_SECRET": SECRET,
-        "SLACK_API_URL": slack.api_url,
-        "DATABASE_URL": database_url,
-        "BOT_MODEL": "openai/test-model",
-        "BOT_API_TOKEN": "cli-api-token",
-    }
+async def test_serve_serves_the_api_and_a_decision_through_it_shows_in_slack(database_url, slack, model, tmp_path):
+    env = bot_env(database_url, slack, BOT_API_TOKEN="cli-api-token")
     model.chat.push(tool_calls(call("delete-record", {"id": 2}, id="call_1")), reply("Record 2 is deleted."))
     port = free_port()
     base = f"http://127.0.0.1:{port}"

@@ -4,57 +4,28 @@ the restarted bot's recovery shows the approval exactly once, a click decides it
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Callable
-from typing import Any
 
-import pytest
 from sqlalchemy import select
 
 from bot.demo.tables import DemoRecordRow
 from bot.slack.tables import ToolCallMessageRow
 from bot.slack_emulator import SlackEmulator
-from bot.slack_emulator.faults import Fault
-from memory import Storage
+from tests.support.processes import (
+    SECRET,
+    bot_env,
+    free_port,
+    lines,
+    read,
+    start_bot,
+    start_serve,
+    stop_bot,
+)
 from tests.support.scripted_model import call, reply, tool_calls
-from tests.support.slack import SignedSender, slack_workspace
+from tests.support.slack import SignedSender, hang
 
-from .test_serve import SECRET, free_port, start_bot, stop_bot
-
-
-@pytest.fixture
-async def slack():
-    async with SlackEmulator(slack_workspace()) as emulator:
-        yield emulator
-
-
-def hang(slack: SlackEmulator, method: str, seconds: float = 6.0) -> None:
-    """The next call of `method` gets no answer for `seconds`, then its connection is closed with nothing
-    done: long enough for the test to kill the bot meanwhile, short enough not to hold up the end."""
-    slack.faults.add(Fault(method=method, delay=seconds, drop=True, after=False))
-
-
-def bot_env(database_url: str, slack: SlackEmulator) -> dict[str, str]:
-    return {
-        **os.environ,
-        "SLACK_BOT_TOKEN": "xoxb-cli",
-        "SLACK_SIGNING_SECRET": SECRET,
-        "SLACK_API_URL": slack.api_url,
-        "DATABASE_URL": database_url,
-        "BOT_MODEL": "openai/test-model",
-        "BOT_RECOVERY_INTERVAL": "0.5",
-        "BOT_STALE_AFTER": "2",
-    }
-
-
-async def read(database_url: str, statement: Any) -> list[Any]:
-    storage = Storage(database_url)
-    try:
-        async with storage.session() as session:
-            return list(await session.scalars(statement))
-    finally:
-        await storage.close()
+QUICK_RECOVERY = {"BOT_RECOVERY_INTERVAL": "0.5", "BOT_STALE_AFTER": "2"}
 
 
 async def message_row_when(database_url: str, ready: Callable[[ToolCallMessageRow], bool]) -> ToolCallMessageRow:
@@ -88,7 +59,7 @@ async def decide_and_check(slack: SlackEmulator, sender: SignedSender, database_
 async def test_killed_before_slack_created_the_approval(database_url, slack, model, tmp_path):
     model.chat.push(tool_calls(call("delete-record", {"id": 2}, id="call_1")), reply("Record 2 is deleted."))
     hang(slack, "chat.postMessage")  # the post hangs; the bot dies before Slack does anything
-    env, port = bot_env(database_url, slack), free_port()
+    env, port = bot_env(database_url, slack, **QUICK_RECOVERY), free_port()
     sender = SignedSender(f"http://127.0.0.1:{port}/slack/events", SECRET, slack=slack)
     first = await start_bot(port, env, tmp_path / "bot.log")
     try:
@@ -115,7 +86,7 @@ async def test_killed_after_slack_created_the_approval_but_before_its_ts_was_sto
     model.chat.push(tool_calls(call("delete-record", {"id": 2}, id="call_1")), reply("Record 2 is deleted."))
     slack.drop_connection("chat.postMessage", after=True)  # created; the answer is lost
     hang(slack, "conversations.replies")  # the bot dies while it looks for what it created
-    env, port = bot_env(database_url, slack), free_port()
+    env, port = bot_env(database_url, slack, **QUICK_RECOVERY), free_port()
     sender = SignedSender(f"http://127.0.0.1:{port}/slack/events", SECRET, slack=slack)
     first = await start_bot(port, env, tmp_path / "bot.log")
     try:
@@ -143,17 +114,13 @@ async def test_a_tool_killed_midway_comes_back_to_slack_as_interrupted_and_runs_
 ):
     """`python -m bot serve` dies inside the approved tool; the restarted bot's recovery shows the call
     in its thread as interrupted (it may or may not have taken effect), and Run it again runs it."""
-    from tests.cli.test_recovery_in_the_bot import bot_env as recovery_env
-    from tests.cli.test_recovery_in_the_bot import start_serve
-    from tests.runtime.test_recovery import lines
-
     effects = tmp_path / "effects.log"
     monkeypatch.setenv("EFFECTS", str(effects))
     model.chat.push(tool_calls(call("delete-record", {"id": "5"}, id="call_del")), reply("Deleted record 5."))
     port = free_port()
     sender = SignedSender(f"http://127.0.0.1:{port}/slack/events", SECRET, slack=slack)
     quick = {"BOT_STALE_AFTER": "1", "BOT_RECOVERY_INTERVAL": "0.5"}
-    first = await start_serve(port, recovery_env(database_url, slack, CRASH_AT="in_tool", **quick), tmp_path / "a.log")
+    first = await start_serve(port, bot_env(database_url, slack, CRASH_AT="in_tool", **quick), tmp_path / "a.log")
     try:
         event = sender.mention("delete record 5")
         assert (await sender.event(event))[0] == 200
@@ -167,7 +134,7 @@ async def test_a_tool_killed_midway_comes_back_to_slack_as_interrupted_and_runs_
             await first.wait()
     assert len(lines(effects, "started delete-record 5")) == 1 and lines(effects, "finished") == []
 
-    second = await start_serve(port, recovery_env(database_url, slack, **quick), tmp_path / "b.log")
+    second = await start_serve(port, bot_env(database_url, slack, **quick), tmp_path / "b.log")
     try:
         [again] = await slack.wait_for(
             "chat.postMessage", lambda c: "may or may not have taken effect" in c.text, timeout=30
@@ -201,7 +168,7 @@ async def test_a_slow_post_that_lands_after_the_recovery_posted_again_shows_the_
     decision both copies show it (before, the first kept its buttons and said "already decided")."""
     model.chat.push(tool_calls(call("delete-record", {"id": 2}, id="call_1")), reply("Record 2 is deleted."))
     slow = slack.hold("chat.postMessage")
-    env, port = bot_env(database_url, slack), free_port()
+    env, port = bot_env(database_url, slack, **QUICK_RECOVERY), free_port()
     sender = SignedSender(f"http://127.0.0.1:{port}/slack/events", SECRET, slack=slack)
     first = await start_bot(port, env, tmp_path / "a.log")
     try:

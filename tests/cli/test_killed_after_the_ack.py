@@ -7,23 +7,13 @@ from __future__ import annotations
 import asyncio
 import time
 
-import pytest
 from sqlalchemy import select
 
 from bot.slack.tables import SlackEventRow
 from bot.slack.turn_queue import INTERRUPTED_TEXT
-from bot.slack_emulator import SlackEmulator
+from tests.support.processes import SECRET, bot_env, free_port, read, start_bot, stop_bot
 from tests.support.scripted_model import reply
-from tests.support.slack import SignedSender, slack_workspace
-
-from .test_crash_while_posting import bot_env, hang, read
-from .test_serve import SECRET, free_port, start_bot, stop_bot
-
-
-@pytest.fixture
-async def slack():
-    async with SlackEmulator(slack_workspace()) as emulator:
-        yield emulator
+from tests.support.slack import SignedSender, hang
 
 
 async def started_turns(database_url: str) -> list:
@@ -36,7 +26,7 @@ async def test_a_message_acknowledged_right_before_a_crash_is_answered_after_the
     model.chat.push(reply("Hello! 你好, こんにちは, שלום"))
     # the turn of the message starts, then its thinking status hangs: the bot dies before any run is made
     hang(slack, "assistant.threads.setStatus")
-    env, port = bot_env(database_url, slack), free_port()
+    env, port = bot_env(database_url, slack, BOT_RECOVERY_INTERVAL="0.5", BOT_STALE_AFTER="2"), free_port()
     sender = SignedSender(f"http://127.0.0.1:{port}/slack/events", SECRET, slack=slack)
     first = await start_bot(port, env, tmp_path / "a.log")
     try:

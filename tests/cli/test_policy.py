@@ -10,15 +10,7 @@ import os
 import sys
 
 from memory import AuditVia, Storage
-
-
-async def bot(*args: str, database_url: str) -> tuple[int, str, str]:
-    env = {**os.environ, "DATABASE_URL": database_url}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    out, err = await process.communicate()
-    return process.returncode, out.decode(), err.decode()
+from tests.support.processes import bot_command
 
 
 def table(out: str) -> dict[str, list[str]]:
@@ -27,35 +19,35 @@ def table(out: str) -> dict[str, list[str]]:
 
 
 async def test_policy_set_patches_and_list_shows_every_tool(database_url):
-    code, out, err = await bot("policy", "list", database_url=database_url)
+    code, out, err = await bot_command("policy", "list", database_url=database_url)
     assert code == 0, err
     rows = table(out)
     assert set(rows) == {"delete-record", "get-weather", "issue-refund", "list-records"}
     assert rows["delete-record"] == ["always", "inherit", "anyone", "allowed", "never", "0"]
     assert rows["list-records"] == ["never", "inherit", "anyone", "allowed", "never", "0"]
 
-    code, out, err = await bot(
+    code, out, err = await bot_command(
         "policy", "set", "list-records", "--mode", "require_approval", "--approvers", "U1,S2",
         "--no-self-approval", "--expires", "300", database_url=database_url,
     )  # fmt: skip
     assert code == 0, err
     assert "version 1" in out
-    code, out, err = await bot("policy", "set", "list-records", "--mode", "disabled", database_url=database_url)
+    code, out, err = await bot_command("policy", "set", "list-records", "--mode", "disabled", database_url=database_url)
     assert code == 0, err
-    rows = table((await bot("policy", "list", database_url=database_url))[1])
+    rows = table((await bot_command("policy", "list", database_url=database_url))[1])
     assert rows["list-records"] == ["never", "disabled", "U1,S2", "refused", "300s", "2"]
 
-    code, out, err = await bot(
+    code, out, err = await bot_command(
         "policy", "set", "list-records", "--approvers", "", "--expires", "0", "--self-approval",
         database_url=database_url,
     )  # fmt: skip
     assert code == 0, err
-    rows = table((await bot("policy", "list", database_url=database_url))[1])
+    rows = table((await bot_command("policy", "list", database_url=database_url))[1])
     assert rows["list-records"] == ["never", "disabled", "anyone", "allowed", "never", "3"]
 
 
 async def test_bad_input_is_one_line_and_changes_nothing(database_url):
-    assert (await bot("policy", "set", "delete-record", "--approvers", "U1", database_url=database_url))[0] == 0
+    assert (await bot_command("policy", "set", "delete-record", "--approvers", "U1", database_url=database_url))[0] == 0
     for args, expected in [
         (("policy", "set", "no-such-tool", "--mode", "disabled"), "unknown tool 'no-such-tool'"),
         (("policy", "set", "delete-record", "--approvers", "bob"), "not a Slack user or user-group ID: bob"),
@@ -67,11 +59,11 @@ async def test_bad_input_is_one_line_and_changes_nothing(database_url):
         (("policy", "set", "delete-record", "--mode", "maybe"), "invalid choice: 'maybe'"),
         (("audit", "--since", "last tuesday"), "not an ISO-8601 date or time"),
     ]:
-        code, out, err = await bot(*args, database_url=database_url)
+        code, out, err = await bot_command(*args, database_url=database_url)
         assert code == 2, (args, out, err)
         assert expected in err.strip().splitlines()[-1], (args, err)
         assert "Traceback" not in err
-    rows = table((await bot("policy", "list", database_url=database_url))[1])
+    rows = table((await bot_command("policy", "list", database_url=database_url))[1])
     assert rows["delete-record"] == ["always", "inherit", "U1", "allowed", "never", "1"]
 
 
@@ -90,7 +82,9 @@ async def test_audit_prints_the_trail_as_table_jsonl_and_csv(database_url):
     finally:
         await storage.close()
 
-    code, out, err = await bot("audit", "--format", "jsonl", "--tool", "delete-record", database_url=database_url)
+    code, out, err = await bot_command(
+        "audit", "--format", "jsonl", "--tool", "delete-record", database_url=database_url
+    )
     assert code == 0, err
     lines = [json.loads(line) for line in out.splitlines()]
     assert [(x["action"], x["actor"], x["via"]) for x in lines] == [
@@ -101,16 +95,16 @@ async def test_audit_prints_the_trail_as_table_jsonl_and_csv(database_url):
             "policy_version"} <= set(lines[0])  # fmt: skip
     assert lines[0]["at"].endswith("Z") and lines[0]["policy_version"] == 0
 
-    code, out, err = await bot("audit", "--format", "csv", "--since", "2000-01-01", database_url=database_url)
+    code, out, err = await bot_command("audit", "--format", "csv", "--since", "2000-01-01", database_url=database_url)
     assert code == 0, err
     assert [r["tool_name"] for r in csv.DictReader(io.StringIO(out))] == [
         "delete-record",
         "delete-record",
         "issue-refund",
     ]
-    code, out, err = await bot("audit", "--since", "2999-01-01T00:00:00+00:00", database_url=database_url)
+    code, out, err = await bot_command("audit", "--since", "2999-01-01T00:00:00+00:00", database_url=database_url)
     assert code == 0 and len(out.strip().splitlines()) == 1  # the header alone
-    code, out, err = await bot("audit", database_url=database_url)
+    code, out, err = await bot_command("audit", database_url=database_url)
     assert out.splitlines()[0].split()[:2] == ["AT", "ACTION"] and len(out.splitlines()) == 4
 
 
@@ -118,7 +112,7 @@ async def test_the_admin_commands_say_which_database_they_read(database_url, tmp
     """The README's walk-through edits policies in the playground and reads them with `policy list`: the
     commands read DATABASE_URL (data/bot.db by default) silently, so the playground's edits looked lost."""
     for args in (("policy", "list"), ("audit",)):
-        code, out, err = await bot(*args, database_url=database_url)
+        code, out, err = await bot_command(*args, database_url=database_url)
         assert code == 0, err
         shown = database_url.split("@")[-1]
         assert err.splitlines() == [err.splitlines()[0]] and shown in err and "(DATABASE_URL)" in err, err
@@ -152,7 +146,7 @@ async def test_a_database_url_that_cannot_be_used_is_one_line(tmp_path):
     (tmp_path / "a-file").write_text("")
     for url in ("not a url", f"sqlite+aiosqlite:///{tmp_path}/a-file/bot.db", "postgresql://postgres@127.0.0.1/db"):
         for args in (("policy", "list"), ("audit",), ("policy", "set", "list-records", "--mode", "disabled")):
-            code, out, err = await bot(*args, database_url=url)
+            code, out, err = await bot_command(*args, database_url=url)
             lines = err.splitlines()
             assert code == 2 and len(lines) == 2, err  # which database, then the error
             assert lines[1].startswith("error: ") and "DATABASE_URL" in lines[1], err

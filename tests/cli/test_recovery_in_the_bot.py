@@ -4,48 +4,11 @@ running tools finish before it exits. Real `python -m bot serve` processes, on S
 from __future__ import annotations
 
 import asyncio
-import os
 import time
-from pathlib import Path
 
-import pytest
-
-from bot.slack_emulator import SlackEmulator
-from tests.cli.test_serve import SECRET, free_port, start_bot, stop_bot
-from tests.runtime.test_recovery import crash, lines, run
+from tests.support.processes import SECRET, bot_env, crash, free_port, lines, run, start_serve, stop_bot
 from tests.support.scripted_model import call, reply, tool_calls
-from tests.support.slack import SignedSender, slack_workspace
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-async def slack():
-    async with SlackEmulator(slack_workspace()) as emulator:
-        yield emulator
-
-
-@pytest.fixture
-def effects(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "effects.log"
-    monkeypatch.setenv("EFFECTS", str(path))
-    return path
-
-
-async def start_serve(port: int, env: dict[str, str], log: Path) -> asyncio.subprocess.Process:
-    return await start_bot(port, env, log, "--agent", "tests.runtime.crash_agent:bot_agent")
-
-
-def bot_env(database_url: str, slack: SlackEmulator, **extra: str) -> dict[str, str]:
-    return {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "SLACK_BOT_TOKEN": "xoxb-recovery",
-        "SLACK_SIGNING_SECRET": SECRET,
-        "SLACK_API_URL": slack.api_url,
-        "DATABASE_URL": database_url,
-        **extra,
-    }
+from tests.support.slack import SignedSender
 
 
 async def wait_until(condition, timeout: float = 30.0) -> None:

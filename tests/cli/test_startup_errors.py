@@ -15,12 +15,11 @@ import aiohttp
 import pytest
 
 from bot.slack_emulator import SlackEmulator
+from tests.support.processes import free_port
 from tests.support.slack import slack_workspace
 
-from .test_serve import free_port
 
-
-def bot_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+def startup_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "OPENAI_", "DATABASE_URL", "BOT_"))}
     env.update(
         SLACK_BOT_TOKEN="xoxb-1",
@@ -64,13 +63,13 @@ async def test_serve_on_a_port_in_use(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        code, lines, _ = await run_bot("serve", "--host", "127.0.0.1", "--port", str(port), env=bot_env(tmp_path))
+        code, lines, _ = await run_bot("serve", "--host", "127.0.0.1", "--port", str(port), env=startup_env(tmp_path))
     assert code == 1
     assert_one_error_line(lines, f"port {port}", "in use", "--port")
 
 
 async def test_serve_without_a_model_key(tmp_path):
-    env = bot_env(tmp_path)
+    env = startup_env(tmp_path)
     del env["OPENAI_API_KEY"]
     code, lines, _ = await run_bot("serve", env=env)
     assert code == 2
@@ -90,13 +89,13 @@ async def test_serve_without_a_model_key(tmp_path):
 async def test_serve_with_a_database_url_that_cannot_be_used(tmp_path, url):
     (tmp_path / "a-file").write_text("")
     url = url.format(tmp=tmp_path, closed=free_port())
-    code, lines, _ = await run_bot("serve", "--port", str(free_port()), env=bot_env(tmp_path, DATABASE_URL=url))
+    code, lines, _ = await run_bot("serve", "--port", str(free_port()), env=startup_env(tmp_path, DATABASE_URL=url))
     assert code == 1
     assert_one_error_line(lines, "DATABASE_URL", "set DATABASE_URL to")
 
 
 async def test_dev_with_a_database_url_that_cannot_be_used(tmp_path):
-    env = bot_env(tmp_path, DATABASE_URL=f"postgresql+asyncpg://postgres@127.0.0.1:{free_port()}/bot")
+    env = startup_env(tmp_path, DATABASE_URL=f"postgresql+asyncpg://postgres@127.0.0.1:{free_port()}/bot")
     code, lines, _ = await run_bot("dev", "--port", "0", env=env)
     assert code == 1
     assert_one_error_line(lines, "DATABASE_URL", "set DATABASE_URL to")
@@ -112,14 +111,14 @@ async def test_dev_with_a_database_url_that_cannot_be_used(tmp_path):
 )
 async def test_an_agent_that_cannot_be_loaded(tmp_path, source, says):
     (tmp_path / "broken_agent.py").write_text(source + "\n")
-    env = bot_env(tmp_path, PYTHONPATH=str(tmp_path))
+    env = startup_env(tmp_path, PYTHONPATH=str(tmp_path))
     code, lines, _ = await run_bot("serve", "--agent", "broken_agent:agent", env=env)
     assert code == 2
     assert_one_error_line(lines, says)
 
 
 async def test_socket_when_slack_cannot_be_reached(tmp_path):
-    env = bot_env(tmp_path, SLACK_API_URL=f"http://127.0.0.1:{free_port()}/api/")
+    env = startup_env(tmp_path, SLACK_API_URL=f"http://127.0.0.1:{free_port()}/api/")
     code, lines, took = await run_bot("socket", "--port", str(free_port()), env=env)
     assert code == 1
     assert_one_error_line(lines, "cannot reach Slack", "check the network", after="listening on")
@@ -129,7 +128,7 @@ async def test_socket_when_slack_cannot_be_reached(tmp_path):
 async def test_socket_when_slack_keeps_failing(tmp_path):
     async with SlackEmulator(slack_workspace()) as slack:
         slack.fail("apps.connections.open", status=500, times=10)
-        env = bot_env(tmp_path, SLACK_API_URL=slack.api_url)
+        env = startup_env(tmp_path, SLACK_API_URL=slack.api_url)
         code, lines, _ = await run_bot("socket", "--port", str(free_port()), env=env)
     assert code == 1
     assert_one_error_line(lines, "Slack refused the connection (fatal_error)", "SLACK_APP_TOKEN", after="listening on")
@@ -139,7 +138,7 @@ async def test_socket_when_slack_keeps_failing(tmp_path):
 async def test_a_good_start_is_one_line(tmp_path, log_format):
     """No migration chatter, no warning about the token: one line with the address."""
     port = free_port()
-    env = bot_env(tmp_path)
+    env = startup_env(tmp_path)
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", "serve", "--host", "127.0.0.1", "--port", str(port), "--log-format", log_format,
         env=env, stderr=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
@@ -165,14 +164,14 @@ async def test_a_good_start_is_one_line(tmp_path, log_format):
 
 @pytest.mark.parametrize("command", ["dev", "serve"])
 async def test_a_port_that_is_not_a_port_is_one_line(tmp_path, command):
-    code, lines, _ = await run_bot(command, "--port", "99999", env=bot_env(tmp_path))
+    code, lines, _ = await run_bot(command, "--port", "99999", env=startup_env(tmp_path))
     assert code == 2
     assert_one_error_line(lines, "--port 99999", "1-65535")
 
 
 async def test_dev_on_a_port_in_use_says_where_it_moved(tmp_path):
     """It moved to the next free port silently: the URL in the README was then not the playground's."""
-    env = {k: v for k, v in bot_env(tmp_path).items() if not k.startswith(("OPENAI_", "DATABASE_URL"))}
+    env = {k: v for k, v in startup_env(tmp_path).items() if not k.startswith(("OPENAI_", "DATABASE_URL"))}
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

@@ -3,27 +3,17 @@ one thread are answered one at a time, in the order they were sent."""
 
 from __future__ import annotations
 
-import os
-
+from tests.support.processes import SECRET, bot_env, free_port, start_bot, stop_bot
 from tests.support.scripted_model import failure, reply
 from tests.support.slack import SignedSender
-
-from .test_serve import SECRET, free_port, slack, start_bot, stop_bot  # noqa: F401 - `slack` is a fixture
 
 
 def last_user_text(request: dict) -> str:
     return [m for m in request["messages"] if m["role"] == "user"][-1]["content"]
 
 
-async def test_two_replicas_answer_one_thread_in_order(database_url, slack, model, tmp_path):  # noqa: F811
-    env = {
-        **os.environ,
-        "SLACK_BOT_TOKEN": "xoxb-cli",
-        "SLACK_SIGNING_SECRET": SECRET,
-        "SLACK_API_URL": slack.api_url,
-        "DATABASE_URL": database_url,
-        "BOT_MODEL": "openai/test-model",
-    }
+async def test_two_replicas_answer_one_thread_in_order(database_url, slack, model, tmp_path):
+    env = bot_env(database_url, slack)
     # the first answer hangs for a while: what is sent meanwhile must wait for it, whichever replica gets it
     model.chat.push(
         failure("timeout", seconds=2.0, then=reply("Answer one.")),

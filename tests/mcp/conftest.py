@@ -1,5 +1,5 @@
-"""Fixtures of the MCP tests in Slack: the emulated Slack, and the bot running the demo agent with the
-tools of the test module's `mcp_servers` fixture added."""
+"""Fixtures of the MCP tests in Slack: the bot running the demo agent with the tools of the test module's
+`mcp_servers` fixture added (the emulated Slack, `slack`, is tests/conftest.py's)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,7 @@ import pytest
 
 from bot.assemble import add_tools
 from bot.demo import build_demo_agent
-from bot.slack_emulator import SlackEmulator
 from tests.slack.harness import MODEL, running_bot
-from tests.support.slack import slack_workspace
-
-
-@pytest.fixture
-async def slack():
-    async with SlackEmulator(slack_workspace()) as emulator:
-        yield emulator
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.mcp import McpServerConfig, connect_mcp_servers, load_mcp_config
+from tests.support.processes import free_port
 from tools import AgentToolContext, ToolContext
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,16 +42,10 @@ async def connected(server_configs: list[McpServerConfig], **options: Any) -> As
         await servers.aclose()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @asynccontextmanager
 async def http_server(port: int | None = None) -> AsyncIterator[str]:
     """The example server over Streamable HTTP (on `port`, or a free one); yields its URL."""
-    port = port or _free_port()
+    port = port or free_port()
     process = await asyncio.create_subprocess_exec(
         sys.executable, str(SERVER), "--test-tools", "--http", str(port),
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,

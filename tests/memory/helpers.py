@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from memory import Memory
 from tests.runtime.helpers import MODEL, Calls, content_text, record_tool
+from tests.support.scripted_model import call, tool_calls
 from tools import create_tool
 
 CITY_RESUME = {
@@ -21,6 +22,21 @@ DATE_RESUME = {
 QUESTION = {"type": "object", "properties": {"question": {"type": "string"}}, "required": ["question"]}
 WHEN = {"type": "object", "properties": {"when": {"type": "string"}}}
 NOTE = "Still waiting in this conversation"
+THREAD, USER = "slack:T1:C1:1700000000.000100", "U_ALICE"
+OPTS = {"thread_id": THREAD, "resource_id": USER}
+
+
+async def ask_which_city(model, agent, *, call_id="c_city", **opts):
+    """Turn 1: the model calls get-weather, which asks "Which city?"."""
+    model.chat.push(tool_calls(call("get-weather", {"when": "tomorrow"}, id=call_id)))
+    output = await agent.generate("What's the weather tomorrow?", **{**OPTS, **opts})
+    assert output.finish_reason == "suspended"
+    assert output.suspend_payload.payload == {"question": "Which city?"}
+    return output
+
+
+async def state_of(agent, run_id, call_id="c_city") -> str:
+    return (await agent.get_tool_call(run_id, call_id)).state
 
 
 def weather_tool(calls: Calls | None = None, *, id: str = "get-weather"):
@@ -117,18 +133,58 @@ def requests_of(model, instructions: str) -> list[dict]:
     ]
 
 
+def deploy_tool():
+    """Asks "Deploy build 142 to production now?"; once resumed, deploys only on a yes."""
+    runs: list = []
+
+    async def execute(input, ctx):
+        runs.append(ctx.agent.resume_data)
+        if ctx.agent.resume_data is None:
+            return await ctx.agent.suspend({"question": "Deploy build 142 to production now?"})
+        return {"deployed": ctx.agent.resume_data["confirmed"]}
+
+    tool = create_tool(
+        id="deploy",
+        description="Deploy a build to production",
+        input_schema={"type": "object", "properties": {}},
+        resume_schema={
+            "type": "object",
+            "properties": {"confirmed": {"type": "boolean"}},
+            "required": ["confirmed"],
+            "additionalProperties": False,
+        },
+        execute=execute,
+    )
+    tool.runs = runs  # type: ignore[attr-defined]
+    return tool
+
+
+async def ask_to_deploy(model, agent):
+    model.chat.push(tool_calls(call("deploy", {}, id="c_deploy")))
+    first = await agent.generate("Deploy build 142", **OPTS)
+    assert first.finish_reason == "suspended"
+    return first
+
+
 __all__ = [
     "CITY_RESUME",
     "DATE_RESUME",
     "NOTE",
+    "OPTS",
+    "THREAD",
+    "USER",
     "Calls",
+    "ask_to_deploy",
+    "ask_which_city",
     "auto_agent",
     "date_tool",
+    "deploy_tool",
     "extraction_prompt",
     "has_waiting_note",
     "memory_agent",
     "record_tool",
     "requests_of",
+    "state_of",
     "system_texts",
     "weather_tool",
 ]

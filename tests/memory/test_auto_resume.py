@@ -15,11 +15,18 @@ import pytest
 from memory import Memory
 from tests.memory.helpers import (
     CITY_RESUME,
+    OPTS,
+    THREAD,
+    USER,
+    ask_to_deploy,
+    ask_which_city,
     auto_agent,
     date_tool,
+    deploy_tool,
     extraction_prompt,
     has_waiting_note,
     memory_agent,
+    state_of,
     weather_tool,
 )
 from tests.runtime.helpers import (
@@ -35,23 +42,6 @@ from tests.runtime.helpers import (
     user_texts,
 )
 from tests.support.scripted_model import call, failure, reply, structured, tool_calls
-
-THREAD, USER = "slack:T1:C1:1700000000.000100", "U_ALICE"
-OPTS = {"thread_id": THREAD, "resource_id": USER}
-
-
-async def ask_which_city(model, agent, *, call_id="c_city", **opts):
-    """Turn 1: the model calls get-weather, which asks "Which city?"."""
-    model.chat.push(tool_calls(call("get-weather", {"when": "tomorrow"}, id=call_id)))
-    output = await agent.generate("What's the weather tomorrow?", **{**OPTS, **opts})
-    assert output.finish_reason == "suspended"
-    assert output.suspend_payload.payload == {"question": "Which city?"}
-    return output
-
-
-async def state_of(agent, run_id, call_id="c_city") -> str:
-    return (await agent.get_tool_call(run_id, call_id)).state
-
 
 # -- the answer in the next message ----------------------------------------------------------------
 
@@ -546,41 +536,6 @@ async def test_two_answers_at_once_resume_the_call_once(model, storage):
 
 
 # -- only what the message supports resumes --------------------------------------------------------
-
-
-def deploy_tool():
-    """Asks "Deploy build 142 to production now?"; once resumed, deploys only on a yes."""
-    from tools import create_tool
-
-    runs: list = []
-
-    async def execute(input, ctx):
-        runs.append(ctx.agent.resume_data)
-        if ctx.agent.resume_data is None:
-            return await ctx.agent.suspend({"question": "Deploy build 142 to production now?"})
-        return {"deployed": ctx.agent.resume_data["confirmed"]}
-
-    tool = create_tool(
-        id="deploy",
-        description="Deploy a build to production",
-        input_schema={"type": "object", "properties": {}},
-        resume_schema={
-            "type": "object",
-            "properties": {"confirmed": {"type": "boolean"}},
-            "required": ["confirmed"],
-            "additionalProperties": False,
-        },
-        execute=execute,
-    )
-    tool.runs = runs  # type: ignore[attr-defined]
-    return tool
-
-
-async def ask_to_deploy(model, agent):
-    model.chat.push(tool_calls(call("deploy", {}, id="c_deploy")))
-    first = await agent.generate("Deploy build 142", **OPTS)
-    assert first.finish_reason == "suspended"
-    return first
 
 
 async def test_a_no_to_a_confirmation_resumes_with_exactly_no(model, storage):

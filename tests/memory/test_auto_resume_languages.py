@@ -13,8 +13,17 @@ import json
 
 import pytest
 
-from tests.memory.helpers import auto_agent, extraction_prompt, has_waiting_note, weather_tool
-from tests.memory.test_auto_resume import OPTS, ask_to_deploy, ask_which_city, deploy_tool, state_of
+from tests.memory.helpers import (
+    OPTS,
+    ask_to_deploy,
+    ask_which_city,
+    auto_agent,
+    deploy_tool,
+    extraction_prompt,
+    has_waiting_note,
+    state_of,
+    weather_tool,
+)
 from tests.support.scripted_model import call, reply, structured, tool_calls
 from tools import create_tool
 

@@ -8,6 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 import aiohttp
+from sqlalchemy import select
+
+from bot.demo.tables import DemoRecordRow
+from bot.slack_emulator import blocks_text
 
 GENERAL = "C0GENERAL"
 ALICE = "UALICE"
@@ -147,3 +151,21 @@ def shown_text(message: dict[str, Any]) -> str:
 
 def summary(state: dict[str, Any]) -> list[str]:
     return [f"{m['channel']}/{m['thread_ts']}/{m['user']}: {shown_text(m)[:120]!r}" for m in state["messages"]]
+
+
+async def record_ids(playground) -> list[int]:
+    async with playground.storage.session() as session:
+        return list(await session.scalars(select(DemoRecordRow.id).order_by(DemoRecordRow.id)))
+
+
+def home_text(state: dict[str, Any]) -> str:
+    return blocks_text((state.get("home") or {}).get("blocks"))
+
+
+def home_button(state: dict[str, Any], action_id: str, value: str | None = None) -> dict[str, Any] | None:
+    for block in (state.get("home") or {}).get("blocks", []):
+        elements = block.get("elements", []) if block["type"] == "actions" else [block.get("accessory") or {}]
+        for element in elements:
+            if element.get("action_id") == action_id and value in (None, element.get("value")):
+                return {"block_id": block.get("block_id"), "action_id": action_id, "value": element.get("value")}
+    return None

@@ -3,16 +3,7 @@ answers through the emulated Web API, and the demo agent runs on the offline dem
 
 from __future__ import annotations
 
-from sqlalchemy import select
-
-from bot.demo.tables import DemoRecordRow
-
-from .browser import ALICE, BOB, GENERAL, action_ids, from_bot, shown_text, thread
-
-
-async def record_ids(playground) -> list[int]:
-    async with playground.storage.session() as session:
-        return list(await session.scalars(select(DemoRecordRow.id).order_by(DemoRecordRow.id)))
+from .browser import ALICE, BOB, GENERAL, action_ids, from_bot, record_ids, shown_text, thread
 
 
 async def test_a_mention_in_general_gets_a_reply_in_its_thread(page):

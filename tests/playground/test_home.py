@@ -3,27 +3,9 @@ Bob sees his approvals and decides one from his Home."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from memory import PolicyChange
 
-from .browser import ALICE, BOB, action_ids, thread
-from .test_conversation import record_ids
-
-
-def home_text(state: dict[str, Any]) -> str:
-    from bot.slack_emulator import blocks_text
-
-    return blocks_text((state.get("home") or {}).get("blocks"))
-
-
-def home_button(state: dict[str, Any], action_id: str, value: str | None = None) -> dict[str, Any] | None:
-    for block in (state.get("home") or {}).get("blocks", []):
-        elements = block.get("elements", []) if block["type"] == "actions" else [block.get("accessory") or {}]
-        for element in elements:
-            if element.get("action_id") == action_id and value in (None, element.get("value")):
-                return {"block_id": block.get("block_id"), "action_id": action_id, "value": element.get("value")}
-    return None
+from .browser import ALICE, BOB, action_ids, home_button, home_text, record_ids, thread
 
 
 async def test_alice_the_admin_sees_and_changes_the_policies_bob_does_not(page, playground):

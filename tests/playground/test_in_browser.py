@@ -12,11 +12,12 @@ import asyncio
 import os
 import re
 import signal
-import socket
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.processes import free_port
 
 pytestmark = pytest.mark.browser
 
@@ -66,9 +67,7 @@ class DevProcess:
 
     def __init__(self, workdir: Path):
         self.workdir = workdir
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = free_port()
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "OPENAI_", "BOT_"))},
             "DATABASE_URL": f"sqlite+aiosqlite:///{workdir}/playground.db",

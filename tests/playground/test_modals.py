@@ -44,7 +44,7 @@ async def test_decline_with_a_reason_needs_the_reason_and_shows_it(page):
 
 
 async def test_edit_arguments_approves_the_edited_call(page, playground):
-    from .test_conversation import record_ids
+    from .browser import record_ids
 
     ts = await page.say("@bot delete record 4")
     await page.click(await approval_in(page, ts), "tool_edit_args")

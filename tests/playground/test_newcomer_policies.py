@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from memory import PolicyChange
 
-from .browser import ALICE, BOB, action_ids, from_bot, thread
-from .test_home import home_button, home_text
+from .browser import ALICE, BOB, action_ids, from_bot, home_button, home_text, thread
 
 
 async def test_with_no_approvers_named_bob_s_home_lists_the_request_he_may_approve(page, playground):

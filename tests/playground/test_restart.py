@@ -12,8 +12,7 @@ from bot.playground.migrations import SCHEMA
 from bot.settings import Settings
 from memory import Storage
 
-from .browser import ALICE, BOB, PlaygroundPage, action_ids, shown_text, thread
-from .test_conversation import record_ids
+from .browser import ALICE, BOB, PlaygroundPage, action_ids, record_ids, shown_text, thread
 
 
 async def approval_in(page: PlaygroundPage, ts: str) -> dict:

@@ -25,6 +25,49 @@ RECORD_INPUT = {
 }
 
 
+WEATHER_SUSPEND = {
+    "type": "object",
+    "properties": {"question": {"type": "string"}},
+    "required": ["question"],
+}
+WEATHER_RESUME = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+    "required": ["city"],
+}
+
+
+def weather_tool(executions: list, *, suspend_with=None, require_approval=False):
+    """Asks which city when none is given; answers with the forecast once resumed."""
+
+    async def execute(input, ctx):
+        executions.append(
+            {
+                "input": input,
+                "resume_data": ctx.agent.resume_data,
+                "suspend_payload": ctx.agent.suspend_payload,
+                "run_id": ctx.run_id,
+                "tool_call_id": ctx.tool_call_id,
+                "thread_id": ctx.thread_id,
+                "resource_id": ctx.resource_id,
+                "request_context": ctx.request_context,
+            }
+        )
+        if ctx.agent.resume_data is None:
+            return await ctx.agent.suspend(suspend_with if suspend_with is not None else {"question": "Which city?"})
+        return {"city": ctx.agent.resume_data["city"], "forecast": "sunny"}
+
+    return create_tool(
+        id="get-weather",
+        description="Weather forecast",
+        input_schema={"type": "object", "properties": {"when": {"type": "string"}}},
+        suspend_schema=WEATHER_SUSPEND,
+        resume_schema=WEATHER_RESUME,
+        require_approval=require_approval,
+        execute=execute,
+    )
+
+
 @dataclass
 class Calls:
     """What a tool's execute saw, one entry per execution."""

@@ -9,8 +9,7 @@ import math
 import pytest
 
 from bot.agent import ToolArgsInvalidError
-from tests.runtime.helpers import Calls, make_agent, record_tool, run_status, tool_messages
-from tests.runtime.test_suspend_resume import weather_tool
+from tests.runtime.helpers import Calls, make_agent, record_tool, run_status, tool_messages, weather_tool
 from tests.support.scripted_model import call, reply, tool_calls
 from tools import Schema, SchemaValidationError
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from bot.agent import ToolCallNotSuspendedError
 from tests.runtime.helpers import decide, finish_reason, one, run_status, text_of, tool_messages
 from tests.runtime.process_agent import build_agent
+from tests.support.processes import bot_command, lines, run, spawn
 from tests.support.scripted_model import call, reply, tool_calls
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,9 +167,6 @@ async def test_a_disable_from_another_process_between_the_approval_and_the_start
     """Issue 17, with real processes: one process approves a call and stops right before the started mark;
     meanwhile `python -m bot policy set ... --mode disabled`, another process, commits; then the first
     goes on. The tool does not run, the model is told, and the audit trail says `blocked`."""
-    from tests.cli.test_policy import bot
-    from tests.runtime.test_recovery import lines, run, spawn
-
     effects = tmp_path / "effects.log"
     monkeypatch.setenv("EFFECTS", str(effects))
     gate = tmp_path / "gate"
@@ -183,7 +181,9 @@ async def test_a_disable_from_another_process_between_the_approval_and_the_start
         while not (tmp_path / "gate.reached").exists():  # decided; its tool has not started
             assert approving.returncode is None and asyncio.get_running_loop().time() < deadline
             await asyncio.sleep(0.05)
-        code, _, err = await bot("policy", "set", "delete-record", "--mode", "disabled", database_url=database_url)
+        code, _, err = await bot_command(
+            "policy", "set", "delete-record", "--mode", "disabled", database_url=database_url
+        )
         assert code == 0, err
         gate.touch()
         out, err = await asyncio.wait_for(approving.communicate(), 60)

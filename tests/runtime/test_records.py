@@ -11,8 +11,7 @@ import dataclasses
 import pytest
 
 from bot.agent import Agent, DecisionKind, RunRecord, RunStatus, ToolCallRecord, ToolCallState
-from tests.runtime.helpers import RECORD_INPUT, collect, decide, make_agent, record_tool
-from tests.runtime.test_suspend_resume import RESUME_SCHEMA, weather_tool
+from tests.runtime.helpers import RECORD_INPUT, WEATHER_RESUME, collect, decide, make_agent, record_tool, weather_tool
 from tests.support.scripted_model import call, reply, tool_calls
 
 
@@ -50,7 +49,7 @@ async def test_a_suspended_call_carries_its_resume_schema_and_then_its_answer(mo
 
     record = await agent.get_tool_call(stream.run_id, "call_w")
     assert record.state is ToolCallState.SUSPENDED and record.waits_for(DecisionKind.RESUME)
-    assert record.resume_schema == RESUME_SCHEMA
+    assert record.resume_schema == WEATHER_RESUME
     assert record.suspend_payload == {"question": "Which city?"}
     assert not record.requires_approval
 

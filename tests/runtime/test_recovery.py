@@ -6,56 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import sys
-from pathlib import Path
-
-import pytest
 
 from tests.runtime.crash_agent import build_agent
 from tests.runtime.helpers import make_agent, record_tool
+from tests.support.processes import crash, lines, run, spawn
 from tests.support.scripted_model import call, failure, reply, tool_calls
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def effects(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "effects.log"
-    monkeypatch.setenv("EFFECTS", str(path))  # the tools of the recovering agent in this process write here too
-    return path
-
-
-def lines(effects: Path, prefix: str) -> list[str]:
-    return [line for line in effects.read_text().splitlines() if line.startswith(prefix)] if effects.exists() else []
-
-
-async def spawn(*args: str, database_url: str, **env: str) -> asyncio.subprocess.Process:
-    environment = {**os.environ, "DATABASE_URL": database_url, "PYTHONPATH": str(ROOT), **env}
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tests.runtime.crash_agent",
-        *args,
-        cwd=ROOT,
-        env=environment,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-
-
-async def run(*args: str, database_url: str, **env: str) -> dict:
-    process = await spawn(*args, database_url=database_url, **env)
-    stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == 0, stderr.decode()[-3000:]
-    return json.loads(stdout.decode().strip().splitlines()[-1])
-
-
-async def crash(*args: str, database_url: str, **env: str) -> None:
-    process = await spawn(*args, database_url=database_url, **env)
-    _, stderr = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == -signal.SIGKILL, f"expected a crash, got {process.returncode}: {stderr.decode()}"
 
 
 async def recover(agent, stale_after: float = 0.0) -> tuple[list[str], list]:

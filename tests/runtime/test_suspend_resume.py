@@ -16,51 +16,9 @@ from tests.runtime.helpers import (
     run_status,
     text_of,
     tool_messages,
+    weather_tool,
 )
 from tests.support.scripted_model import call, reply, tool_calls
-from tools import create_tool
-
-SUSPEND_SCHEMA = {
-    "type": "object",
-    "properties": {"question": {"type": "string"}},
-    "required": ["question"],
-}
-RESUME_SCHEMA = {
-    "type": "object",
-    "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
-    "required": ["city"],
-}
-
-
-def weather_tool(executions: list, *, suspend_with=None, require_approval=False):
-    """Asks which city when none is given; answers with the forecast once resumed."""
-
-    async def execute(input, ctx):
-        executions.append(
-            {
-                "input": input,
-                "resume_data": ctx.agent.resume_data,
-                "suspend_payload": ctx.agent.suspend_payload,
-                "run_id": ctx.run_id,
-                "tool_call_id": ctx.tool_call_id,
-                "thread_id": ctx.thread_id,
-                "resource_id": ctx.resource_id,
-                "request_context": ctx.request_context,
-            }
-        )
-        if ctx.agent.resume_data is None:
-            return await ctx.agent.suspend(suspend_with if suspend_with is not None else {"question": "Which city?"})
-        return {"city": ctx.agent.resume_data["city"], "forecast": "sunny"}
-
-    return create_tool(
-        id="get-weather",
-        description="Weather forecast",
-        input_schema={"type": "object", "properties": {"when": {"type": "string"}}},
-        suspend_schema=SUSPEND_SCHEMA,
-        resume_schema=RESUME_SCHEMA,
-        require_approval=require_approval,
-        execute=execute,
-    )
 
 
 async def test_suspend_surfaces_chunk_and_stores_run(model, storage):

@@ -1,22 +1,33 @@
-"""Fixtures of the Slack tests: the emulated Slack (`slack`), and the bot running on the test's database (`bot`)."""
+"""Fixtures of the Slack tests: the bot running on the test's database with the emulated Slack (`slack`,
+from tests/conftest.py): as it starts by default (`bot`), with the HTTP API (`api_bot`), with U1 an
+admin (`home_bot`), or both (`admin_bot`). Helpers the files share are in `harness.py`."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.slack_emulator import SlackEmulator
-from tests.support.slack import slack_workspace
-
-from .harness import running_bot
-
-
-@pytest.fixture
-async def slack():
-    async with SlackEmulator(slack_workspace()) as emulator:
-        yield emulator
+from .harness import API_TOKEN, running_bot
 
 
 @pytest.fixture
 async def bot(database_url, slack, model):
     async with running_bot(database_url=database_url, slack=slack) as running:
+        yield running
+
+
+@pytest.fixture
+async def api_bot(database_url, slack, model):
+    async with running_bot(database_url=database_url, slack=slack, api_token=API_TOKEN) as running:
+        yield running
+
+
+@pytest.fixture
+async def home_bot(database_url, slack, model):
+    async with running_bot(database_url=database_url, slack=slack, admins=("U1",)) as running:
+        yield running
+
+
+@pytest.fixture
+async def admin_bot(database_url, slack, model):
+    async with running_bot(database_url=database_url, slack=slack, admins=("U1",), api_token=API_TOKEN) as running:
         yield running

@@ -1,26 +1,36 @@
 """Run the real Bolt app over real HTTP for a test: its aiohttp server on a loopback port, the demo agent
-on the test's database, the Slack stub as Slack's Web API, the scripted model as the LLM."""
+on the test's database, the Slack stub as Slack's Web API, the scripted model as the LLM. Below it, what
+the tests of several files do with a running bot: ask to delete a record, click as someone refused, call
+the HTTP API, open and click the App Home."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 from aiohttp import web
+from sqlalchemy import select
 
 from bot.api import add_api_routes
 from bot.demo import build_demo_agent, seed_demo_records
+from bot.demo.tables import DemoRecordRow
 from bot.metrics import add_metrics_routes
 from bot.slack import build_web_app, create_slack_app
 from bot.slack.http_api import slack_api_front
 from bot.slack_emulator import Message, SlackEmulator
+from bot.slack_emulator.app_requests import app_home_opened_event, home_block_actions
 from memory import Memory, Storage
+from tests.support.scripted_model import call, reply, tool_calls
 from tests.support.slack import SignedSender
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 MODEL = "openai/test-model"
+API_TOKEN = "api-test-token"
+AUTH = {"Authorization": f"Bearer {API_TOKEN}"}
 
 
 @dataclass
@@ -122,3 +132,82 @@ async def running_bot(
         await runner.cleanup()
         await agent.model_client.close()  # in this test's event loop, not at garbage collection
         await storage.close()
+
+
+# -- what the tests of several files do with a running bot --------------------------------------
+
+
+async def record_ids(bot: RunningBot) -> list[int]:
+    async with bot.storage.session() as session:
+        return list(await session.scalars(select(DemoRecordRow.id).order_by(DemoRecordRow.id)))
+
+
+def ask_to_delete(model, record_id: int = 3) -> None:
+    model.chat.push(
+        tool_calls(call("delete-record", {"id": record_id}, id="call_1")), reply(f"Deleted record {record_id}.")
+    )
+
+
+async def refused_click(bot: RunningBot, message, user: str, action_id: str = "tool_approve") -> str:
+    """Click as `user`; the click must change nothing; returns the ephemeral explanation they got."""
+    before = len(bot.slack.calls_of("chat.postEphemeral"))
+    await bot.sender.click(message, action_id, user=user)
+    ephemerals = await bot.slack.wait_for("chat.postEphemeral", count=before + 1)
+    await bot.slack.settle()
+    assert ephemerals[-1].params["user"] == user
+    assert bot.slack.calls_of("chat.update") == [] and bot.slack.calls_of("views.open") == []
+    assert message.action_ids()[0] == "tool_approve"
+    assert await record_ids(bot) == [1, 2, 3, 4, 5]
+    return ephemerals[-1].params["text"]
+
+
+async def request(
+    bot: RunningBot, method: str, path: str, *, body: Any = None, raw: str | None = None, headers=AUTH
+) -> tuple[int, Any]:
+    data = raw if raw is not None else (None if body is None else json.dumps(body))
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(method, bot.base_url + path, data=data, headers=headers) as response,
+    ):
+        text = await response.text()
+        return response.status, json.loads(text) if response.content_type == "application/json" else text
+
+
+async def waiting_call(bot: RunningBot) -> tuple[str, str]:
+    """(run id, tool call id) of the one call waiting, as the API lists it."""
+    status, page = await request(bot, "GET", "/api/agents/demo-agent/suspended-runs")
+    assert status == 200 and page["total"] == 1, page
+    run = page["runs"][0]
+    return run["runId"], run["toolCalls"][0]["toolCallId"]
+
+
+def decide_path(run_id: str, call_id: str, what: str, agent: str = "demo-agent") -> str:
+    return f"/api/agents/{agent}/runs/{run_id}/tool-calls/{call_id}/{what}"
+
+
+async def open_home(bot: RunningBot, user: str) -> None:
+    status, _ = await bot.sender.event(app_home_opened_event(user))
+    assert status == 200
+
+
+def published(bot: RunningBot, user: str) -> list[dict[str, Any]]:
+    views = []
+    for publish in bot.slack.calls_of("views.publish"):
+        if publish.params.get("user_id") == user:
+            view = publish.params["view"]
+            views.append(json.loads(view) if isinstance(view, str) else view)
+    return views
+
+
+async def home_of(bot: RunningBot, user: str, *, count: int = 1) -> dict[str, Any]:
+    """The `count`-th Home view published for `user` (waits for it)."""
+    await bot.slack.wait_for("views.publish", lambda c: c.params.get("user_id") == user, count=count)
+    return published(bot, user)[count - 1]
+
+
+async def home_click(bot: RunningBot, user: str, action_id: str, value: str) -> None:
+    """A click on a button of the user's App Home (a view, not a message: no channel)."""
+    action = {"type": "button", "action_id": action_id, "block_id": "home", "value": value}
+    payload = home_block_actions(user, {"blocks": []}, action, trigger_id=bot.sender.trigger_for(user))
+    status, _ = await bot.sender.interaction(payload)
+    assert status == 200

@@ -7,40 +7,10 @@ import json
 import time
 from typing import Any
 
-import pytest
-
 from bot.slack.services import services_of_app
-from bot.slack_emulator.app_requests import app_home_opened_event, home_block_actions
 from memory import PolicyChange
 
-from .harness import RunningBot, running_bot
-from .listeners.actions.test_approve import ask_to_delete, record_ids
-
-
-@pytest.fixture
-async def home_bot(database_url, slack, model):
-    async with running_bot(database_url=database_url, slack=slack, admins=("U1",)) as running:
-        yield running
-
-
-async def open_home(bot: RunningBot, user: str) -> None:
-    status, _ = await bot.sender.event(app_home_opened_event(user))
-    assert status == 200
-
-
-def published(bot: RunningBot, user: str) -> list[dict[str, Any]]:
-    views = []
-    for call in bot.slack.calls_of("views.publish"):
-        if call.params.get("user_id") == user:
-            view = call.params["view"]
-            views.append(json.loads(view) if isinstance(view, str) else view)
-    return views
-
-
-async def home_of(bot: RunningBot, user: str, *, count: int = 1) -> dict[str, Any]:
-    """The `count`-th Home view published for `user` (waits for it)."""
-    await bot.slack.wait_for("views.publish", lambda c: c.params.get("user_id") == user, count=count)
-    return published(bot, user)[count - 1]
+from .harness import RunningBot, ask_to_delete, home_click, home_of, open_home, published, record_ids, running_bot
 
 
 def text_of(view: dict[str, Any]) -> str:
@@ -67,14 +37,6 @@ def buttons(view: dict[str, Any]) -> list[tuple[str, str]]:
         for element in (block.get("elements", []) if block["type"] == "actions" else [block.get("accessory") or {}])
         if element.get("type") == "button"
     ]
-
-
-async def home_click(bot: RunningBot, user: str, action_id: str, value: str) -> None:
-    """A click on a button of the user's App Home (a view, not a message: no channel)."""
-    action = {"type": "button", "action_id": action_id, "block_id": "home", "value": value}
-    payload = home_block_actions(user, {"blocks": []}, action, trigger_id=bot.sender.trigger_for(user))
-    status, _ = await bot.sender.interaction(payload)
-    assert status == 200
 
 
 async def test_an_admin_sees_the_tool_policies_and_a_non_admin_does_not(home_bot: RunningBot):

@@ -5,21 +5,18 @@ Through the real Bolt app and the real HTTP API, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import pytest
-
 from memory import PolicyChange
 from tests.support.scripted_model import call, reply, tool_calls
 
-from .harness import RunningBot, running_bot
-from .listeners.actions.test_approve import ask_to_delete, record_ids
-from .test_http_api import TOKEN, decide_path, request, waiting_call
-from .test_policies import refused_click
-
-
-@pytest.fixture
-async def api_bot(database_url, slack, model):
-    async with running_bot(database_url=database_url, slack=slack, api_token=TOKEN) as running:
-        yield running
+from .harness import (
+    RunningBot,
+    ask_to_delete,
+    decide_path,
+    record_ids,
+    refused_click,
+    request,
+    waiting_call,
+)
 
 
 async def test_a_user_group_id_is_never_an_approver(api_bot: RunningBot, model):

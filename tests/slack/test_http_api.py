@@ -2,50 +2,18 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-import aiohttp
-import pytest
-
 from memory import PolicyChange
 from tests.support.scripted_model import call, reply, tool_calls
 
-from .harness import RunningBot, running_bot
-from .listeners.actions.test_approve import ask_to_delete, record_ids
-
-TOKEN = "api-test-token"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
-
-
-@pytest.fixture
-async def api_bot(database_url, slack, model):
-    async with running_bot(database_url=database_url, slack=slack, api_token=TOKEN) as running:
-        yield running
-
-
-async def request(
-    bot: RunningBot, method: str, path: str, *, body: Any = None, raw: str | None = None, headers=AUTH
-) -> tuple[int, Any]:
-    data = raw if raw is not None else (None if body is None else json.dumps(body))
-    async with (
-        aiohttp.ClientSession() as session,
-        session.request(method, bot.base_url + path, data=data, headers=headers) as response,
-    ):
-        text = await response.text()
-        return response.status, json.loads(text) if response.content_type == "application/json" else text
-
-
-async def waiting_call(bot: RunningBot) -> tuple[str, str]:
-    """(run id, tool call id) of the one call waiting, as the API lists it."""
-    status, page = await request(bot, "GET", "/api/agents/demo-agent/suspended-runs")
-    assert status == 200 and page["total"] == 1, page
-    run = page["runs"][0]
-    return run["runId"], run["toolCalls"][0]["toolCallId"]
-
-
-def decide_path(run_id: str, call_id: str, what: str, agent: str = "demo-agent") -> str:
-    return f"/api/agents/{agent}/runs/{run_id}/tool-calls/{call_id}/{what}"
+from .harness import (
+    API_TOKEN,
+    RunningBot,
+    ask_to_delete,
+    decide_path,
+    record_ids,
+    request,
+    waiting_call,
+)
 
 
 async def test_suspended_runs_in_camel_case_and_the_openapi_document(api_bot: RunningBot, model):
@@ -85,7 +53,7 @@ async def test_401_without_the_token_and_nothing_changes(api_bot: RunningBot, mo
     await api_bot.mention("delete record 3")
     await api_bot.approval_message()
     run_id, call_id = await waiting_call(api_bot)
-    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": API_TOKEN}):
         status, body = await request(
             api_bot, "POST", decide_path(run_id, call_id, "approve"), body={"approver": "U2"}, headers=headers
         )

@@ -7,18 +7,10 @@ from __future__ import annotations
 import logging
 
 import aiohttp
-import pytest
 
 from tests.support.scripted_model import call, reply, tool_calls
 
-from .harness import RunningBot, running_bot
-from .test_http_api import AUTH, TOKEN, decide_path, request, waiting_call
-
-
-@pytest.fixture
-async def api_bot(database_url, slack, model):
-    async with running_bot(database_url=database_url, slack=slack, api_token=TOKEN) as running:
-        yield running
+from .harness import AUTH, RunningBot, decide_path, request, waiting_call
 
 
 async def raw_request(bot: RunningBot, method: str, path: str, data: bytes | None = None) -> tuple[int, str]:

@@ -10,21 +10,7 @@ import sys
 from memory import PolicyChange
 from tests.support.scripted_model import call, reply, tool_calls
 
-from .harness import RunningBot
-from .listeners.actions.test_approve import ask_to_delete, record_ids
-
-
-async def refused_click(bot: RunningBot, message, user: str, action_id: str = "tool_approve") -> str:
-    """Click as `user`; the click must change nothing; returns the ephemeral explanation they got."""
-    before = len(bot.slack.calls_of("chat.postEphemeral"))
-    await bot.sender.click(message, action_id, user=user)
-    ephemerals = await bot.slack.wait_for("chat.postEphemeral", count=before + 1)
-    await bot.slack.settle()
-    assert ephemerals[-1].params["user"] == user
-    assert bot.slack.calls_of("chat.update") == [] and bot.slack.calls_of("views.open") == []
-    assert message.action_ids()[0] == "tool_approve"
-    assert await record_ids(bot) == [1, 2, 3, 4, 5]
-    return ephemerals[-1].params["text"]
+from .harness import RunningBot, ask_to_delete, record_ids, refused_click
 
 
 async def test_only_the_named_approvers_may_decide(bot: RunningBot, model):

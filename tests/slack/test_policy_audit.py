@@ -7,23 +7,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from bot.slack.home_builder import build_policy_modal
 from memory import PolicyChange, ToolPolicy
-from tests.cli.test_policy import bot as run_bot
+from tests.support.processes import bot_command
 from tests.support.scripted_model import call, reply, tool_calls
 
-from .harness import RunningBot, running_bot
-from .listeners.actions.test_approve import ask_to_delete, record_ids
-from .test_app_home import home_click, home_of, open_home
-from .test_http_api import TOKEN, decide_path, request, waiting_call
-
-
-@pytest.fixture
-async def admin_bot(database_url, slack, model):
-    async with running_bot(database_url=database_url, slack=slack, admins=("U1",), api_token=TOKEN) as running:
-        yield running
+from .harness import (
+    RunningBot,
+    ask_to_delete,
+    decide_path,
+    home_click,
+    home_of,
+    open_home,
+    record_ids,
+    request,
+    waiting_call,
+)
 
 
 def modal_values(*, mode: str = "inherit", approvers: str = "", expiry: str = "") -> dict[str, Any]:
@@ -64,7 +63,7 @@ async def test_policy_changes_refusals_and_blocked_calls_are_audited(admin_bot: 
     await admin_bot.slack.wait_for("chat.stopStream")
 
     # issue-refund is disabled on the command line; then the model calls it
-    code, out, err = await run_bot(
+    code, out, err = await bot_command(
         "policy", "set", "issue-refund", "--mode", "disabled", database_url=admin_bot.storage.url
     )
     assert code == 0, err
@@ -100,12 +99,12 @@ async def test_policy_changes_refusals_and_blocked_calls_are_audited(admin_bot: 
     assert blocked.policy_version == 1 and "disabled" in blocked.detail
 
     # `python -m bot audit` shows the changes: jsonl with before/after, and a table naming what changed
-    code, out, err = await run_bot("audit", "--format", "jsonl", database_url=admin_bot.storage.url)
+    code, out, err = await bot_command("audit", "--format", "jsonl", database_url=admin_bot.storage.url)
     assert code == 0, err
     printed = [json.loads(line) for line in out.splitlines()]
     assert printed[0]["action"] == "policy_changed" and printed[0]["after"]["approvers"] == ["U2"]
     assert printed[0]["run_id"] is None and printed[0]["before"]["approvers"] == []
-    code, out, err = await run_bot("audit", "--tool", "issue-refund", database_url=admin_bot.storage.url)
+    code, out, err = await bot_command("audit", "--tool", "issue-refund", database_url=admin_bot.storage.url)
     assert code == 0, err
     assert 'mode "inherit" -> "disabled"' in out.splitlines()[1]
 

@@ -9,8 +9,7 @@ import copy
 
 from bot.slack import run_slack_recovery
 
-from .harness import RunningBot
-from .listeners.actions.test_approve import ask_to_delete, record_ids
+from .harness import RunningBot, ask_to_delete, record_ids
 
 
 def approvals_in(bot: RunningBot, thread_ts: str) -> list:

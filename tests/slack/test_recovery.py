@@ -14,8 +14,7 @@ from bot.slack.threads import SlackThread
 from memory.tables import ToolCallRow
 from tests.support.scripted_model import call, reply, tool_calls
 
-from .harness import RunningBot, running_bot
-from .listeners.actions.test_approve import ask_to_delete, record_ids
+from .harness import RunningBot, ask_to_delete, record_ids, running_bot
 
 
 def approvals(bot: RunningBot) -> list:

@@ -7,8 +7,7 @@ import asyncio
 
 from tests.support.scripted_model import reply
 
-from .harness import running_bot
-from .listeners.actions.test_approve import ask_to_delete, record_ids
+from .harness import ask_to_delete, record_ids, running_bot
 
 
 async def test_pending_approval_is_decided_after_a_restart(database_url, slack, model):

@@ -7,8 +7,7 @@ from bot.agent import Agent
 from bot.demo.tools import build_demo_tools
 from tests.support.scripted_model import call, reply, tool_calls
 
-from .harness import MODEL, running_bot
-from .listeners.actions.test_approve import record_ids
+from .harness import MODEL, record_ids, running_bot
 
 
 def supervisor(storage):

@@ -47,10 +47,17 @@ from bot.slack_emulator.app_requests import (
     stale_button,
     view_submission,
 )
+from bot.slack_emulator.faults import Fault
 
-__all__ = ["BOT_ID", "BOT_USER_ID", "TEAM_ID", "SignedSender", "slack_workspace"]
+__all__ = ["BOT_ID", "BOT_USER_ID", "TEAM_ID", "SignedSender", "hang", "slack_workspace"]
 
 PEOPLE = ("U1", "U2", "U3", "U7", "U9")
+
+
+def hang(slack: SlackEmulator, method: str, seconds: float = 6.0) -> None:
+    """The next call of `method` gets no answer for `seconds`, then its connection is closed with nothing
+    done: long enough for a test to kill the bot meanwhile, short enough not to hold up the end."""
+    slack.faults.add(Fault(method=method, delay=seconds, drop=True, after=False))
 
 
 def slack_workspace() -> Workspace:

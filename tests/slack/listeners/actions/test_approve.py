@@ -6,21 +6,9 @@ import asyncio
 
 from sqlalchemy import select
 
-from bot.demo.tables import DemoRecordRow
-from tests.support.scripted_model import call, reply, tool_calls
+from tests.support.scripted_model import call, tool_calls
 
-from ...harness import RunningBot
-
-
-async def record_ids(bot: RunningBot) -> list[int]:
-    async with bot.storage.session() as session:
-        return list(await session.scalars(select(DemoRecordRow.id).order_by(DemoRecordRow.id)))
-
-
-def ask_to_delete(model, record_id: int = 3) -> None:
-    model.chat.push(
-        tool_calls(call("delete-record", {"id": record_id}, id="call_1")), reply(f"Deleted record {record_id}.")
-    )
+from ...harness import RunningBot, ask_to_delete, record_ids
 
 
 async def test_approval_message_shows_tool_args_and_who_asked(bot: RunningBot, model):

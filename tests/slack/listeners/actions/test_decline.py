@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from tests.support.scripted_model import call, reply, tool_calls
 
-from ...harness import RunningBot
-from .test_approve import record_ids
+from ...harness import RunningBot, record_ids
 
 
 async def test_decline_never_runs_the_tool(bot: RunningBot, model):

@@ -6,8 +6,7 @@ import json
 
 from tests.support.scripted_model import call, reply, tool_calls
 
-from ...harness import RunningBot
-from .test_approve import ask_to_delete, record_ids
+from ...harness import RunningBot, ask_to_delete, record_ids
 
 
 async def open_edit_modal(bot: RunningBot, message) -> dict:

@@ -6,8 +6,7 @@ import pytest
 
 from bot.slack import DecisionCheck, Verdict
 
-from ...harness import running_bot
-from .test_approve import ask_to_delete, record_ids
+from ...harness import ask_to_delete, record_ids, running_bot
 
 
 async def only_u9(check: DecisionCheck) -> Verdict:
