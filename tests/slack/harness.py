@@ -13,6 +13,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 
 from bot.api import add_api_routes
@@ -211,3 +212,38 @@ async def home_click(bot: RunningBot, user: str, action_id: str, value: str) -> 
     payload = home_block_actions(user, {"blocks": []}, action, trigger_id=bot.sender.trigger_for(user))
     status, _ = await bot.sender.interaction(payload)
     assert status == 200
+
+
+def text_of(view: dict[str, Any]) -> str:
+    parts: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") in ("mrkdwn", "plain_text") and isinstance(node.get("text"), str):
+                parts.append(node["text"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(view.get("blocks"))
+    return "\n".join(parts)
+
+
+async def scrape(bot: RunningBot) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of the scrape, by name and labels."""
+    url = bot.url.replace("/slack/events", "/metrics")
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        assert response.status == 200
+        assert response.headers["Content-Type"].startswith("text/plain")
+        text = await response.text()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def value(samples, name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)

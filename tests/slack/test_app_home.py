@@ -10,24 +10,17 @@ from typing import Any
 from bot.slack.services import services_of_app
 from memory import PolicyChange
 
-from .harness import RunningBot, ask_to_delete, home_click, home_of, open_home, published, record_ids, running_bot
-
-
-def text_of(view: dict[str, Any]) -> str:
-    parts: list[str] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if node.get("type") in ("mrkdwn", "plain_text") and isinstance(node.get("text"), str):
-                parts.append(node["text"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(view.get("blocks"))
-    return "\n".join(parts)
+from .harness import (
+    RunningBot,
+    ask_to_delete,
+    home_click,
+    home_of,
+    open_home,
+    published,
+    record_ids,
+    running_bot,
+    text_of,
+)
 
 
 def buttons(view: dict[str, Any]) -> list[tuple[str, str]]:

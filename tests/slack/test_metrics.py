@@ -4,32 +4,11 @@ from __future__ import annotations
 
 import copy
 
-import aiohttp
-from prometheus_client.parser import text_string_to_metric_families
-
 from bot.agent import Agent
 from tests.support.scripted_model import call, failure, reply, tool_calls
 from tools import create_tool
 
-from .harness import MODEL, RunningBot, running_bot
-
-
-async def scrape(bot: RunningBot) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """Every sample of the scrape, by name and labels."""
-    url = bot.url.replace("/slack/events", "/metrics")
-    async with aiohttp.ClientSession() as session, session.get(url) as response:
-        assert response.status == 200
-        assert response.headers["Content-Type"].startswith("text/plain")
-        text = await response.text()
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
-
-
-def value(samples, name: str, **labels: str) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+from .harness import MODEL, RunningBot, running_bot, scrape, value
 
 
 async def test_one_approval_cycle_moves_the_counters(bot: RunningBot, model):

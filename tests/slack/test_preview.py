@@ -15,8 +15,7 @@ from bot.agent import Agent
 from tests.support.scripted_model import call, reply, tool_calls
 from tools import create_tool
 
-from .harness import MODEL, RunningBot, running_bot
-from .listeners.actions.test_approve import ask_to_delete, record_ids
+from .harness import MODEL, RunningBot, ask_to_delete, record_ids, running_bot
 
 TOKEN = "preview-token"
 

@@ -12,9 +12,7 @@ from bot.slack_emulator.app_requests import app_home_opened_event
 from bot.slack_emulator.workspace import Message
 from tests.support.scripted_model import call, reply, tool_calls
 
-from ...harness import RunningBot, running_bot
-from ...test_app_home import home_of, published, text_of
-from ...test_metrics import scrape, value
+from ...harness import RunningBot, home_of, published, running_bot, scrape, text_of, value
 
 
 def feedback_element(message: Message) -> dict | None:
