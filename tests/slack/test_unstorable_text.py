@@ -25,5 +25,6 @@ async def test_a_message_with_a_nul_and_a_lone_surrogate_is_answered(bot: Runnin
     assert [bot.slack.message("C1", stop.params["ts"]).text for stop in stops] == ["Bonjour !", "Encore bonjour !"]
     # the first message came back from storage as the bot read it
     assert {"role": "user", "content": READ} in model.chat.requests[1]["messages"]
-    bot_said = [m.all_text for m in bot.slack.workspace.thread("C1", event["ts"]) if m.user != "U1"]
-    assert bot_said == ["Bonjour !", "Encore bonjour !"], bot_said
+    answers = [m for m in bot.slack.workspace.thread("C1", event["ts"]) if m.user != "U1"]
+    assert [m.text for m in answers] == ["Bonjour !", "Encore bonjour !"], [m.all_text for m in answers]
+    assert all(b["type"] == "context_actions" for m in answers for b in m.blocks)  # nothing else: the 👍 / 👎
