@@ -9,6 +9,7 @@ from ._memory import Memory, pair_tool_results
 from ._policies import EXPIRY_LIMIT, PolicyChange, PolicyMode, PolicyStore, ToolPolicy, UnreadablePolicy, expiry_seconds
 from ._runs import Audit, RunStore
 from ._storage import Storage
+from .clock import Clock, SystemClock
 from .exceptions import AgentError, PolicyError, ThreadOwnerError
 from .states import RunStatus, ToolCallState
 
@@ -21,6 +22,7 @@ __all__ = [
     "AuditEntry",
     "AuditLog",
     "AuditVia",
+    "Clock",
     "Memory",
     "PolicyChange",
     "PolicyError",
@@ -29,6 +31,7 @@ __all__ = [
     "RunStatus",
     "RunStore",
     "Storage",
+    "SystemClock",
     "ThreadOwnerError",
     "ToolCallState",
     "ToolPolicy",

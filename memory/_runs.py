@@ -84,7 +84,7 @@ class RunStore:
         sources = run_sources_of(to)
         if only_from is not None:
             sources = [s for s in sources if s in {str(o) for o in only_from}]
-        now = utcnow()
+        now = self._storage.clock.now()
         values = {"status": str(to), "updated_at": now, **fields}
         if to == RunStatus.RUNNING:
             values.setdefault("heartbeat_at", now)
@@ -120,7 +120,7 @@ class RunStore:
         them sees every other's result, and the conditional claim lets only one go on. The caller has
         taken its turn (`_take_turn`).
         """
-        now = utcnow()
+        now = self._storage.clock.now()
         if holds_run:  # park the run while a call of its step is left; else go on
             to: dict[str, Any] = {"status": str(RunStatus.SUSPENDED), "suspended_at": now, "owner": None}
         else:  # claim the run if every call of its step is settled
@@ -140,7 +140,7 @@ class RunStore:
 
     async def heartbeat(self, run_id: str, owner: str) -> None:
         """Refresh the run's lease: a process is still working on it."""
-        now = utcnow()
+        now = self._storage.clock.now()
         async with self._storage.session() as session:
             await session.execute(
                 update(RunRow)
@@ -184,7 +184,7 @@ class RunStore:
                     _one_of(RunRow.status, UNFINISHED_RUN_STATUSES),
                     or_(RunRow.heartbeat_at.is_(None), RunRow.heartbeat_at < stale_before),
                 )
-                .values(heartbeat_at=utcnow(), owner=owner)
+                .values(heartbeat_at=self._storage.clock.now(), owner=owner)
             )
             if result.rowcount != 1:
                 return None
@@ -234,7 +234,7 @@ class RunStore:
 
         One transaction, so a crash never leaves a reply whose calls were not recorded.
         """
-        now = utcnow()
+        now = self._storage.clock.now()
         values: dict[str, Any] = {"step": run.step, "heartbeat_at": now, "updated_at": now}
         if suspend:
             values.update(status=str(RunStatus.SUSPENDED), suspended_at=now, owner=None)
@@ -357,7 +357,7 @@ class RunStore:
         unless_disabled: bool = False,
     ) -> bool:
         sources = sources_of(to, frozenset(allowed_from) if allowed_from is not None else None)
-        now = utcnow()
+        now = self._storage.clock.now()
         values = {"state": str(to), "updated_at": now, **fields}
         if to in WAITING_STATES and "suspended_at" not in fields:
             values["suspended_at"] = now

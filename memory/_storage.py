@@ -19,6 +19,7 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from .clock import SYSTEM_CLOCK, Clock
 from .defaults import DEFAULT_DATABASE_URL
 from .migrations import SCHEMA as RUNTIME
 from .schema import Schema
@@ -43,10 +44,13 @@ class Storage:
         echo: bool = False,
         pool_size: int | None = None,
         max_overflow: int | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ):
         """`pool_size` and `max_overflow` bound the connections this process opens to the database
-        (SQLAlchemy's defaults, 5 and 10, when not given); a caller beyond them waits for a free one."""
+        (SQLAlchemy's defaults, 5 and 10, when not given); a caller beyond them waits for a free one.
+        `clock` is what the runtime and the adapters read "now" from (see `memory.clock`)."""
         self.url = url
+        self.clock = clock
         parsed = make_url(url)
         self.is_sqlite = parsed.get_backend_name() == "sqlite"
         if self.is_sqlite and parsed.database and parsed.database != ":memory:":

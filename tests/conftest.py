@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.slack_emulator import SlackEmulator
+from tests.support.clock import MovableClock
 from tests.support.scripted_model import ScriptedModel
 from tests.support.slack import slack_workspace
 
@@ -65,11 +66,17 @@ async def database_url(request, tmp_path):
 
 
 @pytest.fixture
-async def storage(database_url):
-    """`memory.Storage` on `database_url`, closed afterwards."""
+def clock():
+    """The clock of the test's `storage` (a `MovableClock`): `clock.advance(2)` instead of sleeping 2 s."""
+    return MovableClock()
+
+
+@pytest.fixture
+async def storage(database_url, clock):
+    """`memory.Storage` on `database_url`, on the test's `clock`, closed afterwards."""
     from memory import Storage
 
-    store = Storage(database_url)
+    store = Storage(database_url, clock=clock)
     try:
         yield store
     finally:

@@ -319,7 +319,7 @@ class Agent:
             uses_memory=uses_memory,
             status=str(RunStatus.RUNNING),
             owner=self.owner,
-            heartbeat_at=utcnow(),
+            heartbeat_at=self.storage.clock.now(),
             step=0,
             max_steps=options.max_steps,
             require_tool_approval=stored_rule,
@@ -536,7 +536,7 @@ class Agent:
         handed to the `on_background_stream` hook.
         """
         expired: list[tuple[str, str]] = []
-        now = utcnow()
+        now = self.storage.clock.now()
         for policy in await self.storage.policies.with_expiry():
             if isinstance(policy, UnreadablePolicy):
                 self._skip_in_sweep(policy.tool_name, policy.version, policy.problem)
@@ -582,7 +582,7 @@ class Agent:
         steps continue. Safe to call from several processes at once: each run is taken over once.
         The work goes on after this returns, in streams handed to the `on_background_stream` hook.
         """
-        stale_before = utcnow() - timedelta(seconds=stale_after)
+        stale_before = self.storage.clock.now() - timedelta(seconds=stale_after)
         recovered = []
         for run_id in await self.storage.runs.stale_runs(self.id, stale_before=stale_before):
             run = await self.storage.runs.take_over(run_id, stale_before=stale_before, owner=self.owner)

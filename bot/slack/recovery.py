@@ -29,7 +29,6 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent import AgentStream, is_interrupted
-from memory.tables import utcnow
 
 from .conversation import continue_run
 from .posting import UNCLEAR, find_copies
@@ -124,7 +123,7 @@ async def _record_missing(
         if record is None:
             continue
         since = record.suspended_at
-        if since is not None and since > utcnow() - timedelta(seconds=grace):
+        if since is not None and since > services.agent.storage.clock.now() - timedelta(seconds=grace):
             continue  # the turn that met the call is probably recording its message right now
         requester = await _requester_of(services, call.run_id)
         approval = call.requires_approval
@@ -153,7 +152,9 @@ async def _post_unposted(
     repost_after: float,
     report: RecoveryReport,
 ) -> None:
-    if row.post_claimed_at is not None and row.post_claimed_at > utcnow() - _backoff(row, repost_after):
+    if row.post_claimed_at is not None and row.post_claimed_at > services.agent.storage.clock.now() - _backoff(
+        row, repost_after
+    ):
         return  # someone is posting it now, or it failed lately
     tried_before = row.post_attempts > 0
     if not await services.store.claim_post(row):

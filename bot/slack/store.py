@@ -391,7 +391,7 @@ class SlackStore:
             result = await session.execute(
                 update(ToolCallMessageRow)
                 .where(ToolCallMessageRow.id == row.id, ToolCallMessageRow.ts.is_(None), claimed)
-                .values(post_claimed_at=utcnow(), post_attempts=ToolCallMessageRow.post_attempts + 1)
+                .values(post_claimed_at=self.storage.clock.now(), post_attempts=ToolCallMessageRow.post_attempts + 1)
             )
         return result.rowcount == 1
 

@@ -103,8 +103,10 @@ async def read(stream) -> dict:
 
 async def main(argv: list[str]) -> dict:
     from memory import Storage
+    from tests.support.clock import MovableClock
 
-    storage = Storage(os.environ["DATABASE_URL"])
+    # CLOCK_AHEAD: this process's clock runs that many seconds ahead (a lease looks that much older)
+    storage = Storage(os.environ["DATABASE_URL"], clock=MovableClock(ahead=float(os.environ.get("CLOCK_AHEAD", "0"))))
     try:
         agent = build_agent(storage)
         command = argv[0]

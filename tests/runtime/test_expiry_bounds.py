@@ -3,7 +3,6 @@ sweep for the other tools, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import pytest
@@ -29,7 +28,7 @@ async def test_the_bounds_themselves_are_accepted(storage):
     assert (await storage.policies.set("a", PolicyChange(expires_after=0))).expires_after is None
 
 
-async def test_bad_rows_already_stored_do_not_stop_the_sweep(model, storage, caplog):
+async def test_bad_rows_already_stored_do_not_stop_the_sweep(model, storage, clock, caplog):
     """Rows an older version (or a hand) stored: an expiry too large for a date, a negative one, one over
     365 days, an unknown mode. The sweep skips each (logged once) and still expires delete-record."""
     await storage.migrate()
@@ -51,7 +50,7 @@ async def test_bad_rows_already_stored_do_not_stop_the_sweep(model, storage, cap
     await storage.policies.set("delete-record", PolicyChange(expires_after=1))
     model.chat.push(tool_calls(call("delete-record", {"id": "3"}, id="c1")), reply("It expired."))
     approval = one(await collect(await agent.stream("delete 3")), "tool-call-approval")
-    await asyncio.sleep(1.2)
+    clock.advance(1.2)
 
     with caplog.at_level(logging.ERROR, logger="bot.agent"):
         assert await agent.expire_waiting_approvals() == [(approval.run_id, "c1")]

@@ -76,8 +76,8 @@ async def test_a_tool_disabled_after_approval_was_asked_does_not_run(model, stor
     assert actions == [("requested", None), ("policy_changed", None), ("approved", None), ("blocked", True)]
 
 
-async def test_expiry_with_two_replicas_declines_the_call_once_and_the_run_goes_on(model, database_url):
-    stores = [Storage(database_url) for _ in range(2)]
+async def test_expiry_with_two_replicas_declines_the_call_once_and_the_run_goes_on(model, database_url, clock):
+    stores = [Storage(database_url, clock=clock) for _ in range(2)]
     tools = [record_tool("delete-record"), record_tool("delete-record")]
     background: list[list] = [[], []]
     replicas = [
@@ -90,7 +90,7 @@ async def test_expiry_with_two_replicas_declines_the_call_once_and_the_run_goes_
         approval = one(await collect(await replicas[0].stream("delete 3")), "tool-call-approval")
 
         assert await asyncio.gather(*(r.expire_waiting_approvals() for r in replicas)) == [[], []]  # not yet
-        await asyncio.sleep(1.3)
+        clock.advance(1.3)
         expired = await asyncio.gather(*(r.expire_waiting_approvals() for r in replicas))
         assert sorted(len(e) for e in expired) == [0, 1]
         assert [x for e in expired for x in e] == [(approval.run_id, "c1")]
@@ -118,7 +118,7 @@ async def test_expiry_with_two_replicas_declines_the_call_once_and_the_run_goes_
             await store.close()
 
 
-async def test_questions_never_expire(model, storage):
+async def test_questions_never_expire(model, storage, clock):
     from tools import create_tool
 
     async def ask(input, ctx):
@@ -129,7 +129,7 @@ async def test_questions_never_expire(model, storage):
     await storage.policies.set("get-weather", PolicyChange(expires_after=1))
     model.chat.push(tool_calls(call("get-weather", {}, id="c1")))
     suspended = one(await collect(await agent.stream("weather?")), "tool-call-suspended")
-    await asyncio.sleep(1.3)
+    clock.advance(1.3)
     assert await agent.expire_waiting_approvals() == []
     assert (await agent.get_tool_call(suspended.run_id, "c1")).state == "suspended"
 

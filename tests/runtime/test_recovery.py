@@ -6,11 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import timedelta
 
+from sqlalchemy import select
+
+from memory.tables import RunRow
 from tests.runtime.crash_agent import build_agent
 from tests.runtime.helpers import make_agent, record_tool
 from tests.support.processes import crash, lines, run, spawn
 from tests.support.scripted_model import call, failure, reply, tool_calls
+
+
+async def lease_refreshed_after(storage, *, seconds: float) -> bool:
+    """Whether the one run's lease was refreshed more than `seconds` after the run was made."""
+    async with storage.read_session() as session:
+        runs = list(await session.scalars(select(RunRow)))
+    return len(runs) == 1 and runs[0].heartbeat_at - runs[0].created_at > timedelta(seconds=seconds)
 
 
 async def recover(agent, stale_after: float = 0.0) -> tuple[list[str], list]:
@@ -177,9 +188,10 @@ async def test_several_processes_recovering_at_once_recover_each_run_once(model,
     started = await run("start", "Delete record 9", database_url=database_url)
     await crash("approve", started["run_id"], "call_del", database_url=database_url, CRASH_AT="before_tool")
 
-    await asyncio.sleep(1.2)  # the dead process's lease is now older than stale_after=1
-
-    results = await asyncio.gather(*(run("recover", "1", database_url=database_url) for _ in range(3)))
+    # three processes whose clocks run 1.2 s ahead: the dead process's lease is older than stale_after=1 to
+    # them, and the lease the winner takes is not
+    recovering = (run("recover", "1", database_url=database_url, CLOCK_AHEAD="1.2") for _ in range(3))
+    results = await asyncio.gather(*recovering)
 
     assert sorted(len(r["recovered"]) for r in results) == [0, 0, 1]
     assert len(lines(effects, "started delete-record 9")) == 1
@@ -192,11 +204,12 @@ async def test_a_live_run_is_not_taken_over(model, database_url, storage, effect
     model.chat.push(tool_calls(call("list-records", {"id": "all"}, id="call_list")), reply("Listed."))
     agent = build_agent(storage)
     process = await spawn("start", "List the records", database_url=database_url, LIST_SECONDS="6")
-    for _ in range(300):
-        if lines(effects, "started list-records"):
-            break
+    # until the lease was refreshed longer than stale_after (below) after the run began: without the lease
+    # keeper the run would look stale by then
+    deadline = asyncio.get_running_loop().time() + 60
+    while not (lines(effects, "started list-records") and await lease_refreshed_after(storage, seconds=1.5)):
+        assert asyncio.get_running_loop().time() < deadline and process.returncode is None
         await asyncio.sleep(0.05)
-    await asyncio.sleep(2.5)  # longer than stale_after below: only the lease keeper keeps the run fresh
 
     recovered, _ = await recover(agent, stale_after=1.5)
 

@@ -24,7 +24,8 @@ from bot.slack import build_web_app, create_slack_app
 from bot.slack.http_api import slack_api_front
 from bot.slack_emulator import Message, SlackEmulator
 from bot.slack_emulator.app_requests import app_home_opened_event, home_block_actions
-from memory import Memory, Storage
+from memory import Clock, Memory, Storage
+from memory.clock import SYSTEM_CLOCK
 from tests.support.scripted_model import call, reply, tool_calls
 from tests.support.slack import SignedSender
 
@@ -89,11 +90,12 @@ async def running_bot(
     api_token: str | None = None,
     streaming: bool = True,
     agent_factory: Callable[[Storage], Any] | None = None,
+    clock: Clock = SYSTEM_CLOCK,
     **app_options: Any,
 ) -> AsyncIterator[RunningBot]:
-    """The bot with the demo agent (or `agent_factory(storage)`'s agent, built without storage);
-    `app_options` go to `create_slack_app`."""
-    storage = Storage(database_url)
+    """The bot with the demo agent (or `agent_factory(storage)`'s agent, built without storage), its
+    storage on `clock`; `app_options` go to `create_slack_app`."""
+    storage = Storage(database_url, clock=clock)
     await storage.migrate()
     await seed_demo_records(storage)
     agent = agent_factory(storage) if agent_factory else build_demo_agent(storage, model=MODEL)

@@ -118,7 +118,7 @@ async def test_the_audit_rows_of_one_whole_cycle_in_slack(bot: RunningBot, model
     assert len({e.args_fingerprint for e in entries}) == 1 and len({e.run_id for e in entries}) == 1
 
 
-async def test_an_expired_approval_says_so_and_a_later_click_changes_nothing(bot: RunningBot, model):
+async def test_an_expired_approval_says_so_and_a_later_click_changes_nothing(bot: RunningBot, model, clock):
     await bot.storage.policies.set("delete-record", PolicyChange(expires_after=1))
     model.chat.push(
         tool_calls(call("delete-record", {"id": 3}, id="call_1")), reply("Nobody approved it in time, so I did not.")
@@ -126,7 +126,8 @@ async def test_an_expired_approval_says_so_and_a_later_click_changes_nothing(bot
     await bot.mention("delete record 3")
     message = await bot.approval_message()
     ref = message.button_value("tool_approve")
-    await asyncio.sleep(1.2)
+    assert await bot.agent.expire_waiting_approvals() == []  # not yet
+    clock.advance(1.2)
     assert len(await bot.agent.expire_waiting_approvals()) == 1
 
     await bot.slack.wait_for("chat.update", lambda c: c.params.get("ts") == message.ts)

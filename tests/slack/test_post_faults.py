@@ -8,6 +8,8 @@ import asyncio
 import copy
 
 from bot.slack import run_slack_recovery
+from bot.slack.recovery import recover_messages
+from bot.slack.services import services_of_app
 
 from .harness import RunningBot, ask_to_delete, record_ids
 
@@ -69,7 +71,7 @@ async def test_every_copy_decides_the_one_call_and_all_are_updated(bot: RunningB
     assert len(bot.slack.calls_of("chat.stopStream")) == 1
 
 
-async def test_an_approval_posted_while_slack_was_down_appears_once_slack_is_back(bot: RunningBot, model):
+async def test_an_approval_posted_while_slack_was_down_appears_once_slack_is_back(bot: RunningBot, model, clock):
     # Slack fails every try of the turn (three posts) and the note about it; the recovery loop runs.
     bot.slack.fail("chat.postMessage", status=500, times=7)
     ask_to_delete(model)
@@ -79,7 +81,12 @@ async def test_an_approval_posted_while_slack_was_down_appears_once_slack_is_bac
     recovery = asyncio.create_task(run_slack_recovery(bot.app, every=0.3, repost_after=0.5))
     try:
         await bot.slack.wait_until(lambda: approvals_in(bot, event["ts"]), what="the recovered approval")
-        await asyncio.sleep(1.5)  # more passes: none posts it again
+        recovery.cancel()
+        await asyncio.gather(recovery, return_exceptions=True)
+        for _ in range(3):  # more passes, each after any backoff would be over: none posts it again
+            clock.advance(3601)  # past the longest backoff (an hour)
+            report = await recover_messages(services_of_app(bot.app), bot.app.client, repost_after=0.5)
+            assert report.posted == 0
         [message] = approvals_in(bot, event["ts"])
         await bot.sender.click(message, "tool_approve", user="U2")
         await bot.slack.wait_for("chat.stopStream")

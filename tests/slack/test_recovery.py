@@ -54,17 +54,17 @@ async def test_an_approval_slack_refused_is_posted_by_the_recovery_and_decides_t
     assert (await recover(bot)).posted == 0  # posted once, never again
 
 
-async def test_two_replicas_recovering_at_once_post_the_message_once(database_url, slack, model):
+async def test_two_replicas_recovering_at_once_post_the_message_once(database_url, slack, model, clock):
     ask_to_delete(model)
     async with (
-        running_bot(database_url=database_url, slack=slack) as one,
-        running_bot(database_url=database_url, slack=slack) as two,
+        running_bot(database_url=database_url, slack=slack, clock=clock) as one,
+        running_bot(database_url=database_url, slack=slack, clock=clock) as two,
     ):
         slack.fail("chat.postMessage", status=500, times=3)
         await one.mention("delete record 3")
         await slack.wait_for("chat.postMessage", lambda c: "will post it here again" in c.text)
         await slack.settle()
-        await asyncio.sleep(1)  # the first post was taken on more than `repost_after` ago
+        clock.advance(1)  # the first post was taken on more than `repost_after` ago
 
         reports = await asyncio.gather(*(recover(bot, repost_after=1) for bot in (one, two, one, two)))
 
