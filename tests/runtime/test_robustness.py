@@ -386,8 +386,8 @@ async def test_memory_is_scoped_to_thread(model, storage):
 
 async def test_an_approval_whose_stream_is_never_read_is_not_stranded(model, storage):
     """A front end that awaits `approve_tool_call` but never reads the stream (or a process that dies
-    right after deciding) must not leave the call decided-but-never-run: either the tool runs anyway,
-    or the call can still be decided again. Never both "not run" and "not decidable"."""
+    right after deciding) must not leave the call decided-but-never-run: the tool runs anyway, once,
+    and the run finishes; the call is not decidable again."""
     delete = record_tool()
     agent = make_agent([delete], storage=storage)
     model.chat.push(tool_calls(call("delete-record", {"id": "1"}, id="c1")), reply("Deleted."))
@@ -395,12 +395,15 @@ async def test_an_approval_whose_stream_is_never_read_is_not_stranded(model, sto
 
     stream = await agent.approve_tool_call(run_id=output.run_id, tool_call_id="c1")
     del stream
-    await asyncio.sleep(1)
+    deadline = asyncio.get_running_loop().time() + 30
+    while await run_status(storage, output.run_id) != "completed":  # nobody reads the stream
+        assert asyncio.get_running_loop().time() < deadline, "the approved call never ran"
+        await asyncio.sleep(0.05)
 
+    assert len(delete.calls) == 1
+    assert (await agent.get_tool_call(output.run_id, "c1")).state == "done"
     restarted = make_agent([delete], storage=storage)
-    for run in (await restarted.list_suspended_runs()).runs:
-        assert run.tool_calls, f"run {run.run_id} is listed as suspended with no waiting call"
-    if len(delete.calls) == 0:
-        final = await restarted.approve_tool_call_generate(run_id=output.run_id, tool_call_id="c1")
-        assert final.finish_reason == "stop"
+    assert (await restarted.list_suspended_runs()).total == 0
+    with pytest.raises(ToolCallNotSuspendedError):
+        await restarted.approve_tool_call_generate(run_id=output.run_id, tool_call_id="c1")
     assert len(delete.calls) == 1
