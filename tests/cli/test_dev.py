@@ -8,6 +8,14 @@ import sys
 import urllib.request
 
 
+def connections_to(port: int) -> int:
+    """How many established TCP connections on this machine have the loopback `port` as their local end
+    (the server's side of each open page), from the kernel's table (Linux)."""
+    with open("/proc/net/tcp") as table:
+        rows = [line.split() for line in table.readlines()[1:]]
+    return sum(1 for row in rows if row[1] == f"0100007F:{port:04X}" and row[3] == "01")
+
+
 def test_dev_serves_the_playground_with_nothing_configured(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "OPENAI_", "DATABASE_URL", "BOT_"))}
     process = subprocess.Popen(
@@ -72,7 +80,11 @@ def test_ctrl_c_ends_the_playground_at_once_with_pages_open(tmp_path):
         pages = [threading.Thread(target=open_page) for _ in range(3)]
         for page in pages:
             page.start()
-        time.sleep(1.0)  # the polls are waiting
+        port = int(url.rsplit(":", 1)[1])
+        deadline = time.monotonic() + 30
+        while connections_to(port) < 3:  # the three pages are connected, their polls waiting
+            assert time.monotonic() < deadline and all(page.is_alive() for page in pages), answered
+            time.sleep(0.02)
 
         stopped_at = time.monotonic()
         process.send_signal(signal.SIGINT)
