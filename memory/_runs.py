@@ -29,6 +29,7 @@ from .states import (
     SETTLED_STATES,
     UNFINISHED_RUN_STATUSES,
     WAITING_STATES,
+    NextMove,
     RunStatus,
     ToolCallState,
     run_sources_of,
@@ -98,7 +99,7 @@ class RunStore:
                 setattr(run, key, value)
         return won
 
-    async def after_work(self, run: RunRow, owner: str, *, holds_run: bool) -> str:
+    async def after_work(self, run: RunRow, owner: str, *, holds_run: bool) -> NextMove:
         """What follows a worker's calls of the current step: see `_after_work`."""
         async with self._storage.transaction() as connection:
             await self._take_turn(connection, run)
@@ -111,9 +112,9 @@ class RunStore:
         if not self._storage.is_sqlite:
             await connection.execute(_LOCK_RUN, {"b_run": run.id})
 
-    async def _after_work(self, connection: AsyncConnection, run: RunRow, owner: str, *, holds_run: bool) -> str:
-        """ "continue" (`owner` goes on with the run: its step is settled), "suspended" (a call of the step
-        still waits or works; the run is parked if `owner` held it), or "stop" (another process goes on).
+    async def _after_work(self, connection: AsyncConnection, run: RunRow, owner: str, *, holds_run: bool) -> NextMove:
+        """`CONTINUE` (`owner` goes on with the run: its step is settled), `SUSPENDED` (a call of the step
+        still waits or works; the run is parked if `owner` held it), or `HANDED_OFF` (another process goes on).
 
         Whoever settles the last call of a step continues the run. The processes that settle calls of one
         run take turns here (SQLite: one writer at a time; PostgreSQL: the run's row lock), so the last of
@@ -130,13 +131,12 @@ class RunStore:
         if moved.rowcount == 1:
             for key, value in to.items():
                 setattr(run, key, value)
-            return "suspended" if holds_run else "continue"
+            return NextMove.SUSPENDED if holds_run else NextMove.CONTINUE
         if holds_run:
-            return "continue"
+            return NextMove.CONTINUE
         # not claimed: a call of the step is left, or another process claimed the run first
-        return (
-            "suspended" if await connection.scalar(_STEP_UNSETTLED, {"b_run": run.id, "b_step": run.step}) else "stop"
-        )
+        unsettled = await connection.scalar(_STEP_UNSETTLED, {"b_run": run.id, "b_step": run.step})
+        return NextMove.SUSPENDED if unsettled else NextMove.HANDED_OFF
 
     async def heartbeat(self, run_id: str, owner: str) -> None:
         """Refresh the run's lease: a process is still working on it."""
@@ -333,9 +333,9 @@ class RunStore:
         owner: str,
         holds_run: bool,
         **fields: Any,
-    ) -> tuple[bool, str | None]:
+    ) -> tuple[bool, NextMove | None]:
         """`transition` a call to its result, and in the same transaction decide what follows (`_after_work`):
-        (won, "continue" | "suspended" | "stop"), or (False, None) when it was settled elsewhere."""
+        (True, the `NextMove`), or (False, None) when it was settled elsewhere."""
         async with self._storage.transaction() as connection:
             await self._take_turn(connection, run)
             if not await self._transition(connection, call, to, None, messages, run, audit, None, fields):

@@ -28,6 +28,15 @@ A run:
 
 While a process works on a run it refreshes `runs.heartbeat_at` (the lease); a run whose lease is
 older than `stale_after` and that has work in progress is taken over by `Agent.recover_stale_runs`.
+
+After a step's work (its calls run, parked or decided) the process that did it makes its `NextMove`:
+
+    CONTINUE    it holds the run (`running`) and asks the model next: the step is settled
+    SUSPENDED   a call of the step still waits (or works elsewhere): the run is parked `suspended`
+    HANDED_OFF  another process claimed the run and goes on: this one stops
+
+Whoever settles the last call of a step continues the run; the move is decided in the transaction
+that stored the step or the last result, else by `RunStore.after_work`.
 """
 
 from __future__ import annotations
@@ -45,6 +54,23 @@ class RunStatus(StrEnum):
     """At least one call of its current step waits for a decision or for resume data."""
     COMPLETED = "completed"
     FAILED = "failed"
+
+
+class NextMove(StrEnum):
+    """What follows a step's work, for the process that did it: whoever settles the last call of a step
+    goes on with the run (`RunStore.after_work`, or the transaction that stored a result or the step)."""
+
+    CONTINUE = "continue"
+    """This process holds the run (`running`) and asks the model next: every call of the step is settled."""
+    SUSPENDED = "suspended"
+    """A call of the step still waits for a human (or is at work elsewhere); the run is parked `suspended`."""
+    HANDED_OFF = "handed_off"
+    """Another process claimed the run and goes on with it; this one stops here."""
+
+    @property
+    def finish_reason(self) -> str:
+        """The `finish` chunk of the stream that stops at this move (a `CONTINUE` stream goes on)."""
+        return "suspended" if self == NextMove.SUSPENDED else "stop"
 
 
 FINISHED_RUN_STATUSES = frozenset({RunStatus.COMPLETED, RunStatus.FAILED})

@@ -23,7 +23,7 @@ import openai
 from bot import metrics, telemetry
 from bot.concurrency import waiting
 from memory import Audit, Memory, PolicyStore, RunStatus, RunStore, ToolCallState, ToolPolicy, pair_tool_results
-from memory.states import IN_PROGRESS_STATES, WAITING_STATES, DecisionKind, is_interrupted
+from memory.states import IN_PROGRESS_STATES, WAITING_STATES, DecisionKind, NextMove, is_interrupted
 from memory.tables import RunRow, ToolCallRow, utcnow
 from tools import (
     AgentToolContext,
@@ -145,10 +145,9 @@ class RunDriver:
         self.usage: dict[str, int] = {}
         self._new_messages = messages
         """The messages of a run just created without thread memory: its first step needs no read of them."""
-        self._sole_work = False
-        """True while the driver carries out one call alone: that call's result decides what follows."""
-        self._move: str | None = None
-        """What follows the step's work, when a transaction that wrote it already decided (see `_after_work`)."""
+        self._next_move: NextMove | None = None
+        """The run's next move, when the transaction that stored the step or the one result at work already
+        made it (see `_after_work`)."""
         self._policy_versions: dict[str, int] = {}
         """Tool call id -> the version of its tool's policy when it was proposed (for the audit trail)."""
         self._blocked_ids: set[str] = set()
@@ -243,7 +242,7 @@ class RunDriver:
                 self.run, reply.message(), rows, failed, audits=self._requested(rows), suspend=waits and not pending
             )
             if not pending:
-                self._move = "suspended" if waits else "continue"
+                self._next_move = NextMove.SUSPENDED if waits else NextMove.CONTINUE
             for row in rows:
                 yield Chunk.tool_call(
                     self.run.id, tool_call_id=row.tool_call_id, tool_name=row.tool_name, args=row.args
@@ -253,12 +252,12 @@ class RunDriver:
                     yield self._result_chunk(row)
             for chunk in await self._work_on([row for row in rows if row.state == ToolCallState.PENDING]):
                 yield chunk
-            waiting, outcome = await self._after_work(rows)
+            waiting, move = await self._after_work(rows)
             for chunk in waiting:
                 yield chunk
             yield Chunk.step_finish(self.run.id)
-            if outcome != "continue":
-                yield Chunk.finish(self.run.id, outcome, self.usage)
+            if move != NextMove.CONTINUE:
+                yield Chunk.finish(self.run.id, move.finish_reason, self.usage)
                 return
 
     async def _decided(self, call: ToolCallRow, decision: WonDecision, policy: ToolPolicy) -> AsyncIterator[Chunk]:
@@ -282,27 +281,28 @@ class RunDriver:
 
     async def _then(self, touched: list[ToolCallRow]) -> AsyncIterator[Chunk]:
         """After calls were carried out outside the loop: surface what waits, or go on with the run."""
-        waiting, outcome = await self._after_work(touched)
+        waiting, move = await self._after_work(touched)
         for chunk in waiting:
             yield chunk
-        if outcome != "continue":
-            yield Chunk.finish(self.run.id, outcome, self.usage)
+        if move != NextMove.CONTINUE:
+            yield Chunk.finish(self.run.id, move.finish_reason, self.usage)
             return
         async for chunk in self._steps():
             yield chunk
 
-    async def _after_work(self, touched: list[ToolCallRow]) -> tuple[list[Chunk], str]:
-        """Decide what follows a step's work: "continue" (this driver asks the model next), "suspended"
-        (a call waits), or "stop" (another process goes on); with the chunks of calls that now wait.
+    async def _after_work(self, touched: list[ToolCallRow]) -> tuple[list[Chunk], NextMove]:
+        """Make the run's `NextMove` after a step's work: `CONTINUE` (this driver asks the model next),
+        `SUSPENDED` (a call waits), or `HANDED_OFF` (another process goes on); with the chunks of calls
+        that now wait.
 
         Whoever settles the last call of a step continues the run (`RunStore.after_work`). When the
         transaction that recorded the step, or the result of the one call at work, already decided it,
         nothing more is read or written here.
         """
-        move, self._move = self._move, None
+        move, self._next_move = self._next_move, None
         if move is None:
             move = await self.runs.after_work(self.run, self.deps.owner, holds_run=self._holds_run)
-        self._holds_run = move == "continue"
+        self._holds_run = move == NextMove.CONTINUE
         waiting = [self._waiting_chunk(row) for row in touched if row.state in WAITING_STATES]
         return waiting, move
 
@@ -319,19 +319,16 @@ class RunDriver:
     async def _work_on(self, calls: list[ToolCallRow], policy: ToolPolicy | None = None) -> list[Chunk]:
         """Carry out calls that need no (more) decision, concurrently; the chunks of their outcomes.
         `policy`: of the one call a decision just read it for (see `_execute`)."""
-        self._sole_work = len(calls) == 1
-        try:
-            chunks: list[Chunk] = []
-            for outcome in await asyncio.gather(*(self._work_on_one(call, policy) for call in calls)):
-                chunks += outcome
-            return chunks
-        finally:
-            self._sole_work = False
+        alone = len(calls) == 1  # then its result decides the run's next move too
+        chunks: list[Chunk] = []
+        for outcome in await asyncio.gather(*(self._work_on_one(call, policy, decides_next=alone) for call in calls)):
+            chunks += outcome
+        return chunks
 
-    async def _work_on_one(self, call: ToolCallRow, policy: ToolPolicy | None) -> list[Chunk]:
+    async def _work_on_one(self, call: ToolCallRow, policy: ToolPolicy | None, *, decides_next: bool) -> list[Chunk]:
         if call.state == ToolCallState.RUNNING:
-            return await self._continue_sub_agent(call)
-        return await self._execute(call, policy)
+            return await self._continue_sub_agent(call, decides_next=decides_next)
+        return await self._execute(call, policy, decides_next=decides_next)
 
     # --- one step ---------------------------------------------------------------------------
     async def _record(self, position: int, tool_call: dict[str, Any]) -> ToolCallRow:
@@ -444,8 +441,9 @@ class RunDriver:
         return await rule_says_yes(self.options.require_tool_approval, check)
 
     # --- running one call -------------------------------------------------------------------
-    async def _execute(self, row: ToolCallRow, policy: ToolPolicy | None = None) -> list[Chunk]:
+    async def _execute(self, row: ToolCallRow, policy: ToolPolicy | None = None, *, decides_next: bool) -> list[Chunk]:
         """Run a call that is pending (no approval needed) or decided (approved, or resumed with data).
+        `decides_next`: it is the driver's only work, so storing its result also makes the run's next move.
 
         The tool's policy is read again (it may have changed), unless the decision just read it
         (`policy`). The `before_tool_call` hook runs first; then the call is marked `running` in storage
@@ -455,23 +453,25 @@ class RunDriver:
         tool = self.deps.find_tool(row.tool_name)
         if tool is None or row.fingerprint != fingerprint(row.tool_name, row.args):
             reason = ARGS_CHANGED if tool is not None else f"the tool {row.tool_name!r} is no longer available"
-            return await self._settle(row, ToolCallState.FAILED, {"error": reason}, is_error=True)
+            return await self._settle(
+                row, ToolCallState.FAILED, {"error": reason}, is_error=True, decides_next=decides_next
+            )
         policy = policy or await self.deps.policies.get(row.tool_name)
         if policy.disabled:
-            return await self._blocked(row, policy.version)
+            return await self._blocked(row, policy.version, decides_next=decides_next)
         skipped, output = await self._before_tool_call(row)
         if skipped:
-            return await self._settle(row, ToolCallState.DONE, to_jsonable(output))
+            return await self._settle(row, ToolCallState.DONE, to_jsonable(output), decides_next=decides_next)
         sub_agent = self.deps.sub_agent_for(row.tool_name)
         # a sub-agent's run is named with the mark, so a recovery finds it and goes on with it
         child = {"child_run_id": uuid.uuid4().hex, "child_tool_call_id": None} if sub_agent is not None else {}
         started, disabled_by = await self.runs.start(row, **child)
         if disabled_by is not None:
-            return await self._blocked(row, disabled_by)
+            return await self._blocked(row, disabled_by, decides_next=decides_next)
         if not started:
             return []  # someone else took it: a call runs once
         if sub_agent is not None:
-            return await self._run_sub_agent(row, sub_agent)
+            return await self._run_sub_agent(row, sub_agent, decides_next=decides_next)
         context = AgentToolContext(
             tool.suspend_schema,
             resume_data=row.resume_data,
@@ -494,10 +494,12 @@ class RunDriver:
                     )
         except Exception as exc:  # noqa: BLE001 - a failing tool is a result the model should see
             log.info("tool %s failed in run %s: %r", row.tool_name, self.run.id, exc)
-            return await self._settle(row, ToolCallState.FAILED, {"error": f"{type(exc).__name__}: {exc}"}, True)
+            return await self._settle(
+                row, ToolCallState.FAILED, {"error": f"{type(exc).__name__}: {exc}"}, True, decides_next=decides_next
+            )
         if context.suspend_error is not None:
             error = f"the tool suspended with a payload that does not fit its suspend_schema: {context.suspend_error}"
-            return await self._settle(row, ToolCallState.FAILED, {"error": error}, True)
+            return await self._settle(row, ToolCallState.FAILED, {"error": error}, True, decides_next=decides_next)
         if context.suspended:
             await self.runs.transition(
                 row,
@@ -514,8 +516,10 @@ class RunDriver:
             try:
                 tool.output_schema.validate(output)
             except SchemaValidationError as exc:
-                return await self._settle(row, ToolCallState.FAILED, {"error": f"output does not fit: {exc}"}, True)
-        return await self._settle(row, ToolCallState.DONE, output)
+                return await self._settle(
+                    row, ToolCallState.FAILED, {"error": f"output does not fit: {exc}"}, True, decides_next=decides_next
+                )
+        return await self._settle(row, ToolCallState.DONE, output, decides_next=decides_next)
 
     async def _before_tool_call(self, row: ToolCallRow) -> tuple[bool, Any]:
         hook = self.deps.hooks.get("before_tool_call")
@@ -536,27 +540,37 @@ class RunDriver:
             return True, answer.get("output")
         return False, None
 
-    async def _blocked(self, row: ToolCallRow, policy_version: int) -> list[Chunk]:
+    async def _blocked(self, row: ToolCallRow, policy_version: int, *, decides_next: bool) -> list[Chunk]:
         """A decided or pending call whose tool an admin disabled before it started: it does not run, the
         model reads that it is disabled, and the audit trail says `blocked` (by that policy version)."""
         audit = Audit(
             action="blocked", detail="the tool is disabled by an admin's policy", policy_version=policy_version
         )
-        return await self._settle(row, ToolCallState.FAILED, {"error": disabled_error(row.tool_name)}, True, audit)
+        return await self._settle(
+            row, ToolCallState.FAILED, {"error": disabled_error(row.tool_name)}, True, audit, decides_next=decides_next
+        )
 
     async def _settle(
-        self, row: ToolCallRow, to: ToolCallState, result: Any, is_error: bool = False, audit: Audit | None = None
+        self,
+        row: ToolCallRow,
+        to: ToolCallState,
+        result: Any,
+        is_error: bool = False,
+        audit: Audit | None = None,
+        *,
+        decides_next: bool = False,
     ) -> list[Chunk]:
-        """Store a call's result and the tool message the model reads, in one transaction; when the call
-        was this driver's only work, the same transaction decides what follows (`_after_work`)."""
+        """Store a call's result and the tool message the model reads, in one transaction; with
+        `decides_next` (the call was this driver's only work) the same transaction makes the run's next
+        move (`RunStore.after_work`), kept for `_after_work`."""
         message = _result_message_of(row.tool_call_id, result)
         error = result.get("error") if is_error and isinstance(result, dict) else None
         if audit is None:
             action = "executed" if to == ToolCallState.DONE else "failed"
             audit = Audit(action=action, detail=error and str(error)[:500])
         stored = {"result": result, "is_error": is_error}
-        if self._sole_work:
-            won, self._move = await self.runs.settle(
+        if decides_next:
+            won, self._next_move = await self.runs.settle(
                 row, to, run=self.run, messages=[message], audit=audit, owner=self.deps.owner,
                 holds_run=self._holds_run, **stored,
             )  # fmt: skip
@@ -578,7 +592,8 @@ class RunDriver:
                 decided_by=decision.decided_by,
                 via=decision.via,
             )
-            chunks = await self._after_child(call, await stream.result())
+            # the supervisor's call settles outside `_work_on`: `_then` makes the next move after it
+            chunks = await self._after_child(call, await stream.result(), decides_next=False)
             if decision.kind.refuses:
                 chunks.insert(0, self._denied_chunk(call, decision.reason))
             return chunks
@@ -619,12 +634,12 @@ class RunDriver:
                 interrupted.append(call)
         return interrupted
 
-    async def _continue_sub_agent(self, row: ToolCallRow) -> list[Chunk]:
+    async def _continue_sub_agent(self, row: ToolCallRow, *, decides_next: bool) -> list[Chunk]:
         """Go on with the sub-agent run of a supervisor's call that was at work when its process stopped."""
         sub_agent = self._sub_agent_of(row)
         child_run = await self.runs.get_run(row.child_run_id)
         stream = await sub_agent.recover(child_run)
-        return await self._after_child(row, await stream.result())
+        return await self._after_child(row, await stream.result(), decides_next=decides_next)
 
     # --- sub-agents -------------------------------------------------------------------------
     def _sub_agent_of(self, call: ToolCallRow) -> SubAgent:
@@ -633,13 +648,13 @@ class RunDriver:
             raise SubAgentNotFoundError(self.deps.agent_id, call.tool_call_id, call.tool_name)
         return sub_agent
 
-    async def _run_sub_agent(self, row: ToolCallRow, sub_agent: SubAgent) -> list[Chunk]:
+    async def _run_sub_agent(self, row: ToolCallRow, sub_agent: SubAgent, *, decides_next: bool) -> list[Chunk]:
         stream = await sub_agent.start(
             prompt=str(row.args.get("prompt", "")), parent=self.run, run_id=row.child_run_id, options=self.options
         )
-        return await self._after_child(row, await stream.result())
+        return await self._after_child(row, await stream.result(), decides_next=decides_next)
 
-    async def _after_child(self, row: ToolCallRow, output: AgentOutput) -> list[Chunk]:
+    async def _after_child(self, row: ToolCallRow, output: AgentOutput, *, decides_next: bool) -> list[Chunk]:
         """Show a waiting inner call as this call, or turn the sub-agent's answer into this call's result."""
         if output.finish_reason == "suspended":
             inner = await self.runs.latest_waiting_call(output.run_id)
@@ -660,9 +675,13 @@ class RunDriver:
                 return []
         if output.finish_reason == "error":
             return await self._settle(
-                row, ToolCallState.FAILED, {"error": output.error or "the sub-agent failed"}, True
+                row,
+                ToolCallState.FAILED,
+                {"error": output.error or "the sub-agent failed"},
+                True,
+                decides_next=decides_next,
             )
-        return await self._settle(row, ToolCallState.DONE, {"text": output.text})
+        return await self._settle(row, ToolCallState.DONE, {"text": output.text}, decides_next=decides_next)
 
     # --- endings and chunks -----------------------------------------------------------------
     async def _finish(self, status: RunStatus, finish_reason: str, messages: list[dict[str, Any]] = ()) -> Chunk:
