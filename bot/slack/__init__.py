@@ -3,7 +3,7 @@
 Layers: `app.py` builds the app from its dependencies; `listeners/` wires small handlers per Slack
 surface (events, actions, views); they run the flows in `conversation.py` (a turn in a thread),
 `decisions.py` (a click on a waiting call) and `waiting_messages.py` (the messages that show waiting
-calls); `*_builder.py` build Block Kit; `store.py`/`tables.py` keep the adapter's own state;
+calls); `*_builder.py` build Block Kit; `stores/`/`tables.py` keep the adapter's own state (one store per table);
 `permissions.py` holds the one rule of who may decide. The agent runtime knows nothing of Slack.
 """
 
@@ -12,7 +12,7 @@ from .directory import Directory, DirectoryError
 from .permissions import DecisionCheck, DecisionRule, PolicyRule, Verdict, anyone_in_conversation
 from .server import build_web_app, serve_http, serve_socket
 from .services import SlackServices
-from .store import SlackStore
+from .stores import SlackStores
 from .threads import SlackThread
 from .waiting_messages import refresh_tool_call_messages
 
@@ -23,7 +23,7 @@ __all__ = [
     "DirectoryError",
     "PolicyRule",
     "SlackServices",
-    "SlackStore",
+    "SlackStores",
     "SlackThread",
     "Verdict",
     "anyone_in_conversation",

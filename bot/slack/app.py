@@ -31,7 +31,7 @@ from .permissions import DecisionRule, PolicyRule
 from .recovery import background_stream_hook, run_recovery
 from .request_reading import read_socket_payload
 from .services import SlackServices, attach_services, remember_services, services_of_app
-from .store import SlackStore
+from .stores import EventLog, SlackStores
 from .turn_queue import TurnQueue
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def create_slack_app(
     directory = Directory(app.client, admins=admins)
     services = SlackServices(
         agent=agent,
-        store=SlackStore(storage),
+        stores=SlackStores.on(storage),
         decision_rule=decision_rule or PolicyRule(storage.policies, directory),
         directory=directory,
         streaming=streaming,
@@ -119,9 +119,10 @@ def create_slack_app(
     services.home = HomePublisher(services, app.client)
     remember_services(app, services)
     services.turns = TurnQueue(
-        services.store,
+        services.stores,
         app.client,
         lambda message: take_turn(services, app.client, message),
+        holder=agent.owner,
         reached_agent=lambda message: reached_the_agent(services, message),
         max_concurrent_turns=max_concurrent_turns,
         queued_notice_after=queued_notice_after,
@@ -129,10 +130,10 @@ def create_slack_app(
         logger=logger,
     )
     if signing_secret:  # over HTTP: events are acknowledged before Bolt's dispatch
-        services.intake = EventIntake(app, services.store, signing_secret, logger=logger)
+        services.intake = EventIntake(app, services.stores.events, signing_secret, logger=logger)
     app.use(read_socket_payload)  # over HTTP the request was read before Bolt (server.py)
     app.use(attach_services(services))
-    app.use(record_events(services.store))
+    app.use(record_events(services.stores.events))
     register_listeners(app)
     # Runs the runtime continues on its own (recovery, expiry, an unread continuation) show in their thread.
     agent.hooks["on_background_stream"] = background_stream_hook(services, app.client)
@@ -145,7 +146,7 @@ async def run_slack_recovery(app: AsyncApp, *, every: float = 10.0, repost_after
     await run_recovery(services_of_app(app), app.client, every=every, repost_after=repost_after)
 
 
-def record_events(store: SlackStore):
+def record_events(events: EventLog):
     """A global middleware, the only database write before the ack: record the event's `event_id`,
     with the message when the bot answers it (queued for its turn, so a crash after the ack loses
     nothing). An event already recorded (a retry, or a delivery another replica took) is answered 200
@@ -156,7 +157,7 @@ def record_events(store: SlackStore):
             await next()
             return
         if body.get("type") == "event_callback" and body.get("event_id"):
-            if not await record_event(store, body, context.bot_user_id, context.team_id):
+            if not await record_event(events, body, context.bot_user_id, context.team_id):
                 logger.info("event %s already handled; skipped", body["event_id"])
                 return BoltResponse(status=200, body="")
         await next()

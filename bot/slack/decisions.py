@@ -85,7 +85,7 @@ async def check_click(
     opened, checked again here. `via` (`button`, `home`) is where the click came from: a click the
     policy refuses is audited as `refused`.
     """
-    row = await services.store.get_message(ref or "")
+    row = await services.stores.messages.get(ref or "")
     if row is None or row.kind != kind:
         raise ClickRefused(UNKNOWN)
     if channel is not None and row.channel != channel:
@@ -96,8 +96,8 @@ async def check_click(
         # and is remembered so that it is updated with the decision.
         if thread_ts not in (None, row.thread_ts) or not carried:
             raise ClickRefused(UNKNOWN)
-        await services.store.set_message_ts(row.id, message_ts)
-        row = await services.store.get_message(row.id) or row
+        await services.stores.messages.set_ts(row.id, message_ts)
+        row = await services.stores.messages.get(row.id) or row
     record = await record_of(services, row)
     if record is None or not still_waits(row, record):
         if record is not None and record.state == ToolCallState.EXPIRED:
@@ -213,6 +213,6 @@ async def refuse(
     if refused.row is not None:
         # An approval is shown again from the runtime's record (the clicker's client may be stale); an
         # answered question keeps who answered it, which only the first update knew.
-        fresh = await services.store.get_message(refused.row.id)
+        fresh = await services.stores.messages.get(refused.row.id)
         if fresh is not None and (fresh.kind == "approval" or fresh.closed_at is None):
             await refresh_message(services, client, fresh)

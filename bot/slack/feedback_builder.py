@@ -11,7 +11,7 @@ from typing import Any
 
 from slack_sdk.models.blocks import ContextActionsBlock, FeedbackButtonObject, FeedbackButtonsElement
 
-from .feedback_store import RATINGS, Rating
+from .stores.answer_feedback import RATINGS, Rating
 
 FEEDBACK = "answer_feedback"
 """The action_id of the feedback buttons."""

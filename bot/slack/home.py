@@ -42,7 +42,7 @@ class HomePublisher:
 
     async def opened(self, user_id: str) -> None:
         """The user opened their Home tab: publish it (if it changed since they last saw it)."""
-        await self.services.store.home_opened(user_id)
+        await self.services.stores.home_views.opened(user_id)
         await self.publish(user_id)
 
     def changed(self) -> None:
@@ -61,7 +61,7 @@ class HomePublisher:
         while True:
             self._again = False
             try:
-                shown = await self.services.store.home_digests()
+                shown = await self.services.stores.home_views.digests()
             except Exception:
                 log.exception("could not read who opened the App Home")
                 return
@@ -76,10 +76,10 @@ class HomePublisher:
         try:
             view = await self.view_for(user_id)
             digest = hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest()
-            if (shown or await self.services.store.home_digest(user_id)) == digest:
+            if (shown or await self.services.stores.home_views.digest(user_id)) == digest:
                 return False
             await self.client.views_publish(user_id=user_id, view=view)
-            await self.services.store.home_published(user_id, digest)
+            await self.services.stores.home_views.published(user_id, digest)
         except SlackApiError as exc:
             log.warning("could not publish the App Home of %s: %s", user_id, exc.response.get("error"))
             return False
@@ -93,7 +93,7 @@ class HomePublisher:
         policies: dict[str, ToolPolicy] = {}
         waiting_for_you: list[HomeApproval] = []
         your_requests: list[HomeApproval] = []
-        for row in await services.store.open_approvals():
+        for row in await services.stores.messages.open_approvals():
             record = await record_of(services, row)
             if record is None or not still_waits(row, record):
                 continue
@@ -132,7 +132,7 @@ class HomePublisher:
                 waiting_for_you=waiting_for_you,
                 your_requests=your_requests,
                 policies=policies_shown,
-                feedback=await services.feedback.counts_per_tool() if policies_shown is not None else None,
+                feedback=await services.stores.feedback.counts_per_tool() if policies_shown is not None else None,
             )
         )
 

@@ -30,8 +30,8 @@ from slack_sdk.models.views import View
 from memory import PolicyMode, ToolPolicy
 
 from .approval_builder import APPROVE, DECLINE, DECLINE_WITH_REASON, EDIT_ARGS, format_args, slack_date
-from .feedback_store import NO_TOOL, ToolFeedback
 from .mrkdwn import escape
+from .stores.answer_feedback import NO_TOOL, ToolFeedback
 
 EDIT_POLICY = "policy_edit"
 POLICY_CALLBACK = "policy_modal"

@@ -51,7 +51,7 @@ def slack_api_front(app: AsyncApp, *, token: str) -> ApiFront:
             await refresh_tool_call_messages(services, app.client, decision.run_id, decision.tool_call_id)
         except SlackApiError:
             services.logger.warning("could not update the message of %s/%s", decision.run_id, decision.tool_call_id)
-        rows = await services.store.messages_of_call(decision.run_id, decision.tool_call_id)
+        rows = await services.stores.messages.of_call(decision.run_id, decision.tool_call_id)
         if rows:
             await continue_run(services, app.client, stream, thread=thread_of_row(rows[0]), requester=rows[0].requester)
         else:
@@ -63,7 +63,7 @@ def slack_api_front(app: AsyncApp, *, token: str) -> ApiFront:
 
 
 async def _check_of(services: SlackServices, decision: ApiDecision) -> DecisionCheck:
-    rows = await services.store.messages_of_call(decision.run_id, decision.tool_call_id)
+    rows = await services.stores.messages.of_call(decision.run_id, decision.tool_call_id)
     if rows:
         row = rows[0]
         requester, team_id, channel, thread_id = row.requester, row.team_id, row.channel, row.thread_id

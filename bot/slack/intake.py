@@ -3,7 +3,7 @@
 Slack wants its 200 within 3 seconds and retries otherwise, and a burst of mentions arrives at once.
 Bolt's dispatch (its middleware chain and listener matching) costs about a millisecond per request,
 so a burst of hundreds would keep the last ack waiting behind all the others. Here a signed
-`event_callback` is checked (signature, duplicate) and recorded with its message (`SlackStore.claim_event`,
+`event_callback` is checked (signature, duplicate) and recorded with its message (`EventLog.claim`,
 batched) and answered at once; Bolt dispatches it afterwards, one request at a time in the background,
 without recording it again. Everything else (interactivity, commands, a bad signature, an event whose
 bot user is unknown) goes through Bolt as usual.
@@ -21,7 +21,7 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.signature import SignatureVerifier
 
 from .event_reading import kept, team_of, thread_to_answer
-from .store import SlackStore
+from .stores import EventLog
 
 RECORDED = "approval_bot_event_recorded"
 """Set in a request's Bolt context once its event is recorded, so the middleware does not record it again."""
@@ -35,12 +35,12 @@ def bot_user_of(body: dict[str, Any]) -> str | None:
     return None
 
 
-async def record_event(store: SlackStore, body: dict[str, Any], bot_user_id: str | None, team_id: str | None) -> bool:
+async def record_event(events: EventLog, body: dict[str, Any], bot_user_id: str | None, team_id: str | None) -> bool:
     """Record the delivery's `event_id`, with its message when the bot answers it; False for a repeat."""
     event = body.get("event") or {}
     team = team_of(body, event, team_id)
     thread = thread_to_answer(event, team, bot_user_id)
-    return await store.claim_event(
+    return await events.claim(
         body["event_id"],
         team or None,
         thread_id=thread.thread_id if thread else None,
@@ -57,9 +57,9 @@ def _first(request: AsyncBoltRequest, name: str) -> str:
 class EventIntake:
     """Acknowledges Events API deliveries before Bolt sees them (see the module docstring)."""
 
-    def __init__(self, app: AsyncApp, store: SlackStore, signing_secret: str, *, logger: logging.Logger):
+    def __init__(self, app: AsyncApp, events: EventLog, signing_secret: str, *, logger: logging.Logger):
         self.app = app
-        self.store = store
+        self.events = events
         self.verifier = SignatureVerifier(signing_secret)
         self.logger = logger
         self._waiting: asyncio.Queue[AsyncBoltRequest] | None = None
@@ -76,7 +76,7 @@ class EventIntake:
         )
         if bot_user_id is None or not signed:
             return None  # Bolt answers a bad signature (401) and finds the bot user itself
-        if not await record_event(self.store, body, bot_user_id, None):
+        if not await record_event(self.events, body, bot_user_id, None):
             self.logger.info("event %s already handled; skipped", body["event_id"])
             return BoltResponse(status=200, body="")
         request.context[RECORDED] = True

@@ -62,7 +62,7 @@ async def deliver(
     if search_first and not row.maybe_copies:
         # The earlier try's post may still land after this one (Slack was slow, its sender died): the
         # thread is searched again when the call is settled, so that copy shows the decision too.
-        await services.store.mark_maybe_copies(row.id)
+        await services.stores.messages.mark_maybe_copies(row.id)
         row.maybe_copies = True
     for attempt in range(ATTEMPTS):
         if attempt or search_first or row.maybe_copies:
@@ -87,9 +87,9 @@ async def deliver(
             )
         else:
             ts = str(response["ts"])
-            await services.store.set_message_ts(row.id, ts)
+            await services.stores.messages.set_ts(row.id, ts)
             return ts
-        await services.store.mark_maybe_copies(row.id)
+        await services.stores.messages.mark_maybe_copies(row.id)
         row.maybe_copies = True
         await asyncio.sleep(delay)
         delay *= 2
@@ -112,7 +112,7 @@ async def find_copies(services: SlackServices, client: AsyncWebClient, row: Tool
         services.logger.warning("could not read the thread of %s/%s: %r", row.run_id, row.tool_call_id, exc)
         return None
     for ts in found:
-        await services.store.set_message_ts(row.id, ts)
+        await services.stores.messages.set_ts(row.id, ts)
     return found
 
 

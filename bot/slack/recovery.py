@@ -65,9 +65,9 @@ async def recover_messages(
     report = RecoveryReport()
     waiting = await _waiting_calls(services)
     await _record_missing(services, waiting, grace=repost_after, report=report)
-    for row in await services.store.unposted_messages():
+    for row in await services.stores.messages.unposted():
         await _post_unposted(services, client, row, repost_after=repost_after, report=report)
-    for row in await services.store.open_messages():
+    for row in await services.stores.messages.open():
         if row.ts is not None and (row.run_id, row.tool_call_id) not in waiting:
             try:
                 report.closed += await refresh_message(services, client, row)
@@ -115,7 +115,7 @@ async def _waiting_calls(services: SlackServices) -> dict[tuple[str, str], _Wait
 async def _record_missing(
     services: SlackServices, waiting: dict[tuple[str, str], _Waiting], *, grace: float, report: RecoveryReport
 ) -> None:
-    shown = await services.store.calls_with_open_messages(list(waiting))
+    shown = await services.stores.messages.calls_shown(list(waiting))
     for key, call in waiting.items():
         if key in shown:
             continue
@@ -127,7 +127,7 @@ async def _record_missing(
             continue  # the turn that met the call is probably recording its message right now
         requester = await _requester_of(services, call.run_id)
         approval = call.requires_approval
-        await services.store.add_tool_call_message(
+        await services.stores.messages.record(
             kind="approval" if approval else "question",
             run_id=call.run_id,
             tool_call_id=call.tool_call_id,
@@ -157,7 +157,7 @@ async def _post_unposted(
     ):
         return  # someone is posting it now, or it failed lately
     tried_before = row.post_attempts > 0
-    if not await services.store.claim_post(row):
+    if not await services.stores.messages.claim_post(row):
         return  # another replica took it
     record = await record_of(services, row)
     if still_waits(row, record):
@@ -168,10 +168,10 @@ async def _post_unposted(
     # Nobody needs this message any more; a copy an earlier try left in Slack still shows buttons.
     if tried_before and await find_copies(services, client, row):
         try:
-            await refresh_message(services, client, await services.store.get_message(row.id) or row)
+            await refresh_message(services, client, await services.stores.messages.get(row.id) or row)
         except (SlackApiError, *UNCLEAR):
             return
-    await services.store.close_message(row.id)
+    await services.stores.messages.close(row.id)
     report.closed += 1
 
 

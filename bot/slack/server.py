@@ -19,6 +19,7 @@ from bot.logs import one_line
 
 from .request_reading import Refusal, read_slack_request
 from .services import services_of_app
+from .stores import prepare_slack_tables
 
 EVENTS_PATH = "/slack/events"
 _logger = logging.getLogger("bot.slack")
@@ -27,7 +28,8 @@ _logger = logging.getLogger("bot.slack")
 def build_web_app(app: AsyncApp, *, path: str | None = EVENTS_PATH) -> web.Application:
     """An aiohttp application that hands Slack's requests to `app` (`path` None: no Slack route, as
     over Socket Mode, where nothing verifies a request's signature); other front ends may add routes.
-    It starts the app's background work (the sweep of queued messages) and stops it on cleanup."""
+    It brings the adapter's tables up to date and starts the app's background work (the sweep of queued
+    messages) at startup, and stops that work on cleanup."""
 
     intake = services_of_app(app).intake
 
@@ -50,9 +52,11 @@ def build_web_app(app: AsyncApp, *, path: str | None = EVENTS_PATH) -> web.Appli
     if path is not None:
         web_app.router.add_post(path, slack_events)
     web_app.router.add_get("/health", health)
-    turns = services_of_app(app).turns
+    services = services_of_app(app)
+    turns = services.turns
 
     async def start_turns(_web_app: web.Application) -> None:
+        await prepare_slack_tables(services.stores.storage)
         turns.start()
 
     async def stop_turns(_web_app: web.Application) -> None:
@@ -101,7 +105,9 @@ async def serve_socket(app: AsyncApp, *, app_token: str) -> None:
     socket_logger = _logger.getChild("socket")
     socket_logger.addFilter(one_line)
     handler = AsyncSocketModeHandler(app, app_token, logger=socket_logger)
-    turns = services_of_app(app).turns
+    services = services_of_app(app)
+    turns = services.turns
+    await prepare_slack_tables(services.stores.storage)
     turns.start()
     try:
         await _connect(app, handler)

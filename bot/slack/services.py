@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .directory import Directory
-from .feedback_store import FeedbackStore
 from .permissions import DecisionRule, anyone_in_conversation
-from .store import SlackStore
+from .stores import SlackStores
 
 if TYPE_CHECKING:
     from bot.agent import Agent
@@ -32,13 +31,12 @@ class SlackServices:
     """The agent, the adapter's storage, and the rules the listeners apply."""
 
     agent: Agent
-    store: SlackStore
+    stores: SlackStores
+    """The adapter's tables, one store each."""
     decision_rule: DecisionRule = anyone_in_conversation
     """Who may decide a waiting call (see `permissions`)."""
     directory: Directory | None = None
     """Admins and user groups, looked up in Slack (see `directory`)."""
-    feedback: FeedbackStore = field(init=False)
-    """People's thumbs up / down on answers (set from `store`'s storage)."""
     home: Any = None
     """The App Home publisher (`home.HomePublisher`), told when something a Home shows changes."""
     streaming: bool = True
@@ -48,9 +46,6 @@ class SlackServices:
     """Takes the turns of queued messages, one at a time per thread (set by `create_slack_app`)."""
     intake: EventIntake | None = None
     """Over HTTP, acknowledges event deliveries before Bolt dispatches them (set by `create_slack_app`)."""
-
-    def __post_init__(self) -> None:
-        self.feedback = FeedbackStore(self.store.storage)
 
 
 def services_of(context: Any) -> SlackServices:

@@ -1,6 +1,6 @@
 """One turn at a time per thread, in the order the messages were sent, across replicas.
 
-A message the bot answers is queued in the database before Slack gets its ack (`SlackStore.claim_event`).
+A message the bot answers is queued in the database before Slack gets its ack (`EventLog.claim`).
 Then whichever replica holds the thread's turn (a row in `slack_thread_turns`, kept fresh by a
 heartbeat) answers the thread's waiting messages oldest first, by their Slack `ts`. A message that
 arrives while the thread is busy waits; the replica that received it tells the thread it is queued
@@ -18,9 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import socket
-import uuid
 from collections.abc import Awaitable, Callable
 
 from slack_sdk.errors import SlackApiError
@@ -29,7 +26,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.concurrency import WorkSlots
 from bot.defaults import DEFAULT_MAX_CONCURRENT_TURNS
 
-from .store import QueuedMessage, SlackStore
+from .stores import QueuedMessage, SlackStores
 from .threads import SlackThread
 
 QUEUED_TEXT = "Your message is queued: I'll answer it as soon as the messages before it are done."
@@ -44,10 +41,11 @@ class TurnQueue:
 
     def __init__(
         self,
-        store: SlackStore,
+        stores: SlackStores,
         client: AsyncWebClient,
         answer: Callable[[QueuedMessage], Awaitable[None]],
         *,
+        holder: str,
         reached_agent: Callable[[QueuedMessage], Awaitable[bool]] | None = None,
         max_concurrent_turns: int = DEFAULT_MAX_CONCURRENT_TURNS,
         queued_notice_after: float = 10.0,
@@ -55,7 +53,7 @@ class TurnQueue:
         sweep_every: float = 5.0,
         logger: logging.Logger | None = None,
     ):
-        self.store = store
+        self.stores = stores
         self.client = client
         self.answer = answer
         """Takes one message's turn (runs the agent and writes its answer in the thread)."""
@@ -68,7 +66,8 @@ class TurnQueue:
         """Seconds after its last heartbeat a thread's turn counts as abandoned (its holder crashed)."""
         self.sweep_every = sweep_every
         self.logger = logger or logging.getLogger("bot.slack")
-        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.holder = holder
+        """Who this replica is in the thread leases: the agent's `owner`, the one identity of the process."""
         self.slots = WorkSlots(max_concurrent_turns)
         self._tasks: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
@@ -87,25 +86,26 @@ class TurnQueue:
         a burst of messages queues here instead of crowding the CPU and the connections that the acks
         need; while its turn waits for the model or a tool, the slot serves another thread."""
         async with self.slots.slot():
-            while await self.store.claim_thread(thread_id, self.holder, stale_after=self.stale_after):
+            while await self.stores.thread_turns.take(thread_id, self.holder, stale_after=self.stale_after):
                 heartbeat = asyncio.create_task(self._keep(thread_id))
                 try:
-                    while (message := await self.store.next_queued(thread_id)) is not None:
+                    while (message := await self.stores.events.next_queued(thread_id)) is not None:
                         await self._take_turn(message)
                 finally:
                     heartbeat.cancel()
                     # a message queued after the last look, while the thread was still held here, has no
-                    # other worker: its receiver found the thread busy. The release looks once more.
-                    left = await self.store.release_thread(thread_id, self.holder)
+                    # other worker: its receiver found the thread busy. After the release, look once more.
+                    await self.stores.thread_turns.release(thread_id, self.holder)
+                    left = await self.stores.events.any_queued(thread_id)
                 if not left:
                     return
 
     async def _take_turn(self, message: QueuedMessage) -> None:
-        if not await self.store.start_turn(message.event_id) and await self._reached_agent(message):
+        if not await self.stores.events.start_turn(message.event_id) and await self._reached_agent(message):
             # started before by a replica that stopped after the runtime took the message: what it started
             # is the runtime's recovery's to continue; answering the message again could run it twice
             self.logger.warning("turn of event %s was interrupted; not taken again", message.event_id)
-            await self.store.finish_turn(message.event_id)
+            await self.stores.events.finish_turn(message.event_id)
             await self._post(message, INTERRUPTED_TEXT)
             return
         try:
@@ -113,7 +113,7 @@ class TurnQueue:
         except Exception:  # the turn's own failures are told in the thread by `answer`
             self.logger.exception("the turn of event %s failed", message.event_id)
         finally:
-            await self.store.finish_turn(message.event_id)
+            await self.stores.events.finish_turn(message.event_id)
 
     async def _reached_agent(self, message: QueuedMessage) -> bool:
         """For a turn a stopped replica started: whether the runtime took the message. When it did not (the
@@ -133,7 +133,7 @@ class TurnQueue:
         while True:
             await asyncio.sleep(self.stale_after / 3)
             try:
-                if not await self.store.keep_thread(thread_id, self.holder):
+                if not await self.stores.thread_turns.keep(thread_id, self.holder):
                     self.logger.warning("lost the turn of %s to another replica", thread_id)
                     return
             except Exception:  # a database blip: try again at the next beat
@@ -144,7 +144,7 @@ class TurnQueue:
         try:
             # only a message behind another one of its thread is queued; one waiting for a work slot
             # (a burst of other threads) is not told anything: its turn comes without a thread's wait
-            if not await self.store.waits_behind(event_id):
+            if not await self.stores.events.waits_behind(event_id):
                 return
             await self.client.chat_postMessage(channel=thread.channel, thread_ts=thread.thread_ts, text=QUEUED_TEXT)
         except (SlackApiError, OSError) as exc:
@@ -167,7 +167,9 @@ class TurnQueue:
 
     async def sweep(self) -> int:
         """Take the turns of threads whose messages nobody alive is answering; how many threads."""
-        threads = await self.store.threads_left_waiting(stale_after=self.stale_after, older_than=self.sweep_every)
+        threads = await self.stores.events.threads_left_waiting(
+            stale_after=self.stale_after, older_than=self.sweep_every
+        )
         for thread_id in threads:
             self._spawn(self.take_turns(thread_id))
         return len(threads)

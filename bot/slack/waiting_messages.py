@@ -64,7 +64,7 @@ async def post_waiting_call(
         answerable_by_form = payload.get("resume_schema") is not None
     if interrupted:  # the message of the call's earlier wait shows how that one was decided
         await refresh_tool_call_messages(services, client, run_id, payload["tool_call_id"])
-    row, mine = await services.store.add_tool_call_message(
+    row, mine = await services.stores.messages.record(
         kind=kind,
         run_id=run_id,
         tool_call_id=payload["tool_call_id"],
@@ -212,7 +212,7 @@ async def refresh_message(
         return False
     if row.maybe_copies:
         await find_copies(services, client, row)
-    shown = await services.store.message_ts_all(await services.store.get_message(row.id) or row)
+    shown = await services.stores.messages.every_ts(await services.stores.messages.get(row.id) or row)
     if not shown:
         return False
     if row.kind == "approval":
@@ -233,7 +233,7 @@ async def refresh_message(
                 failures.append(exc)
     if failures:
         raise failures[0]
-    if await services.store.close_message(row.id) and record is not None and record.outcome is not None:
+    if await services.stores.messages.close(row.id) and record is not None and record.outcome is not None:
         # Counted here, where every settled call's message closes once (a click, an answer in the thread,
         # the HTTP API, an expiry), not in one of the paths that decide.
         metrics.decided(record.outcome, kind=row.kind, waiting_since=row.created_at)
@@ -268,7 +268,7 @@ def _settled_approval(row: ToolCallMessageRow, record: ToolCallRecord | None) ->
 
 async def refresh_open_messages(services: SlackServices, client: AsyncWebClient, thread_id: str) -> None:
     """Close every open message of the thread whose call was settled meanwhile (e.g. answered in the thread)."""
-    for row in await services.store.open_messages_in_thread(thread_id):
+    for row in await services.stores.messages.open_in_thread(thread_id):
         try:
             await refresh_message(services, client, row)
         except SlackApiError:
@@ -279,6 +279,6 @@ async def refresh_tool_call_messages(
     services: SlackServices, client: AsyncWebClient, run_id: str, tool_call_id: str
 ) -> None:
     """Update the messages of a call decided outside Slack (the HTTP API) as a click would."""
-    for row in await services.store.messages_of_call(run_id, tool_call_id):
+    for row in await services.stores.messages.of_call(run_id, tool_call_id):
         if row.closed_at is None:
             await refresh_message(services, client, row)

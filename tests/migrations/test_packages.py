@@ -1,5 +1,5 @@
 """Each package owns its tables and migrations: a runtime-only user gets only the runtime's tables,
-the Slack adapter and the demo create theirs when they are used, several replicas can migrate one
+the Slack adapter creates its tables when it starts (never on the way of a call), the demo when it is used, several replicas can migrate one
 database at once, and the migrated schema is exactly what the models declare."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from alembic.migration import MigrationContext
 from bot.demo.migrations import SCHEMA as DEMO
 from bot.playground.migrations import SCHEMA as PLAYGROUND
 from bot.slack.migrations import SCHEMA as SLACK
-from bot.slack.store import SlackStore
+from bot.slack.stores import Conversations
 from bot.slack.threads import SlackThread
 from memory import Storage
 from memory.migrations import SCHEMA as RUNTIME
@@ -51,14 +51,29 @@ async def test_a_runtime_only_user_gets_only_the_runtime_tables(database_url):
         await storage.close()
 
 
-async def test_the_slack_adapter_creates_its_tables_when_it_is_first_used(database_url):
+async def test_the_slack_adapter_creates_its_tables_when_it_starts(database_url):
+    """Building the app creates nothing and a store does not migrate on its way; the app's start does."""
+    from aiohttp import web
+
+    from bot.agent import Agent
+    from bot.slack import build_web_app, create_slack_app
+
     storage = Storage(database_url)
+    thread = SlackThread(team_id="T1", channel="C1", thread_ts="1.0")
     try:
         await storage.migrate()
+        agent = Agent(id="a", name="A", instructions="-", model="openai/m", storage=storage)
+        app = create_slack_app(agent=agent, storage=storage, token="xoxb-test", signing_secret="secret")
+        runner = web.AppRunner(build_web_app(app))
+        with pytest.raises(sa.exc.DBAPIError):
+            await Conversations(storage).get(thread)
         assert await table_names(storage) == RUNTIME_TABLES
-        store = SlackStore(storage)
-        assert await store.conversation(SlackThread(team_id="T1", channel="C1", thread_ts="1.0")) is None
-        assert await table_names(storage) == RUNTIME_TABLES | SLACK_TABLES
+        await runner.setup()  # the web app's startup
+        try:
+            assert await table_names(storage) == RUNTIME_TABLES | SLACK_TABLES
+            assert await Conversations(storage).get(thread) is None
+        finally:
+            await runner.cleanup()
     finally:
         await storage.close()
 

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from bot.agent import Agent, ToolCallNotSuspendedError
 from bot.demo.migrations import SCHEMA as DEMO
 from bot.slack.migrations import SCHEMA as SLACK
-from bot.slack.store import SlackStore
+from bot.slack.stores import Conversations
 from bot.slack.threads import SlackThread
 from memory import Memory, Storage
 from memory.migrations import SCHEMA as RUNTIME
@@ -111,7 +111,7 @@ async def test_the_slack_and_demo_tables_of_v0_1_0_are_adopted_with_their_rows(v
                 assert version == schema.head()
             records = await connection.scalar(sa.text("SELECT count(*) FROM demo_records"))
         assert records == 5
-        conversation = await SlackStore(storage).conversation(
+        conversation = await Conversations(storage).get(
             SlackThread(team_id="T1", channel="C1", thread_ts="1700000000.000100")
         )
         assert conversation is not None and conversation.started_by == "U1"

@@ -11,6 +11,7 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 
 from bot.demo import build_demo_agent, seed_demo_records
 from bot.slack import create_slack_app
+from bot.slack.stores import prepare_slack_tables
 from bot.slack_emulator.app_requests import action_of, block_actions, event_callback
 from memory import Memory, Storage
 from tests.support.scripted_model import call, reply, tool_calls
@@ -33,7 +34,7 @@ class RecordingSocketClient:
 async def test_socket_mode_mention_approval_and_retry(database_url, slack, model):
     model.chat.push(tool_calls(call("delete-record", {"id": 3}, id="call_1")), reply("Deleted."))
     storage = Storage(database_url)
-    await storage.migrate()
+    await prepare_slack_tables(storage)  # what serve_socket does at its start (this test plays it)
     await seed_demo_records(storage)
     agent = build_demo_agent(storage, model=MODEL).attach(storage=storage, memory=Memory(storage))
     app = create_slack_app(agent=agent, storage=storage, token="xoxb-test", api_url=slack.api_url)

@@ -1,6 +1,7 @@
 """The Slack adapter's tables' migrations (`bot/slack/tables.py`), in `versions/`.
 
-`Storage.migrate(SCHEMA)` applies them; the adapter's store does so before it first touches a table.
+`Storage.migrate(SCHEMA)` applies them, once when the bot starts (`stores.prepare_slack_tables`: the
+command line, the playground, `build_web_app` and `serve_socket` at startup); the stores never migrate.
 """
 
 from pathlib import Path

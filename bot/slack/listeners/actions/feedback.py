@@ -49,7 +49,7 @@ async def handle_feedback_button(
     rating, run_id = reading
     calls = await services.agent.list_tool_calls(run_id)
     tool_names = list(dict.fromkeys(call.tool_name for call in calls if call.state in RAN))
-    change = await services.feedback.record(
+    change = await services.stores.feedback.record(
         run_id=run_id,
         user_id=user_id,
         rating=rating,

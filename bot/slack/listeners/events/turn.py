@@ -12,7 +12,7 @@ from typing import Any
 from ...conversation import answer_message, strip_mention
 from ...event_reading import KEPT_FIELDS, is_from_a_person, kept, team_of, thread_to_answer
 from ...services import SlackServices
-from ...store import QueuedMessage
+from ...stores import QueuedMessage
 from ...threads import thread_of_message
 
 __all__ = ["KEPT_FIELDS", "is_from_a_person", "kept", "take_turn", "team_of", "thread_to_answer"]
@@ -24,10 +24,10 @@ async def take_turn(services: SlackServices, client: Any, message: QueuedMessage
     thread = thread_of_message(event, message.team_id)
     text = event.get("text", "")
     if event["type"] == "app_mention" or event.get("channel_type") == "im":
-        conversation = await services.store.start_conversation(thread, event["user"])
+        conversation = await services.stores.conversations.start(thread, event["user"])
         text = strip_mention(text, message.bot_user_id)
     else:
-        conversation = await services.store.conversation(thread)
+        conversation = await services.stores.conversations.get(thread)
         if conversation is None:
             return  # a thread the bot takes no part in
     await answer_message(services, client, thread=thread, user=event["user"], text=text, owner=conversation.started_by)

@@ -46,7 +46,7 @@ async def rate(bot: RunningBot, message: Message, rating: str, *, user: str = "U
 
 
 async def ratings(bot: RunningBot) -> list[tuple[str, int, int]]:
-    feedback = services_of_app(bot.app).feedback
+    feedback = services_of_app(bot.app).stores.feedback
     return [(t.tool_name, t.up, t.down) for t in await feedback.counts_per_tool()]
 
 

@@ -13,7 +13,7 @@ from bot.agent import limit_model_requests
 from bot.defaults import DEFAULT_MAX_MODEL_REQUESTS
 from bot.slack.listeners.events.turn import kept
 from bot.slack.services import services_of_app
-from bot.slack.store import SlackStore
+from bot.slack.stores import SlackStores, prepare_slack_tables
 from bot.slack.tables import SlackThreadTurnRow
 from bot.slack.threads import SlackThread
 from bot.slack.turn_queue import INTERRUPTED_TEXT, QUEUED_TEXT
@@ -151,18 +151,18 @@ async def test_a_rate_limited_model_is_asked_again_after_its_retry_after_and_the
 async def crashed_mid_turn(storage, *, reached_the_agent: bool) -> tuple[dict, str]:
     """What a replica that died mid-turn leaves: its turn row, a message whose turn it started (and, if
     `reached_the_agent`, whose text the runtime had stored in the thread), a message queued behind it."""
-    await storage.migrate()
-    store = SlackStore(storage)
+    await prepare_slack_tables(storage)
+    stores = SlackStores.on(storage)
     sender_event = {"type": "app_mention", "user": "U1", "text": "<@U0BOT> first", "ts": "1800000001.000100"}
     first = {**sender_event, "channel": "C1", "team": "T1"}
     second = {"type": "message", "user": "U1", "text": "second", "ts": "1800000002.000100", "channel": "C1"}
     second |= {"channel_type": "channel", "thread_ts": first["ts"], "team": "T1"}
     thread_id = f"slack:T1:C1:{first['ts']}"
     for event_id, event in (("EvCRASH1", first), ("EvCRASH2", second)):
-        assert await store.claim_event(event_id, "T1", thread_id=thread_id, event=kept(event), bot_user_id="U0BOT")
-    assert await store.claim_thread(thread_id, "dead-host:1:x", stale_after=30)
-    assert await store.start_turn("EvCRASH1")
-    await store.start_conversation(SlackThread(team_id="T1", channel="C1", thread_ts=first["ts"]), "U1")
+        assert await stores.events.claim(event_id, "T1", thread_id=thread_id, event=kept(event), bot_user_id="U0BOT")
+    assert await stores.thread_turns.take(thread_id, "dead-host:1:x", stale_after=30)
+    assert await stores.events.start_turn("EvCRASH1")
+    await stores.conversations.start(SlackThread(team_id="T1", channel="C1", thread_ts=first["ts"]), "U1")
     async with storage.session() as session:  # the dead replica's last heartbeat, a minute ago
         await session.execute(update(SlackThreadTurnRow).values(heartbeat_at=utcnow() - timedelta(seconds=60)))
     if reached_the_agent:  # the run it started stored the message (the runtime's recovery goes on with it)

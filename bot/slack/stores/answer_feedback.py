@@ -1,4 +1,4 @@
-"""Thumbs up / down on the agent's answers (`AnswerFeedbackRow`): record a person's rating, count them per tool.
+"""Thumbs up / down on the agent's answers (`slack_answer_feedback`, `AnswerFeedbackRow`): record a person's rating, count them per tool.
 
 A rating is one row per run and person. The first click inserts it (an INSERT that does nothing on
 conflict); a later click changes it with one conditional UPDATE (`WHERE rating <> new`), so the database
@@ -12,14 +12,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sqlalchemy import select, update
-from sqlalchemy.dialects.postgresql import insert as postgres_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from memory import Storage
 from memory.tables import utcnow
 
-from .migrations import SCHEMA
-from .tables import AnswerFeedbackRow
+from ..tables import AnswerFeedbackRow
+from ._table_store import TableStore
 
 Rating = Literal["up", "down"]
 RATINGS: tuple[Rating, ...] = ("up", "down")
@@ -37,9 +34,8 @@ class ToolFeedback:
     down: int = 0
 
 
-class FeedbackStore:
-    def __init__(self, storage: Storage):
-        self.storage = storage
+class AnswerFeedback(TableStore):
+    """People's ratings of the agent's answers."""
 
     async def record(
         self,
@@ -54,21 +50,23 @@ class FeedbackStore:
     ) -> RatingChange:
         """Record `user_id`'s `rating` of the run's answer: `new` (first rating), `changed` (from the other
         rating) or `same` (they had given this one already; nothing is written)."""
-        await self.storage.migrate(SCHEMA)
         now = utcnow()
-        insert = (sqlite_insert if self.storage.is_sqlite else postgres_insert)(AnswerFeedbackRow)
-        statement = insert.values(
-            run_id=run_id,
-            user_id=user_id,
-            rating=rating,
-            tool_names=tool_names,
-            thread_id=thread_id,
-            channel=channel,
-            message_ts=message_ts,
-            created_at=now,
-            updated_at=now,
-        ).on_conflict_do_nothing(index_elements=["run_id", "user_id"])
-        async with self.storage.session() as session:
+        statement = (
+            self._insert(AnswerFeedbackRow)
+            .values(
+                run_id=run_id,
+                user_id=user_id,
+                rating=rating,
+                tool_names=tool_names,
+                thread_id=thread_id,
+                channel=channel,
+                message_ts=message_ts,
+                created_at=now,
+                updated_at=now,
+            )
+            .on_conflict_do_nothing(index_elements=["run_id", "user_id"])
+        )
+        async with self._writing() as session:
             if (await session.execute(statement)).rowcount:
                 return "new"
             changed = await session.execute(
@@ -83,8 +81,7 @@ class FeedbackStore:
             return "changed" if changed.rowcount else "same"
 
     async def rating_of(self, run_id: str, user_id: str) -> Rating | None:
-        await self.storage.migrate(SCHEMA)
-        async with self.storage.read_session() as session:
+        async with self._reading() as session:
             return await session.scalar(
                 select(AnswerFeedbackRow.rating).where(
                     AnswerFeedbackRow.run_id == run_id, AnswerFeedbackRow.user_id == user_id
@@ -94,9 +91,8 @@ class FeedbackStore:
     async def counts_per_tool(self) -> list[ToolFeedback]:
         """Ratings per tool, each answer counted for every tool it used; tools by name, answers without a
         tool (`NO_TOOL`) last."""
-        await self.storage.migrate(SCHEMA)
         counts: Counter[tuple[str, str]] = Counter()
-        async with self.storage.read_session() as session:
+        async with self._reading() as session:
             rows = await session.execute(select(AnswerFeedbackRow.rating, AnswerFeedbackRow.tool_names))
             for rating, tool_names in rows:
                 for name in set(tool_names or []) or {NO_TOOL}:

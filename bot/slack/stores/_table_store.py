@@ -1,0 +1,40 @@
+"""What every store of the adapter's tables shares: its storage, a write transaction, a read session and
+the dialect's INSERT (for ON CONFLICT DO NOTHING).
+
+The stores do not migrate: the adapter's tables are brought up to date once, when the bot starts
+(`prepare_slack_tables`), not checked on every call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sqlalchemy.dialects.postgresql import insert as postgres_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from memory import Storage
+
+
+class TableStore:
+    def __init__(self, storage: Storage):
+        self.storage = storage
+
+    @asynccontextmanager
+    async def _writing(self) -> AsyncIterator[AsyncSession]:
+        """One transaction, committed on success."""
+        async with self.storage.session() as session:
+            yield session
+
+    @asynccontextmanager
+    async def _reading(self) -> AsyncIterator[AsyncSession]:
+        """A session for reads alone, outside a write transaction (`Storage.read_session`): no write lock on
+        SQLite, no BEGIN/COMMIT on PostgreSQL. What is read and then written in one decision stays in
+        `_writing`."""
+        async with self.storage.read_session() as session:
+            yield session
+
+    def _insert(self, table: Any):
+        return sqlite_insert(table) if self.storage.is_sqlite else postgres_insert(table)

@@ -1,0 +1,241 @@
+"""Handled Slack events (`slack_events`): the dedup of deliveries, and the messages queued for their turn.
+
+Claiming an event is an INSERT that does nothing on conflict, so two replicas (or a retry) racing for the
+same event get one winner from the database. Claims that arrive together are written together, in one
+transaction (a burst of mentions costs a few commits, not one each), because the ack waits for them
+(`ClaimWriter`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, exists, select, update
+from sqlalchemy.orm import aliased
+
+from memory import Storage
+from memory.tables import utcnow
+
+from ..tables import SlackEventRow, SlackThreadTurnRow
+from ._table_store import TableStore
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueuedMessage:
+    """A message waiting for (or taking) its turn in a thread."""
+
+    event_id: str
+    thread_id: str
+    team_id: str
+    event: dict[str, Any]
+    """What the turn needs of the Slack event (type, user, text, channel, ts, thread_ts, channel_type)."""
+    bot_user_id: str | None
+    started_at: datetime | None = None
+    """When a turn was started on it before: the replica that started it stopped without finishing."""
+
+    @property
+    def started(self) -> bool:
+        return self.started_at is not None
+
+
+class ClaimWriter:
+    """Writes the claims that wait at one moment in one transaction; claims that come meanwhile go in the next.
+
+    `write(batch)` inserts a batch (first claim of each event id) and returns the event ids it inserted.
+    """
+
+    def __init__(self, write: Callable[[list[dict[str, Any]]], Awaitable[set[str]]]):
+        self._write = write
+        self._waiting: list[tuple[dict[str, Any], asyncio.Future[bool]]] = []
+        self._writer: asyncio.Task[None] | None = None
+
+    async def claim(self, values: dict[str, Any]) -> bool:
+        """Whether this claim of `values["event_id"]` won (the first of its batch, and new to the table)."""
+        claimed = asyncio.get_running_loop().create_future()
+        self._waiting.append((values, claimed))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_waiting())
+        return await claimed
+
+    async def _write_waiting(self) -> None:
+        while self._waiting:
+            batch, self._waiting = self._waiting, []
+            first: dict[str, dict[str, Any]] = {}
+            for values, _ in batch:
+                first.setdefault(values["event_id"], values)
+            try:
+                inserted = await self._write(list(first.values()))
+            except Exception as exc:
+                for _, claimed in batch:
+                    if not claimed.done():
+                        claimed.set_exception(exc)
+                continue
+            for values, claimed in batch:
+                won = values["event_id"] in inserted and first.get(values["event_id"]) is values
+                if not claimed.done():
+                    claimed.set_result(won)
+
+
+class EventLog(TableStore):
+    """The events the bot handled, and the messages among them that wait for (or take) their turn."""
+
+    def __init__(self, storage: Storage, *, keep_events: timedelta = timedelta(days=1), prune_every: int = 500):
+        super().__init__(storage)
+        self.keep_events = keep_events
+        """How long a handled event id is kept: Slack retries within minutes, so a day is plenty."""
+        self.prune_every = prune_every
+        self._claims = 0
+        self._writer = ClaimWriter(self._insert_claims)
+
+    async def claim(
+        self,
+        event_id: str,
+        team_id: str | None,
+        *,
+        thread_id: str | None = None,
+        event: dict[str, Any] | None = None,
+        bot_user_id: str | None = None,
+    ) -> bool:
+        """Record `event_id` as handled; False if it already was (a retry, or another replica got it).
+
+        With `thread_id`, the message `event` is queued for its turn in that thread (see `next_queued`).
+        """
+        won = await self._writer.claim(
+            {
+                "event_id": event_id,
+                "team_id": team_id,
+                "received_at": utcnow(),
+                "thread_id": thread_id,
+                "message_ts": (event or {}).get("ts") if thread_id else None,
+                "event": event if thread_id else None,
+                "bot_user_id": bot_user_id if thread_id else None,
+            }
+        )
+        self._claims += 1
+        if self._claims % self.prune_every == 0:
+            await self.prune()
+        return won
+
+    async def _insert_claims(self, rows: list[dict[str, Any]]) -> set[str]:
+        statement = (
+            self._insert(SlackEventRow)
+            .values(rows)
+            .on_conflict_do_nothing(index_elements=["event_id"])
+            .returning(SlackEventRow.event_id)
+        )
+        async with self._writing() as session:
+            return set((await session.execute(statement)).scalars())
+
+    async def prune(self) -> int:
+        """Forget handled events older than `keep_events`; returns how many were forgotten."""
+        async with self._writing() as session:
+            result = await session.execute(
+                delete(SlackEventRow).where(SlackEventRow.received_at < utcnow() - self.keep_events)
+            )
+        return result.rowcount
+
+    # --- messages queued for their turn, one turn at a time per thread --------------------------
+    async def next_queued(self, thread_id: str) -> QueuedMessage | None:
+        """The oldest message of `thread_id` (by its ts) whose turn is not done."""
+        async with self._reading() as session:
+            row = (
+                await session.execute(
+                    select(
+                        SlackEventRow.event_id,
+                        SlackEventRow.team_id,
+                        SlackEventRow.event,
+                        SlackEventRow.bot_user_id,
+                        SlackEventRow.started_at,
+                    )
+                    .where(SlackEventRow.thread_id == thread_id, SlackEventRow.done_at.is_(None))
+                    .order_by(SlackEventRow.message_ts, SlackEventRow.received_at)
+                    .limit(1)
+                )
+            ).first()
+        if row is None:
+            return None
+        return QueuedMessage(
+            event_id=row.event_id,
+            thread_id=thread_id,
+            team_id=row.team_id or "",
+            event=row.event or {},
+            bot_user_id=row.bot_user_id,
+            started_at=row.started_at,
+        )
+
+    async def any_queued(self, thread_id: str) -> bool:
+        """Whether a message of `thread_id` waits for its turn (or takes it)."""
+        async with self._reading() as session:
+            waiting = await session.scalar(
+                select(SlackEventRow.event_id)
+                .where(SlackEventRow.thread_id == thread_id, SlackEventRow.done_at.is_(None))
+                .limit(1)
+            )
+        return waiting is not None
+
+    async def start_turn(self, event_id: str) -> bool:
+        """Mark the message's turn started; False if it already was (by a replica that stopped)."""
+        async with self._writing() as session:
+            result = await session.execute(
+                update(SlackEventRow)
+                .where(SlackEventRow.event_id == event_id, SlackEventRow.started_at.is_(None))
+                .values(started_at=utcnow())
+            )
+        return result.rowcount == 1
+
+    async def finish_turn(self, event_id: str) -> None:
+        async with self._writing() as session:
+            await session.execute(
+                update(SlackEventRow).where(SlackEventRow.event_id == event_id).values(done_at=utcnow())
+            )
+
+    async def turn_started(self, event_id: str) -> bool:
+        """Whether the message's turn has started (or is over)."""
+        async with self._reading() as session:
+            started = await session.scalar(select(SlackEventRow.started_at).where(SlackEventRow.event_id == event_id))
+        return started is not None
+
+    async def waits_behind(self, event_id: str) -> bool:
+        """Whether the message's turn has not started and an earlier message of its thread (by ts) is
+        not done: it really waits behind another message, not for a free slot of the replica."""
+        earlier = aliased(SlackEventRow)
+        async with self._reading() as session:
+            found = await session.scalar(
+                select(earlier.event_id)
+                .join(SlackEventRow, SlackEventRow.thread_id == earlier.thread_id)
+                .where(
+                    SlackEventRow.event_id == event_id,
+                    SlackEventRow.started_at.is_(None),
+                    earlier.event_id != event_id,
+                    earlier.done_at.is_(None),
+                    earlier.message_ts < SlackEventRow.message_ts,
+                )
+                .limit(1)
+            )
+        return found is not None
+
+    async def threads_left_waiting(self, *, stale_after: float, older_than: float) -> list[str]:
+        """Threads with a message queued more than `older_than` seconds ago whose turn nobody alive holds
+        (the replica that took it crashed, or the one that received it stopped before starting it).
+        The one read of another table: whether a live lease (`ThreadTurns`) holds the thread."""
+        now = utcnow()
+        held = exists().where(
+            SlackThreadTurnRow.thread_id == SlackEventRow.thread_id,
+            SlackThreadTurnRow.heartbeat_at >= now - timedelta(seconds=stale_after),
+        )
+        async with self._reading() as session:
+            result = await session.scalars(
+                select(SlackEventRow.thread_id)
+                .where(
+                    SlackEventRow.thread_id.is_not(None),
+                    SlackEventRow.done_at.is_(None),
+                    SlackEventRow.received_at < now - timedelta(seconds=older_than),
+                    ~held,
+                )
+                .distinct()
+            )
+            return list(result)

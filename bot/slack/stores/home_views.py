@@ -1,0 +1,43 @@
+"""App Home views (`slack_home_views`): who opened the App Home, and a digest of what was last published
+for them, so a Home is published only for users who opened it and only when its content changed."""
+
+from __future__ import annotations
+
+from sqlalchemy import select, update
+
+from memory.tables import utcnow
+
+from ..tables import HomeViewRow
+from ._table_store import TableStore
+
+
+class HomeViews(TableStore):
+    """The App Homes the bot keeps up to date."""
+
+    async def opened(self, user_id: str) -> None:
+        """Remember that `user_id` opened the App Home (their Home is refreshed from now on)."""
+        statement = (
+            self._insert(HomeViewRow)
+            .values(user_id=user_id, digest=None, opened_at=utcnow())
+            .on_conflict_do_nothing(index_elements=["user_id"])
+        )
+        async with self._writing() as session:
+            await session.execute(statement)
+
+    async def digests(self) -> dict[str, str | None]:
+        """Every user who opened the App Home, with the digest of the view last published for them."""
+        async with self._writing() as session:
+            return {row.user_id: row.digest for row in await session.scalars(select(HomeViewRow))}
+
+    async def digest(self, user_id: str) -> str | None:
+        """The digest of the view last published for `user_id` (None: never, or never opened)."""
+        async with self._writing() as session:
+            row = await session.get(HomeViewRow, user_id)
+            return row.digest if row is not None else None
+
+    async def published(self, user_id: str, digest: str) -> None:
+        """Record that the view of `digest` was published for `user_id`."""
+        async with self._writing() as session:
+            await session.execute(
+                update(HomeViewRow).where(HomeViewRow.user_id == user_id).values(digest=digest, published_at=utcnow())
+            )

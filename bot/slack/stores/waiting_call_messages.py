@@ -1,0 +1,233 @@
+"""The messages that show waiting tool calls (`slack_tool_call_messages`) and their copies
+(`slack_tool_call_message_copies`: the same call shown again, after a post whose answer was lost).
+
+A message is recorded before it is posted (its ts comes later), with a fresh opaque reference that its
+buttons carry; posting it is claimed with a conditional UPDATE, so of several replicas (or the turn and
+the recovery) exactly one posts it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import or_, select, tuple_, update
+
+from memory.tables import utcnow
+
+from ..tables import ToolCallMessageCopyRow, ToolCallMessageRow
+from ..threads import SlackThread
+from ._table_store import TableStore
+
+
+class WaitingCallMessages(TableStore):
+    """The approval and question messages of waiting calls, and the copies of each."""
+
+    async def record(
+        self,
+        *,
+        kind: str,
+        run_id: str,
+        tool_call_id: str,
+        tool_name: str,
+        args: Any,
+        thread: SlackThread,
+        requester: str,
+        request_text: str | None,
+        waiting_since: datetime | None = None,
+        interrupted: bool = False,
+        claim: bool = True,
+    ) -> tuple[ToolCallMessageRow, bool]:
+        """The row of the message that shows this wait of the call, with a fresh opaque reference,
+        recorded before the message is posted (its ts comes later); and whether this caller may post it.
+
+        One wait of a call (`waiting_since`) has one row: when the turn that met the call and the
+        recovery both record it, the second gets the first's row. With `claim` the caller takes on
+        posting it (True unless someone already has).
+        """
+        now = utcnow()
+        values = dict(
+            id=secrets.token_urlsafe(18),
+            kind=kind,
+            run_id=run_id,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            args=args,
+            thread_id=thread.thread_id,
+            team_id=thread.team_id,
+            channel=thread.channel,
+            thread_ts=thread.thread_ts,
+            requester=requester,
+            request_text=request_text,
+            created_at=now,
+            waiting_since=waiting_since,
+            interrupted=interrupted,
+            post_claimed_at=now if claim else None,
+            post_attempts=1 if claim else 0,
+            maybe_copies=False,
+        )
+        statement = self._insert(ToolCallMessageRow).values(**values)
+        if waiting_since is not None:
+            statement = statement.on_conflict_do_nothing(index_elements=["run_id", "tool_call_id", "waiting_since"])
+        async with self._writing() as session:
+            inserted = (await session.execute(statement)).rowcount == 1
+        if inserted:
+            return await self.get(values["id"]), claim
+        existing = await self.of_wait(run_id, tool_call_id, waiting_since)
+        return existing, claim and await self.claim_post(existing)
+
+    async def of_wait(
+        self, run_id: str, tool_call_id: str, waiting_since: datetime | None
+    ) -> ToolCallMessageRow | None:
+        """The message of this one wait of the call."""
+        async with self._writing() as session:
+            return await session.scalar(
+                select(ToolCallMessageRow).where(
+                    ToolCallMessageRow.run_id == run_id,
+                    ToolCallMessageRow.tool_call_id == tool_call_id,
+                    ToolCallMessageRow.waiting_since == waiting_since,
+                )
+            )
+
+    async def claim_post(self, row: ToolCallMessageRow) -> bool:
+        """Take on posting `row`'s message: one conditional UPDATE, so of several replicas (or the turn and
+        the recovery) exactly one wins; it fails if someone took it on since `row` was read, or it is posted."""
+        claimed = (
+            ToolCallMessageRow.post_claimed_at.is_(None)
+            if row.post_claimed_at is None
+            else ToolCallMessageRow.post_claimed_at == row.post_claimed_at
+        )
+        async with self._writing() as session:
+            result = await session.execute(
+                update(ToolCallMessageRow)
+                .where(ToolCallMessageRow.id == row.id, ToolCallMessageRow.ts.is_(None), claimed)
+                .values(post_claimed_at=self.storage.clock.now(), post_attempts=ToolCallMessageRow.post_attempts + 1)
+            )
+        return result.rowcount == 1
+
+    async def unposted(self, limit: int = 100) -> list[ToolCallMessageRow]:
+        """Messages recorded but never posted (and not closed), oldest first."""
+        async with self._writing() as session:
+            result = await session.scalars(
+                select(ToolCallMessageRow)
+                .where(ToolCallMessageRow.ts.is_(None), ToolCallMessageRow.closed_at.is_(None))
+                .order_by(ToolCallMessageRow.created_at)
+                .limit(limit)
+            )
+            return list(result)
+
+    async def open(self, limit: int = 500) -> list[ToolCallMessageRow]:
+        """Messages not yet closed (their buttons may still show), oldest first."""
+        async with self._writing() as session:
+            result = await session.scalars(
+                select(ToolCallMessageRow)
+                .where(ToolCallMessageRow.closed_at.is_(None))
+                .order_by(ToolCallMessageRow.created_at)
+                .limit(limit)
+            )
+            return list(result)
+
+    async def calls_shown(self, calls: list[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of the (run_id, tool_call_id) pairs have a message that is not closed."""
+        found: set[tuple[str, str]] = set()
+        for start in range(0, len(calls), 200):
+            batch = calls[start : start + 200]
+            async with self._writing() as session:
+                result = await session.execute(
+                    select(ToolCallMessageRow.run_id, ToolCallMessageRow.tool_call_id).where(
+                        tuple_(ToolCallMessageRow.run_id, ToolCallMessageRow.tool_call_id).in_(batch),
+                        ToolCallMessageRow.closed_at.is_(None),
+                    )
+                )
+                found.update((run_id, call_id) for run_id, call_id in result)
+        return found
+
+    async def set_ts(self, ref: str, ts: str) -> None:
+        """Record a posted message of `ref`: the first becomes its ts, any other a copy."""
+        async with self._writing() as session:
+            result = await session.execute(
+                update(ToolCallMessageRow)
+                .where(ToolCallMessageRow.id == ref, or_(ToolCallMessageRow.ts.is_(None), ToolCallMessageRow.ts == ts))
+                .values(ts=ts)
+            )
+        if result.rowcount == 0:
+            await self.add_copy(ref, ts)
+
+    async def add_copy(self, ref: str, ts: str) -> bool:
+        """Remember another message showing `ref`'s call; False if it was known."""
+        row = await self.get(ref)
+        if row is None or row.ts == ts:
+            return False
+        statement = (
+            self._insert(ToolCallMessageCopyRow)
+            .values(message_id=ref, ts=ts, created_at=utcnow())
+            .on_conflict_do_nothing(index_elements=["message_id", "ts"])
+        )
+        async with self._writing() as session:
+            return (await session.execute(statement)).rowcount == 1
+
+    async def every_ts(self, row: ToolCallMessageRow) -> list[str]:
+        """The ts of every known message that shows `row`'s call: its own first, then the copies."""
+        async with self._writing() as session:
+            copies = await session.scalars(
+                select(ToolCallMessageCopyRow.ts)
+                .where(ToolCallMessageCopyRow.message_id == row.id)
+                .order_by(ToolCallMessageCopyRow.created_at)
+            )
+            found = [row.ts] if row.ts else []
+            return found + [ts for ts in copies if ts not in found]
+
+    async def mark_maybe_copies(self, ref: str) -> None:
+        """A post of `ref` may have gone out without its answer (a copy may show in Slack)."""
+        async with self._writing() as session:
+            await session.execute(
+                update(ToolCallMessageRow).where(ToolCallMessageRow.id == ref).values(maybe_copies=True)
+            )
+
+    async def get(self, ref: str) -> ToolCallMessageRow | None:
+        """The message of the reference `ref` (a button's value: anything, so it is checked)."""
+        if not ref or len(ref) > 64:
+            return None
+        async with self._writing() as session:
+            return await session.get(ToolCallMessageRow, ref)
+
+    async def of_call(self, run_id: str, tool_call_id: str) -> list[ToolCallMessageRow]:
+        """Every message of the call, over all its waits."""
+        async with self._writing() as session:
+            result = await session.scalars(
+                select(ToolCallMessageRow).where(
+                    ToolCallMessageRow.run_id == run_id, ToolCallMessageRow.tool_call_id == tool_call_id
+                )
+            )
+            return list(result)
+
+    async def open_in_thread(self, thread_id: str) -> list[ToolCallMessageRow]:
+        async with self._reading() as session:
+            result = await session.scalars(
+                select(ToolCallMessageRow).where(
+                    ToolCallMessageRow.thread_id == thread_id, ToolCallMessageRow.closed_at.is_(None)
+                )
+            )
+            return list(result)
+
+    async def open_approvals(self) -> list[ToolCallMessageRow]:
+        """Every approval message not yet closed, oldest first, one per call (for the App Home)."""
+        async with self._writing() as session:
+            result = await session.scalars(
+                select(ToolCallMessageRow)
+                .where(ToolCallMessageRow.kind == "approval", ToolCallMessageRow.closed_at.is_(None))
+                .order_by(ToolCallMessageRow.created_at)
+            )
+            rows = {(row.run_id, row.tool_call_id): row for row in reversed(list(result))}
+            return sorted(rows.values(), key=lambda row: row.created_at)
+
+    async def close(self, ref: str, at: datetime | None = None) -> bool:
+        """Mark the message closed; True only for the one caller that closed it (replicas, copies)."""
+        async with self._writing() as session:
+            result = await session.execute(
+                update(ToolCallMessageRow)
+                .where(ToolCallMessageRow.id == ref, ToolCallMessageRow.closed_at.is_(None))
+                .values(closed_at=at or utcnow())
+            )
+        return bool(result.rowcount)
