@@ -30,31 +30,53 @@ class StartupError(RuntimeError):
     """The bot cannot start; the message is one line that names the cause and the fix."""
 
 
+AGENT_HELP = "the Agent to run, as module:attribute (built without storage); default: the built-in demo agent"
+
+
 def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     settings = settings or Settings.model_construct()
     parser = argparse.ArgumentParser(prog="python -m bot", description="A Slack bot whose agent asks before it acts.")
     commands = parser.add_subparsers(dest="command", required=True)
-    agent_help = "the Agent to run, as module:attribute (built without storage); default: the built-in demo agent"
+    servers = _add_server_commands(commands)
+    policy_list, policy_set = _add_policy_commands(commands)
+    audit = _add_audit_command(commands)
+    for command in (*servers, policy_list, policy_set):
+        _add_agent_options(command, settings)
+    for command in (policy_list, policy_set, audit):
+        command.add_argument(
+            "--playground",
+            action="store_true",
+            help="use the playground's database (the one `python -m bot dev` uses) instead of DATABASE_URL",
+        )
+    for command in servers:
+        _add_log_options(command, settings)
+    return parser
 
+
+def _add_server_commands(commands: Any) -> tuple[argparse.ArgumentParser, ...]:
+    """`serve`, `socket` and `dev`: the commands that run the bot."""
     serve = commands.add_parser("serve", help="run the Slack app over HTTP (POST /slack/events, GET /metrics)")
-    serve.add_argument("--agent", metavar="MODULE:ATTR", help=agent_help)
     serve.add_argument("--port", type=int, default=3000, help="port to listen on (default 3000)")
-    serve.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
-
     socket = commands.add_parser("socket", help="run the Slack app over Socket Mode (GET /metrics on --port)")
-    socket.add_argument("--agent", metavar="MODULE:ATTR", help=agent_help)
     socket.add_argument(
         "--port", type=int, default=3000, help="port of /health, /metrics and the HTTP API (default 3000)"
     )
-    socket.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+    for command in (serve, socket):
+        command.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+    dev = commands.add_parser("dev", help="run the local playground: an emulated Slack workspace in the browser")
+    dev.add_argument(
+        "--port", type=int, default=3000, help="port on 127.0.0.1 (default 3000; the next free one if taken)"
+    )
+    return serve, socket, dev
 
+
+def _add_policy_commands(commands: Any) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """`policy list` and `policy set TOOL [--mode ...]`."""
     policy = commands.add_parser("policy", help="read and change tool policies in DATABASE_URL")
     policy_commands = policy.add_subparsers(dest="policy_command", required=True)
     policy_list = policy_commands.add_parser("list", help="every tool of the agent with its policy")
-    policy_list.add_argument("--agent", metavar="MODULE:ATTR", help=agent_help)
     policy_set = policy_commands.add_parser("set", help="change a tool's policy (omitted options keep their value)")
     policy_set.add_argument("tool", metavar="TOOL", help="the tool's id, as `policy list` shows it")
-    policy_set.add_argument("--agent", metavar="MODULE:ATTR", help=agent_help)
     policy_set.add_argument("--mode", choices=["inherit", "require_approval", "disabled"])
     policy_set.add_argument(
         "--approvers", metavar="U1,S2", help='Slack user and user-group IDs, comma-separated; "" clears (anyone)'
@@ -69,45 +91,42 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     policy_set.add_argument(
         "--expires", metavar="SECONDS", type=_seconds, help="decline a waiting approval after this long; 0 removes"
     )
+    return policy_list, policy_set
 
+
+def _add_audit_command(commands: Any) -> argparse.ArgumentParser:
     audit = commands.add_parser("audit", help="print the audit trail, oldest first")
     audit.add_argument("--since", metavar="ISO-8601", help="only entries from this date or time on (UTC if no zone)")
     audit.add_argument("--tool", metavar="TOOL", help="only entries about this tool")
     audit.add_argument("--format", choices=["table", "jsonl", "csv"], default="table")
+    return audit
 
-    dev = commands.add_parser("dev", help="run the local playground: an emulated Slack workspace in the browser")
-    dev.add_argument("--agent", metavar="MODULE:ATTR", help=agent_help)
-    dev.add_argument(
-        "--port", type=int, default=3000, help="port on 127.0.0.1 (default 3000; the next free one if taken)"
+
+def _add_agent_options(command: argparse.ArgumentParser, settings: Settings) -> None:
+    """`--agent` and `--mcp`: which agent, with which MCP servers' tools."""
+    command.add_argument("--agent", metavar="MODULE:ATTR", help=AGENT_HELP)
+    command.add_argument(
+        "--mcp",
+        metavar="FILE",
+        default=settings.bot_mcp_config,
+        help='MCP servers whose tools join the agent\'s: {"mcpServers": {...}} (default: BOT_MCP_CONFIG)',
     )
-    for command in (serve, socket, dev, policy_list, policy_set):
-        command.add_argument(
-            "--mcp",
-            metavar="FILE",
-            default=settings.bot_mcp_config,
-            help='MCP servers whose tools join the agent\'s: {"mcpServers": {...}} (default: BOT_MCP_CONFIG)',
-        )
-    for command in (policy_list, policy_set, audit):
-        command.add_argument(
-            "--playground",
-            action="store_true",
-            help="use the playground's database (the one `python -m bot dev` uses) instead of DATABASE_URL",
-        )
-    for command in (serve, socket, dev):
-        command.add_argument(
-            "--log-level",
-            type=str.upper,
-            choices=LOG_LEVELS,
-            default=settings.bot_log_level,
-            help="INFO (default, or BOT_LOG_LEVEL): a line at start, per turn and per decision; DEBUG: everything",
-        )
-        command.add_argument(
-            "--log-format",
-            choices=LOG_FORMATS,
-            default=settings.bot_log_format,
-            help="text (default, or BOT_LOG_FORMAT), or json: one object a line with run_id, thread_id, tool, decision",
-        )
-    return parser
+
+
+def _add_log_options(command: argparse.ArgumentParser, settings: Settings) -> None:
+    command.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        default=settings.bot_log_level,
+        help="INFO (default, or BOT_LOG_LEVEL): a line at start, per turn and per decision; DEBUG: everything",
+    )
+    command.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default=settings.bot_log_format,
+        help="text (default, or BOT_LOG_FORMAT), or json: one object a line with run_id, thread_id, tool, decision",
+    )
 
 
 def _seconds(value: str) -> int:
@@ -143,18 +162,13 @@ def load_agent(spec: str) -> Any:
     return agent
 
 
-async def _run(command: str, options: argparse.Namespace, settings: Settings) -> None:
+async def _run(command: str, options: argparse.Namespace, settings: Settings, named: Any) -> None:
+    """`serve` or `socket`: the storage, the agent (`named`, already loaded, or the demo) and its background
+    work, the Slack app and its web server, until stopped; then the shutdown."""
     from . import telemetry
-    from .agent import limit_model_requests, wait_for_running_runs
-    from .api import add_api_off_routes, add_api_routes
+    from .agent import limit_model_requests
     from .assemble import assemble_agent
-    from .expiry import expire_forever
-    from .metrics import add_metrics_routes
-    from .recovery import RecoveryLoop
-    from .slack import build_web_app, create_slack_app, run_slack_recovery, serve_http, serve_socket
-    from .slack.http_api import slack_api_front
     from .slack.migrations import SCHEMA as SLACK_SCHEMA
-    from .slack.server import EVENTS_PATH, SlackUnreachableError
 
     limit_model_requests(settings.bot_max_model_requests)
     tracing = telemetry.setup(
@@ -168,72 +182,103 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings) ->
         pool_size=settings.bot_database_pool_size,
         max_overflow=settings.bot_database_max_overflow,
     )
-    runtime_recovery: RecoveryLoop | None = None
-    expiry: asyncio.Task | None = None
+    background = RuntimeWork()
     mcp: Any = None
     try:
         mcp = await connect_mcp(options.mcp)
-        named = load_agent(options.agent) if options.agent else None
         agent = await assemble_agent(
             storage, model=settings.bot_model, agent=named, model_timeout=settings.bot_model_timeout, tools=mcp.tools
         )
-        runtime_recovery = RecoveryLoop(
-            agent, every=settings.bot_recovery_interval, stale_after=settings.bot_stale_after
-        )
-        expiry = asyncio.get_running_loop().create_task(expire_forever(agent))
-        app = create_slack_app(
-            agent=agent,
-            storage=storage,
-            token=settings.slack_bot_token,
-            signing_secret=settings.slack_signing_secret if command == "serve" else None,
-            api_url=settings.slack_api_url,
-            max_concurrent_turns=settings.bot_max_concurrent_turns,
-            stale_after=settings.bot_stale_after,
-            admins=settings.bot_admins,
-        )
-        web_app = build_web_app(app, path=EVENTS_PATH if command == "serve" else None)
-        if settings.bot_api_token:
-            add_api_routes(web_app, slack_api_front(app, token=settings.bot_api_token))
-        else:
-            add_api_off_routes(web_app)
-        add_metrics_routes(web_app, storage)
-        routes = ["POST /slack/events"] if command == "serve" else []
-        routes += ["GET /metrics"] + (["the HTTP API under /api"] if settings.bot_api_token else [])
-        http = serve_http(web_app, host=options.host, port=options.port, what=", ".join(routes))
-        try:
-            recovery = run_slack_recovery(
-                app, every=settings.bot_recovery_interval, repost_after=settings.bot_stale_after
-            )
-            if command == "serve":
-                await _together(http, recovery)
-            else:
-                await _together(http, recovery, serve_socket(app, app_token=settings.slack_app_token))
-        except SlackUnreachableError as exc:
-            raise StartupError(str(exc)) from None
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise StartupError(
-                    f"port {options.port} on {options.host} is in use: stop the process that holds it, "
-                    "or choose another with --port"
-                ) from None
-            raise
+        background.start(agent, settings)
+        app = _slack_app(command, agent, storage, settings)
+        await _serve(command, app, storage, options, settings)
     finally:
-        # Events are no longer taken (the server stopped above). Tools at work get the grace to finish;
-        # what is still running then is left to the recovery of the next start.
-        if runtime_recovery is not None:
-            await runtime_recovery.stop()
-        if expiry is not None:
-            expiry.cancel()  # and wait for it, so it does not hold a connection while the storage closes
-            await asyncio.gather(expiry, return_exceptions=True)
-        left = await wait_for_running_runs(settings.bot_shutdown_grace)
-        if left:
-            logging.getLogger("bot").warning(
-                "stopping with %d run(s) still at work: the next start recovers them", left
-            )
+        await background.stop(settings.bot_shutdown_grace)
         if mcp is not None:
             await mcp.aclose()
         await storage.close()
         telemetry.shutdown(tracing)  # sends the spans still buffered
+
+
+class RuntimeWork:
+    """What the runtime does on its own while the bot serves: the recovery of stale runs, the expiry sweep."""
+
+    def __init__(self) -> None:
+        self.recovery: Any = None
+        self.expiry: asyncio.Task | None = None
+
+    def start(self, agent: Any, settings: Settings) -> None:
+        from .expiry import expire_forever
+        from .recovery import RecoveryLoop
+
+        self.recovery = RecoveryLoop(agent, every=settings.bot_recovery_interval, stale_after=settings.bot_stale_after)
+        self.expiry = asyncio.get_running_loop().create_task(expire_forever(agent))
+
+    async def stop(self, grace: float) -> None:
+        """Events are no longer taken (the server stopped). Tools at work get `grace` seconds to finish;
+        what is still running then is left to the recovery of the next start."""
+        from .agent import wait_for_running_runs
+
+        if self.recovery is not None:
+            await self.recovery.stop()
+        if self.expiry is not None:
+            self.expiry.cancel()  # and wait for it, so it does not hold a connection while the storage closes
+            await asyncio.gather(self.expiry, return_exceptions=True)
+        left = await wait_for_running_runs(grace)
+        if left:
+            logging.getLogger("bot").warning(
+                "stopping with %d run(s) still at work: the next start recovers them", left
+            )
+
+
+def _slack_app(command: str, agent: Any, storage: Any, settings: Settings) -> Any:
+    from .slack import create_slack_app
+
+    return create_slack_app(
+        agent=agent,
+        storage=storage,
+        token=settings.slack_bot_token,
+        signing_secret=settings.slack_signing_secret if command == "serve" else None,
+        api_url=settings.slack_api_url,
+        max_concurrent_turns=settings.bot_max_concurrent_turns,
+        stale_after=settings.bot_stale_after,
+        admins=settings.bot_admins,
+    )
+
+
+async def _serve(command: str, app: Any, storage: Any, options: argparse.Namespace, settings: Settings) -> None:
+    """The web server (Slack's events over HTTP for `serve`, /health, /metrics, the HTTP API), Slack's
+    recovery pass and, for `socket`, the Socket Mode connection; a start that cannot succeed is one line."""
+    from .api import add_api_off_routes, add_api_routes
+    from .metrics import add_metrics_routes
+    from .slack import build_web_app, run_slack_recovery, serve_http, serve_socket
+    from .slack.http_api import slack_api_front
+    from .slack.server import EVENTS_PATH, SlackUnreachableError
+
+    web_app = build_web_app(app, path=EVENTS_PATH if command == "serve" else None)
+    if settings.bot_api_token:
+        add_api_routes(web_app, slack_api_front(app, token=settings.bot_api_token))
+    else:
+        add_api_off_routes(web_app)
+    add_metrics_routes(web_app, storage)
+    routes = ["POST /slack/events"] if command == "serve" else []
+    routes += ["GET /metrics"] + (["the HTTP API under /api"] if settings.bot_api_token else [])
+    http = serve_http(web_app, host=options.host, port=options.port, what=", ".join(routes))
+    recovery = run_slack_recovery(app, every=settings.bot_recovery_interval, repost_after=settings.bot_stale_after)
+    try:
+        if command == "serve":
+            await _together(http, recovery)
+        else:
+            await _together(http, recovery, serve_socket(app, app_token=settings.slack_app_token))
+    except SlackUnreachableError as exc:
+        raise StartupError(str(exc)) from None
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise StartupError(
+                f"port {options.port} on {options.host} is in use: stop the process that holds it, "
+                "or choose another with --port"
+            ) from None
+        raise
 
 
 async def connect_mcp(path: str | None) -> Any:
@@ -304,9 +349,9 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
 
 
-async def _admin(options: argparse.Namespace, settings: Settings) -> None:
+async def _admin(options: argparse.Namespace, settings: Settings, named: Any = None) -> None:
     """`policy list|set` and `audit` on DATABASE_URL (or, with `--playground`, the playground's database),
-    said on stderr first."""
+    said on stderr first; `named` is the agent `--agent` named, already loaded (else the demo's tools)."""
     from memory import PolicyChange
 
     from . import admin
@@ -321,7 +366,7 @@ async def _admin(options: argparse.Namespace, settings: Settings) -> None:
                 storage, since=admin.parse_since(options.since), tool_name=options.tool, format=options.format
             )
             return
-        agent = load_agent(options.agent) if options.agent else _demo_agent(storage, settings)
+        agent = named if named is not None else _demo_agent(storage, settings)
         mcp = await connect_mcp(options.mcp)
         try:
             add_tools(agent, mcp.tools)
@@ -384,7 +429,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.command == "dev":
         work = _dev(settings, port=options.port, agent=named, mcp_file=options.mcp)
     else:
-        work = _run(options.command, options, settings)
+        work = _run(options.command, options, settings, named)
     try:
         _run_until_stopped(work, hard_deadline=settings.bot_shutdown_grace + 15)
     except StartupError as exc:
@@ -410,9 +455,8 @@ def _run_admin(options: argparse.Namespace) -> int:
     from .admin import AdminInputError
 
     try:
-        if getattr(options, "agent", None):
-            load_agent(options.agent)
-        asyncio.run(_admin(options, Settings()))
+        named = load_agent(options.agent) if getattr(options, "agent", None) else None
+        asyncio.run(_admin(options, Settings(), named))
     except (AdminInputError, AgentNotFoundError, StartupError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
