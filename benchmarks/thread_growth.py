@@ -12,7 +12,7 @@ and measures, side by side:
 
 - extraction bytes: the JSON body of the structured-output request the server received at turn N+3
   (the request that reads "Paris" as the answer);
-- stored bytes, which-city run: `storage.stored_bytes(run_id)` of the run that asked and resumed
+- stored bytes, which-city run: `storage.runs.stored_bytes(run_id)` of the run that asked and resumed
   (its row, messages and tool calls);
 - stored bytes, plain turn: the same for the run of turn N+4;
 - chat request bytes: the JSON body of the last chat request (the bounded window), for context.

@@ -191,10 +191,6 @@ class RunStore:
             return await session.get(RunRow, run_id)
 
     # --- messages ---------------------------------------------------------------------------
-    async def add_messages(self, run: RunRow, messages: Iterable[dict[str, Any]]) -> None:
-        async with self._storage.transaction() as connection:
-            await _add_messages(connection, run, messages)
-
     async def run_messages(self, run_id: str) -> list[dict[str, Any]]:
         async with self._storage.read() as connection:
             rows = await connection.execute(_RUN_MESSAGES, {"b_run": run_id})

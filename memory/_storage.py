@@ -9,6 +9,9 @@ disposed when the last of them closes.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import shutil
+import tempfile
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -78,6 +81,14 @@ class Storage:
         self.audit_log = AuditLog(self)
         self.runs = RunStore(self)
         self.policies = PolicyStore(self)
+
+    @classmethod
+    def temporary(cls) -> Storage:
+        """A SQLite database in a new temporary directory that is removed when the process exits: where an
+        agent given no storage keeps its runs (they live as long as the process)."""
+        directory = tempfile.mkdtemp(prefix="agent-runs-")
+        atexit.register(shutil.rmtree, directory, ignore_errors=True)
+        return cls(f"sqlite+aiosqlite:///{directory}/runs.db")
 
     def __repr__(self) -> str:
         return f"Storage({self.engine.url.render_as_string(hide_password=True)!r})"
@@ -155,13 +166,6 @@ class Storage:
             if self._shared.users > 0:
                 return
         await self.engine.dispose()  # the engine stays usable: a later Storage opens new connections
-
-    # Convenience pass-throughs used by tests and the command line.
-    async def get_run(self, run_id: str):
-        return await self.runs.get_run(run_id)
-
-    async def stored_bytes(self, run_id: str) -> int:
-        return await self.runs.stored_bytes(run_id)
 
 
 @dataclass

@@ -4,13 +4,10 @@ finds suspended runs; the loop itself lives in `_run`."""
 from __future__ import annotations
 
 import asyncio
-import atexit
 import json
 import logging
 import os
-import shutil
 import socket
-import tempfile
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
@@ -117,6 +114,8 @@ class Agent:
         self.memory: Memory | None = None
         self._storage: Storage | None = None
         self._storage_configured = False
+        self._temporary_storage: Storage | None = None
+        """The database this agent made itself, given no storage (`storage`); `aclose` closes it."""
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._unswept: set[tuple[str, int, str]] = set()
         """The stored policies the expiry sweep skipped and logged (each is logged once)."""
@@ -162,11 +161,10 @@ class Agent:
 
     @property
     def storage(self) -> Storage:
-        """The configured storage, or a private temporary database that lives as long as this process."""
+        """The configured storage; with none, made on first use: a temporary database of this agent's own
+        (`Storage.temporary`, removed when the process exits), which `aclose` closes."""
         if self._storage is None:
-            directory = tempfile.mkdtemp(prefix="agent-runs-")
-            atexit.register(shutil.rmtree, directory, ignore_errors=True)
-            self._storage = Storage(f"sqlite+aiosqlite:///{directory}/runs.db")
+            self._storage = self._temporary_storage = Storage.temporary()
             for sub_agent in self.agents.values():
                 if sub_agent._storage is None:
                     sub_agent._storage = self._storage
@@ -181,8 +179,11 @@ class Agent:
         return self._model_client
 
     async def aclose(self) -> None:
-        """Nothing to close of the agent's own: a model client given to it is the giver's, the shared
-        one the process's, and storage the caller's."""
+        """Close what the agent made itself: the temporary database it made when it was given no storage.
+        A model client given to it is the giver's, the shared one the process's, storage given to it the
+        caller's: those stay open."""
+        if self._temporary_storage is not None:
+            await self._temporary_storage.close()
 
     # --- what the loop works with ----------------------------------------------------------
     def _deps(self) -> RunDeps:

@@ -29,13 +29,13 @@ async def test_the_bot_recovers_a_run_a_crashed_process_left(model, database_url
     try:
         await wait_until(lambda: lines(effects, "finished delete-record 5"))
         for _ in range(100):
-            if (await storage.get_run(started["run_id"])).status == "completed":
+            if (await storage.runs.get_run(started["run_id"])).status == "completed":
                 break
             await asyncio.sleep(0.1)
     finally:
         await stop_bot(bot)
 
-    assert (await storage.get_run(started["run_id"])).status == "completed"
+    assert (await storage.runs.get_run(started["run_id"])).status == "completed"
     assert len(lines(effects, "started delete-record 5")) == 1
 
 

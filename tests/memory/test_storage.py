@@ -10,10 +10,11 @@ import threading
 import uuid
 
 import asyncpg
+from sqlalchemy import insert
 from sqlalchemy.engine import make_url
 
 from memory import Storage
-from memory.tables import RunRow, utcnow
+from memory.tables import MessageRow, RunRow, utcnow
 
 
 def a_run() -> RunRow:
@@ -29,6 +30,14 @@ def a_run() -> RunRow:
         request_context={},
         heartbeat_at=utcnow(),
     )
+
+
+async def add_message(storage: Storage, run: RunRow, content: str) -> None:
+    """A write of one message of `run`, in a transaction of its own."""
+    async with storage.transaction() as connection:
+        await connection.execute(
+            insert(MessageRow.__table__).values(run_id=run.id, role="user", content=content, created_at=utcnow())
+        )
 
 
 async def open_connections(database_url: str) -> int:
@@ -96,7 +105,7 @@ async def test_a_read_does_not_wait_for_another_process_writing(tmp_path):
             assert (await storage.runs.get_run(run.id)).owner is None  # the committed state, not the writer's
             assert len(await storage.runs.run_messages(run.id)) == 1
             assert (await storage.policies.get("any-tool")).version == 0
-        write = asyncio.create_task(storage.runs.add_messages(run, [{"role": "user", "content": "again"}]))
+        write = asyncio.create_task(add_message(storage, run, "again"))
         await asyncio.sleep(0.3)
         assert not write.done()  # it waits for the lock ...
         release.set()

@@ -134,7 +134,7 @@ async def test_the_schema_is_checked_once_per_process_and_database(database_url)
     statements: list[str] = []
     sa.event.listen(second.engine.sync_engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
     try:
-        await second.get_run("nope")
+        await second.runs.get_run("nope")
     finally:
         await second.close()
     assert statements and not any("alembic_version" in statement for statement in statements), statements

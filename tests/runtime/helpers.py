@@ -1,7 +1,7 @@
 """Small helpers for runtime tests: building agents and tools, reading streams and model requests.
 
 Only the public names of the contract are used here, plus `Storage` facts the storage guarantees
-need (`get_run`, `stored_bytes`, the `tool_calls` table).
+need (`storage.runs.get_run`, `storage.runs.stored_bytes`, the `tool_calls` table).
 """
 
 from __future__ import annotations
@@ -236,7 +236,7 @@ async def tamper_args(storage, run_id: str, tool_call_id: str, args: dict) -> in
 
 
 async def run_status(storage, run_id: str) -> str | None:
-    run = await storage.get_run(run_id)
+    run = await storage.runs.get_run(run_id)
     return None if run is None else run.status
 
 
@@ -251,7 +251,7 @@ def says_not_approved(text: str) -> bool:
 
 async def database_bytes(storage) -> int:
     """Roughly how much every table of the database holds: the length of each row's text. An
-    independent check on `storage.stored_bytes`, which only counts rows it knows belong to a run."""
+    independent check on `storage.runs.stored_bytes`, which only counts rows it knows belong to a run."""
 
     def table_names(connection) -> list[str]:
         return [name for name in sa.inspect(connection).get_table_names() if name != "alembic_version"]

@@ -256,10 +256,10 @@ async def _stored_bytes_after_turns(model, storage, thread_id: str, turns: int) 
     before = await database_bytes(storage)
     output = await agent.generate("Please delete record 42", **options)
     assert output.finish_reason == "suspended"
-    at_suspension = await storage.stored_bytes(output.run_id)
+    at_suspension = await storage.runs.stored_bytes(output.run_id)
     database_growth = await database_bytes(storage) - before
     await agent.approve_tool_call_generate(run_id=output.run_id, tool_call_id="c_measured")
-    finished = await storage.stored_bytes(output.run_id)
+    finished = await storage.runs.stored_bytes(output.run_id)
     return at_suspension, finished, database_growth
 
 

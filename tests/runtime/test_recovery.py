@@ -75,7 +75,7 @@ async def test_crash_after_the_decision_before_the_tool_started_is_carried_out_o
     assert outputs[0].text == "Deleted record 7."
     assert len(lines(effects, "started delete-record 7")) == 1
     assert len(lines(effects, "finished delete-record 7")) == 1
-    assert (await storage.get_run(started["run_id"])).status == "completed"
+    assert (await storage.runs.get_run(started["run_id"])).status == "completed"
     assert await recover(agent) == ([], [])  # nothing is left to recover
 
 
@@ -124,7 +124,7 @@ async def test_declining_an_interrupted_call_tells_the_model_it_did_not_complete
     told = [m for m in model.chat.requests[-1]["messages"] if m["role"] == "tool"]
     assert "did not complete" in told[-1]["content"]
     assert len(lines(effects, "started delete-record 7")) == 1
-    assert (await storage.get_run(started["run_id"])).status == "completed"
+    assert (await storage.runs.get_run(started["run_id"])).status == "completed"
 
 
 async def test_crash_during_the_model_call_continues_from_the_stored_messages(model, database_url, storage, effects):
@@ -148,7 +148,7 @@ async def test_crash_during_the_model_call_continues_from_the_stored_messages(mo
     last = model.chat.requests[-1]["messages"]
     assert [m["role"] for m in last][-2:] == ["assistant", "tool"]  # asked again with the tool's result
     assert len(lines(effects, "started list-records")) == 1
-    assert (await storage.get_run(recovered[0])).status == "completed"
+    assert (await storage.runs.get_run(recovered[0])).status == "completed"
 
 
 async def test_crash_while_a_tool_runs_beside_an_approval_lists_both_and_the_run_goes_on(
@@ -180,7 +180,7 @@ async def test_crash_while_a_tool_runs_beside_an_approval_lists_both_and_the_run
     assert second.text == "Listed and deleted."
     assert len(lines(effects, "finished delete-record 2")) == 1
     assert len(lines(effects, "started list-records")) == 2  # once before the crash, once approved again
-    assert (await storage.get_run(run_id)).status == "completed"
+    assert (await storage.runs.get_run(run_id)).status == "completed"
 
 
 async def test_several_processes_recovering_at_once_recover_each_run_once(model, database_url, storage, effects):
@@ -197,7 +197,7 @@ async def test_several_processes_recovering_at_once_recover_each_run_once(model,
     assert len(lines(effects, "started delete-record 9")) == 1
     [winner] = [r for r in results if r["recovered"]]
     assert winner["outputs"][0]["finish_reason"] == "stop"
-    assert (await storage.get_run(started["run_id"])).status == "completed"
+    assert (await storage.runs.get_run(started["run_id"])).status == "completed"
 
 
 async def test_a_live_run_is_not_taken_over(model, database_url, storage, effects):
@@ -266,7 +266,7 @@ async def test_a_model_that_hangs_fails_the_run_and_the_thread_goes_on(model, st
 
     assert failed.finish_reason == "error"
     assert "did not answer within 1 s" in failed.error
-    assert (await storage.get_run(failed.run_id)).status == "failed"
+    assert (await storage.runs.get_run(failed.run_id)).status == "failed"
     again = await agent.generate("are you there?", thread_id="t-hang", resource_id="u1")
     assert again.finish_reason == "stop"
     assert again.text == "Hello again."

@@ -190,6 +190,22 @@ async def test_without_storage_resume_works_within_the_process(model):
     assert len(executions) == 2
 
 
+
+async def test_aclose_closes_the_temporary_database_an_agent_made_and_not_a_given_one(model, storage):
+    model.chat.push(reply("Hei."), reply("Hei taas."))
+    alone = make_agent([weather_tool([])])
+    assert (await alone.generate("Moi")).text == "Hei."
+    temporary = alone.storage
+    assert "agent-runs-" in temporary.url and temporary.engine.pool.checkedin() > 0
+    await alone.aclose()
+    assert temporary.engine.pool.checkedin() == 0
+
+    given = make_agent([weather_tool([])], storage=storage)
+    assert (await given.generate("Moi")).text == "Hei taas."
+    connections = storage.engine.pool.checkedin()
+    await given.aclose()
+    assert storage.engine.pool.checkedin() == connections > 0
+
 async def test_context_carries_thread_and_resource(model, storage):
     from memory import Memory
 
