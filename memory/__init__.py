@@ -11,6 +11,7 @@ from ._runs import Audit, RunStore
 from ._storage import Storage
 from .clock import Clock, SystemClock
 from .exceptions import AgentError, PolicyError, ThreadOwnerError
+from .protocols import PolicyReader, RunStorage
 from .states import RunStatus, ToolCallState
 
 __all__ = [
@@ -27,8 +28,10 @@ __all__ = [
     "PolicyChange",
     "PolicyError",
     "PolicyMode",
+    "PolicyReader",
     "PolicyStore",
     "RunStatus",
+    "RunStorage",
     "RunStore",
     "Storage",
     "SystemClock",

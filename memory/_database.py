@@ -10,10 +10,12 @@ from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
+from .dialects import Dialect
+
 
 class Database(Protocol):
-    is_sqlite: bool
-    """True on SQLite, False on PostgreSQL (a few statements differ)."""
+    dialect: Dialect
+    """What differs between SQLite and PostgreSQL: ask it, never branch on the database."""
 
     def session(self) -> AbstractAsyncContextManager[AsyncSession]:
         """A session inside one transaction, committed on success."""

@@ -16,8 +16,6 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import bindparam, select, update
-from sqlalchemy.dialects.postgresql import insert as postgres_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from .exceptions import PolicyError
 from .tables import AuditRow, PolicyRow, utcnow
@@ -206,11 +204,10 @@ class PolicyStore:
         if not tool_name:
             raise PolicyError("a tool name is required")
         values = change.checked()
-        insert = sqlite_insert if self._storage.is_sqlite else postgres_insert
         defaults = ToolPolicy(tool_name=tool_name)
         async with self._storage.session() as session:
             await session.execute(
-                insert(PolicyRow)
+                self._storage.dialect.insert(PolicyRow)
                 .values(
                     tool_name=tool_name,
                     mode=str(defaults.mode),
@@ -224,9 +221,7 @@ class PolicyStore:
             )
             # the row locked first: concurrent changes are serialised, each gets its own version and its
             # own `before`
-            locked = select(PolicyRow).where(PolicyRow.tool_name == tool_name)
-            if not self._storage.is_sqlite:
-                locked = locked.with_for_update()
+            locked = self._storage.dialect.locked(select(PolicyRow).where(PolicyRow.tool_name == tool_name))
             before = policy_of((await session.scalars(locked)).one())
             await session.execute(
                 update(PolicyRow)

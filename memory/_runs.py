@@ -109,8 +109,7 @@ class RunStore:
         """Wait for the other transactions that settle calls of `run` (see `_after_work`). On SQLite the
         write lock of BEGIN IMMEDIATE already does; on PostgreSQL the run's row lock, taken first (a lock
         taken after inserting rows that reference the run would deadlock two settlers)."""
-        if not self._storage.is_sqlite:
-            await connection.execute(_LOCK_RUN, {"b_run": run.id})
+        await self._storage.dialect.take_row_lock(connection, _LOCK_RUN, {"b_run": run.id})
 
     async def _after_work(self, connection: AsyncConnection, run: RunRow, owner: str, *, holds_run: bool) -> NextMove:
         """`CONTINUE` (`owner` goes on with the run: its step is settled), `SUSPENDED` (a call of the step

@@ -18,17 +18,15 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from .clock import SYSTEM_CLOCK, Clock
 from .defaults import DEFAULT_DATABASE_URL
+from .dialects import Dialect
 from .migrations import SCHEMA as RUNTIME
 from .schema import Schema
 
-_READ_ONLY = "memory_read_only"  # an execution option: this connection only reads (no BEGIN IMMEDIATE)
-_MIGRATION_LOCK = 7_300_451  # any constant: the advisory lock replicas take while one of them migrates
 _UP_TO_DATE: set[tuple[str, str]] = set()
 """(database, package) pairs this process has brought up to date: the check is not repeated."""
 
@@ -55,22 +53,21 @@ class Storage:
         self.url = url
         self.clock = clock
         parsed = make_url(url)
-        self.is_sqlite = parsed.get_backend_name() == "sqlite"
+        self.dialect = Dialect(parsed.get_backend_name())
+        """What differs between SQLite and PostgreSQL (`memory.dialects`)."""
+        self.is_sqlite = self.dialect.is_sqlite
         if self.is_sqlite and parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         # An in-memory SQLite database lives and dies with its engine: it is its own database.
         in_memory = self.is_sqlite and parsed.database in (None, "", ":memory:")
         self._database_key = f"{url}#{id(self)}" if in_memory else url
         pool = {} if in_memory else _pool_options(pool_size, max_overflow)
-        self._shared = None if in_memory else _shared_engine(url, echo=echo, is_sqlite=self.is_sqlite, pool=pool)
-        self.engine: AsyncEngine = self._shared.engine if self._shared else _new_engine(url, echo, self.is_sqlite, pool)
+        self._shared = None if in_memory else _shared_engine(url, echo=echo, dialect=self.dialect, pool=pool)
+        self.engine: AsyncEngine = self._shared.engine if self._shared else _new_engine(url, echo, self.dialect, pool)
         self._closed = False
         self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
-        # Reads outside a write transaction: on SQLite no BEGIN IMMEDIATE (no write lock; each statement
-        # reads a consistent snapshot of its own, WAL readers never wait for the writer), on PostgreSQL
-        # autocommit (no BEGIN ... COMMIT round trips).
-        read_options = {_READ_ONLY: True} if self.is_sqlite else {"isolation_level": "AUTOCOMMIT"}
-        self._read_engine = self.engine.execution_options(**read_options)
+        # Reads outside a write transaction (`Dialect.read_options`): no write lock, no BEGIN ... COMMIT.
+        self._read_engine = self.engine.execution_options(**self.dialect.read_options)
         self._reader = async_sessionmaker(self._read_engine, expire_on_commit=False)
         self._migrated = False
         self._migrate_lock = asyncio.Lock()
@@ -108,12 +105,10 @@ class Storage:
         async with self._migrate_lock:
             wanted = [schema for schema in wanted if (self._database_key, schema.name) not in _UP_TO_DATE]
             if wanted:
-                if self.is_sqlite:  # the journal mode is the database's: set once (outside a transaction), it stays
-                    async with self._read_engine.connect() as connection:
-                        await connection.exec_driver_sql("PRAGMA journal_mode=WAL")
+                async with self._read_engine.connect() as connection:
+                    await self.dialect.before_migration(connection)
                 async with self.engine.begin() as connection:
-                    if not self.is_sqlite:
-                        await connection.execute(text(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})"))
+                    await self.dialect.lock_for_migration(connection)
                     for schema in wanted:
                         await connection.run_sync(schema.upgrade)
                 _UP_TO_DATE.update((self._database_key, schema.name) for schema in wanted)
@@ -187,7 +182,7 @@ def _pool_options(pool_size: int | None, max_overflow: int | None) -> dict[str, 
     return {name: value for name, value in options.items() if value is not None}
 
 
-def _shared_engine(url: str, *, echo: bool, is_sqlite: bool, pool: dict[str, int]) -> _SharedEngine | None:
+def _shared_engine(url: str, *, echo: bool, dialect: Dialect, pool: dict[str, int]) -> _SharedEngine | None:
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -195,35 +190,13 @@ def _shared_engine(url: str, *, echo: bool, is_sqlite: bool, pool: dict[str, int
     key = (url, echo, tuple(sorted(pool.items())))
     shared = _ENGINES.setdefault(loop, {}).get(key)
     if shared is None:
-        shared = _ENGINES[loop][key] = _SharedEngine(_new_engine(url, echo, is_sqlite, pool))
+        shared = _ENGINES[loop][key] = _SharedEngine(_new_engine(url, echo, dialect, pool))
     shared.users += 1
     return shared
 
 
-def _new_engine(url: str, echo: bool, is_sqlite: bool, pool: dict[str, int] | None = None) -> AsyncEngine:
-    # SQLite: the driver leaves transactions to us (see `_serialize_sqlite_writers`) and waits up to 30 s
-    # for another writer's lock; set when the connection opens, not by a statement each.
-    connect_args = {"isolation_level": None, "timeout": 30} if is_sqlite else {}
-    engine = create_async_engine(url, echo=echo, connect_args=connect_args, **(pool or {}))
-    if is_sqlite:
-        _serialize_sqlite_writers(engine)
+def _new_engine(url: str, echo: bool, dialect: Dialect, pool: dict[str, int] | None = None) -> AsyncEngine:
+    # set when the connection opens, not by a statement each
+    engine = create_async_engine(url, echo=echo, connect_args=dialect.connect_args, **(pool or {}))
+    dialect.configure(engine)
     return engine
-
-
-def _serialize_sqlite_writers(engine: AsyncEngine) -> None:
-    """Make every SQLite transaction take the write lock up front (BEGIN IMMEDIATE).
-
-    Two processes that both read and then write would otherwise deadlock on the lock upgrade, which
-    SQLite answers with an immediate "database is locked" that no busy timeout can wait out.
-    """
-
-    @event.listens_for(engine.sync_engine, "connect")
-    def _on_connect(dbapi_connection, _record) -> None:
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.close()
-
-    @event.listens_for(engine.sync_engine, "begin")
-    def _on_begin(connection) -> None:
-        if not connection.get_execution_options().get(_READ_ONLY):
-            connection.exec_driver_sql("BEGIN IMMEDIATE")

@@ -22,7 +22,7 @@ import openai
 
 from bot import metrics, telemetry
 from bot.concurrency import waiting
-from memory import Audit, Memory, PolicyStore, RunStatus, RunStore, ToolCallState, ToolPolicy, pair_tool_results
+from memory import Audit, Memory, PolicyReader, RunStatus, RunStorage, ToolCallState, ToolPolicy, pair_tool_results
 from memory.states import IN_PROGRESS_STATES, WAITING_STATES, DecisionKind, NextMove, is_interrupted
 from memory.tables import RunRow, ToolCallRow, utcnow
 from tools import (
@@ -112,8 +112,8 @@ class RunDeps:
     model: str
     instructions: str
     model_client: openai.AsyncOpenAI
-    runs: RunStore
-    policies: PolicyStore
+    runs: RunStorage
+    policies: PolicyReader
     """The admins' tool policies, read when a call is proposed and again right before it runs."""
     memory: Memory | None
     """Thread history, for runs that use memory."""

@@ -190,7 +190,6 @@ async def test_without_storage_resume_works_within_the_process(model):
     assert len(executions) == 2
 
 
-
 async def test_aclose_closes_the_temporary_database_an_agent_made_and_not_a_given_one(model, storage):
     model.chat.push(reply("Hei."), reply("Hei taas."))
     alone = make_agent([weather_tool([])])
@@ -205,6 +204,7 @@ async def test_aclose_closes_the_temporary_database_an_agent_made_and_not_a_give
     connections = storage.engine.pool.checkedin()
     await given.aclose()
     assert storage.engine.pool.checkedin() == connections > 0
+
 
 async def test_context_carries_thread_and_resource(model, storage):
     from memory import Memory

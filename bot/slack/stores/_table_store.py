@@ -1,5 +1,5 @@
 """What every store of the adapter's tables shares: its storage, a write transaction, a read session and
-the dialect's INSERT (for ON CONFLICT DO NOTHING).
+the dialect's INSERT (for ON CONFLICT DO NOTHING, `memory.dialects`).
 
 The stores do not migrate: the adapter's tables are brought up to date once, when the bot starts
 (`prepare_slack_tables`), not checked on every call.
@@ -11,8 +11,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from sqlalchemy.dialects.postgresql import insert as postgres_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory import Storage
@@ -37,4 +35,4 @@ class TableStore:
             yield session
 
     def _insert(self, table: Any):
-        return sqlite_insert(table) if self.storage.is_sqlite else postgres_insert(table)
+        return self.storage.dialect.insert(table)

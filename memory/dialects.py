@@ -1,0 +1,97 @@
+"""What differs between SQLite and PostgreSQL, in one place: every store asks its `Dialect` instead of
+branching on the database itself.
+
+- an INSERT that can do nothing on conflict (each dialect has its own `insert` construct);
+- how concurrent writers are serialised: SQLite lets one writer at a time (every transaction begins
+  with BEGIN IMMEDIATE, see `Storage`), so a row lock is unneeded (and unsupported); PostgreSQL locks rows;
+- how reads outside a write transaction are made (no write lock on SQLite; autocommit on PostgreSQL);
+- how the driver connects and each transaction begins, and what a migration takes first (WAL journal on SQLite; an advisory lock,
+  so one replica migrates at a time, on PostgreSQL).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Select, event, text
+from sqlalchemy.dialects.postgresql import insert as postgres_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+READ_ONLY = "memory_read_only"
+"""An execution option on SQLite: this connection only reads (its transactions take no write lock)."""
+_MIGRATION_LOCK = 7_300_451  # any constant: the advisory lock replicas take while one of them migrates
+
+
+class Dialect:
+    """The database's dialect: `sqlite` (aiosqlite) or `postgresql` (asyncpg)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.is_sqlite = name == "sqlite"
+
+    @classmethod
+    def of(cls, url: str) -> Dialect:
+        return cls(make_url(url).get_backend_name())
+
+    def __repr__(self) -> str:
+        return f"Dialect({self.name!r})"
+
+    def insert(self, table: Any) -> Any:
+        """An INSERT into `table` that supports `.on_conflict_do_nothing(...)`."""
+        return sqlite_insert(table) if self.is_sqlite else postgres_insert(table)
+
+    def locked(self, statement: Select) -> Select:
+        """`statement`, locking the rows it reads until the transaction ends (SQLite: the transaction's
+        write lock already serialises writers)."""
+        return statement if self.is_sqlite else statement.with_for_update()
+
+    async def take_row_lock(self, connection: AsyncConnection, statement: Any, parameters: dict[str, Any]) -> None:
+        """Run a locking `statement` (a SELECT ... FOR UPDATE) where writers need row locks to take turns;
+        on SQLite the write lock of BEGIN IMMEDIATE already makes them take turns."""
+        if not self.is_sqlite:
+            await connection.execute(statement, parameters)
+
+    @property
+    def read_options(self) -> dict[str, Any]:
+        """Execution options of a connection that only reads: no BEGIN IMMEDIATE on SQLite (each statement
+        reads a consistent snapshot, WAL readers never wait for the writer), autocommit on PostgreSQL."""
+        return {READ_ONLY: True} if self.is_sqlite else {"isolation_level": "AUTOCOMMIT"}
+
+    @property
+    def connect_args(self) -> dict[str, Any]:
+        """SQLite: the driver leaves transactions to us (`Storage` begins them) and waits up to 30 s for
+        another writer's lock."""
+        return {"isolation_level": None, "timeout": 30} if self.is_sqlite else {}
+
+    def configure(self, engine: AsyncEngine) -> None:
+        """SQLite: foreign keys on, and every transaction takes the write lock up front (BEGIN IMMEDIATE),
+        except on a connection that only reads (`read_options`).
+
+        Two processes that both read and then write would otherwise deadlock on the lock upgrade, which
+        SQLite answers with an immediate "database is locked" that no busy timeout can wait out.
+        """
+        if not self.is_sqlite:
+            return
+
+        @event.listens_for(engine.sync_engine, "connect")
+        def _on_connect(dbapi_connection, _record) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.close()
+
+        @event.listens_for(engine.sync_engine, "begin")
+        def _on_begin(connection) -> None:
+            if not connection.get_execution_options().get(READ_ONLY):
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    async def before_migration(self, read_connection: AsyncConnection) -> None:
+        """Outside any transaction: SQLite's journal mode is the database's, set once it stays (WAL)."""
+        if self.is_sqlite:
+            await read_connection.exec_driver_sql("PRAGMA journal_mode=WAL")
+
+    async def lock_for_migration(self, connection: AsyncConnection) -> None:
+        """Inside the migration's transaction: one replica migrates at a time (SQLite: the write lock)."""
+        if not self.is_sqlite:
+            await connection.execute(text(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})"))

@@ -1,0 +1,154 @@
+"""The storage the runtime depends on, as protocols of domain methods (in the manner of LangGraph's
+checkpoint savers): the agent runtime (`bot.agent`) is typed against these, `RunStore` and `PolicyStore`
+(SQLAlchemy, on SQLite or PostgreSQL) are the implementation behind them, and
+`tests/memory/test_protocols.py` checks that the implementation offers every method as declared here.
+
+Every method that moves a run or a call is a conditional write whose WHERE names the states it may
+leave (see `memory.states`): an implementation keeps that promise, so the database decides who won.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ._policies import ToolPolicy, UnreadablePolicy
+    from ._runs import Audit
+    from .states import NextMove, RunStatus, ToolCallState
+    from .tables import RunRow, ToolCallRow
+
+
+class RunStorage(Protocol):
+    """Runs, their messages and their tool calls: what the runtime reads and every move it makes."""
+
+    # --- runs
+    async def create_run(self, run: RunRow, messages: Iterable[dict[str, Any]] = ()) -> None:
+        """Store a new run with its first messages."""
+        ...
+
+    async def get_run(self, run_id: str) -> RunRow | None: ...
+
+    async def run_and_call(self, run_id: str, tool_call_id: str | None) -> tuple[RunRow | None, ToolCallRow | None]:
+        """A run and one of its calls (no `tool_call_id`: the call that waits latest), read together."""
+        ...
+
+    async def move_run(
+        self,
+        run: RunRow,
+        to: RunStatus,
+        *,
+        only_from: Iterable[RunStatus] | None = None,
+        messages: Iterable[dict[str, Any]] = (),
+        **fields: Any,
+    ) -> bool:
+        """Move a run to `to` if its status may go there; True if this caller won."""
+        ...
+
+    async def after_work(self, run: RunRow, owner: str, *, holds_run: bool) -> NextMove:
+        """What follows a worker's calls of the current step (go on, park, or leave it to another)."""
+        ...
+
+    async def heartbeat(self, run_id: str, owner: str) -> None:
+        """Refresh the run's lease: a process is still working on it."""
+        ...
+
+    async def stale_runs(self, agent_id: str, *, stale_before: datetime, limit: int = 100) -> list[str]:
+        """Top-level runs of one agent whose lease is older than `stale_before` and that have work in hand."""
+        ...
+
+    async def take_over(self, run_id: str, *, stale_before: datetime, owner: str) -> RunRow | None:
+        """Take a run whose lease went stale; exactly one of several recovering processes wins it."""
+        ...
+
+    async def suspended_runs(
+        self, agent_id: str, *, thread_id: str | None, resource_id: str | None, page: int, per_page: int
+    ) -> tuple[list[tuple[RunRow, list[ToolCallRow]]], int]:
+        """Top-level runs of one agent with a call that waits for a human, newest first, and the total."""
+        ...
+
+    # --- messages and threads
+    async def run_messages(self, run_id: str) -> list[dict[str, Any]]: ...
+
+    async def ensure_thread(self, thread_id: str, resource_id: str | None) -> None:
+        """Create the thread for its first resource; refuse any other resource afterwards."""
+        ...
+
+    # --- steps and tool calls
+    async def record_step(
+        self,
+        run: RunRow,
+        reply: dict[str, Any],
+        calls: list[ToolCallRow],
+        results: Iterable[dict[str, Any]] = (),
+        audits: Iterable[tuple[ToolCallRow, Audit]] = (),
+        *,
+        suspend: bool = False,
+    ) -> None:
+        """Store one step at once: the model's reply, its calls and any immediate results."""
+        ...
+
+    async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRow | None: ...
+
+    async def latest_waiting_call(self, run_id: str) -> ToolCallRow | None: ...
+
+    async def call_ids(self, run_id: str) -> set[str]: ...
+
+    async def step_calls(self, run_id: str, step: int) -> list[ToolCallRow]: ...
+
+    async def waiting_calls_in_thread(self, thread_id: str) -> list[ToolCallRow]:
+        """Every call of the thread still waiting, oldest first (one indexed query)."""
+        ...
+
+    async def approvals_waiting_since(
+        self, agent_id: str, tool_name: str, *, before: datetime, limit: int = 100
+    ) -> list[tuple[str, str]]:
+        """(run id, tool call id) of one agent's top-level calls of `tool_name` waiting for approval since `before`."""
+        ...
+
+    async def transition(
+        self,
+        call: ToolCallRow,
+        to: ToolCallState,
+        *,
+        allowed_from: Iterable[ToolCallState] | None = None,
+        messages: Iterable[dict[str, Any]] = (),
+        run: RunRow | None = None,
+        audit: Audit | Iterable[Audit] | None = None,
+        lease: str | None = None,
+        **fields: Any,
+    ) -> bool:
+        """Move `call` to `to` if it is still in a state that may go there; True if this caller won."""
+        ...
+
+    async def start(self, call: ToolCallRow, **fields: Any) -> tuple[bool, int | None]:
+        """Mark `call` running (the durable "the tool started" mark) unless its tool was disabled."""
+        ...
+
+    async def settle(
+        self,
+        call: ToolCallRow,
+        to: ToolCallState,
+        *,
+        run: RunRow,
+        messages: Iterable[dict[str, Any]],
+        audit: Audit,
+        owner: str,
+        holds_run: bool,
+        **fields: Any,
+    ) -> tuple[bool, NextMove | None]:
+        """Store a call's result and, in the same transaction, decide what follows (as `after_work`)."""
+        ...
+
+
+class PolicyReader(Protocol):
+    """The admins' tool policies, as the runtime reads them (the adapters and the command line change them)."""
+
+    async def get(self, tool_name: str) -> ToolPolicy:
+        """The policy of `tool_name`, or the defaults when none is stored."""
+        ...
+
+    async def with_expiry(self) -> list[ToolPolicy | UnreadablePolicy]:
+        """The stored policies that set an expiry (what the expiry sweep looks at)."""
+        ...
