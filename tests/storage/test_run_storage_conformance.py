@@ -1,0 +1,146 @@
+"""The promises of `memory.protocols.RunStorage`, checked against the storage the runtime runs on: each
+test runs on SQLite and on PostgreSQL (the `storage` fixture), so a backend that breaks one fails here,
+not only deep inside an end-to-end test.
+
+What is checked is what the runtime relies on: what is stored reads back as it was written (in any
+script), every move of a call or a run is conditional (of racing movers exactly one wins, a move from a
+state that may not go there changes nothing), a stale lease is taken over once and a fresh one not at
+all, and a thread belongs to its first resource.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import timedelta
+
+import pytest
+
+from memory import RunStatus, ThreadOwnerError, ToolCallState
+from memory.protocols import RunStorage
+from memory.tables import RunRow, ToolCallRow, utcnow
+
+
+def a_run(*, status: str = "running", thread_id: str | None = None) -> RunRow:
+    return RunRow(
+        id=uuid.uuid4().hex,
+        agent_id="agent",
+        thread_id=thread_id,
+        resource_id="user-1",
+        uses_memory=thread_id is not None,
+        status=status,
+        step=1,
+        max_steps=5,
+        request_context={},
+        heartbeat_at=utcnow(),
+    )
+
+
+def a_call(run: RunRow, state: ToolCallState, *, tool_call_id: str = "call-1") -> ToolCallRow:
+    return ToolCallRow(
+        run_id=run.id,
+        tool_call_id=tool_call_id,
+        agent_id=run.agent_id,
+        thread_id=run.thread_id,
+        resource_id=run.resource_id,
+        step=run.step,
+        position=0,
+        tool_name="delete-record",
+        args={"id": 3, "note": "削除してください"},
+        state=str(state),
+        requires_approval=state == ToolCallState.AWAITING_APPROVAL,
+        is_error=False,
+    )
+
+
+async def a_waiting_call(runs: RunStorage, state: ToolCallState = ToolCallState.AWAITING_APPROVAL) -> ToolCallRow:
+    run = a_run()
+    await runs.create_run(run, [{"role": "user", "content": "delete record 3"}])
+    call = a_call(run, state)
+    reply = {"role": "assistant", "content": None, "tool_calls": [{"id": call.tool_call_id, "type": "function"}]}
+    await runs.record_step(run, reply, [call])
+    return call
+
+
+async def test_a_run_and_its_messages_read_back_as_written(storage):
+    runs: RunStorage = storage.runs
+    run = a_run(thread_id="thread-1")
+    said = ["Bonjour, où est la gare ?", "東京の天気は？", "서울로 가요", "مرحبا بالعالم", "Ünïcödé ✓"]
+    await runs.create_run(run, [{"role": "user", "content": text} for text in said])
+    stored = await runs.get_run(run.id)
+    assert (stored.id, stored.status, stored.thread_id, stored.resource_id) == (run.id, "running", "thread-1", "user-1")
+    assert [m["content"] for m in await runs.run_messages(run.id)] == said
+    assert await runs.get_run("no-such-run") is None
+
+
+async def test_a_recorded_call_reads_back_with_its_arguments(storage):
+    call = await a_waiting_call(storage.runs)
+    stored = await storage.runs.get_tool_call(call.run_id, call.tool_call_id)
+    assert (stored.state, stored.args) == ("awaiting_approval", {"id": 3, "note": "削除してください"})
+    assert (await storage.runs.latest_waiting_call(call.run_id)).tool_call_id == call.tool_call_id
+    assert await storage.runs.call_ids(call.run_id) == {call.tool_call_id}
+
+
+async def test_of_racing_decisions_on_one_call_exactly_one_wins(storage):
+    call = await a_waiting_call(storage.runs)
+    copies = [await storage.runs.get_tool_call(call.run_id, call.tool_call_id) for _ in range(4)]
+    moves = [ToolCallState.APPROVED, ToolCallState.DECLINED, ToolCallState.APPROVED, ToolCallState.DECLINED]
+    won = await asyncio.gather(
+        *(
+            storage.runs.transition(copy, to, decided_by=f"U{i}")
+            for i, (copy, to) in enumerate(zip(copies, moves, strict=True))
+        )
+    )
+    assert sorted(won) == [False, False, False, True]
+    winner = won.index(True)
+    stored = await storage.runs.get_tool_call(call.run_id, call.tool_call_id)
+    assert (stored.state, stored.decided_by) == (str(moves[winner]), f"U{winner}")
+
+
+async def test_a_call_does_not_move_from_a_state_that_may_not_go_there(storage):
+    call = await a_waiting_call(storage.runs, ToolCallState.PENDING)
+    assert not await storage.runs.transition(call, ToolCallState.DECLINED)  # only a waiting call is declined
+    assert (await storage.runs.get_tool_call(call.run_id, call.tool_call_id)).state == "pending"
+    assert await storage.runs.transition(call, ToolCallState.RUNNING)
+    assert not await storage.runs.transition(call, ToolCallState.RUNNING)  # the started mark is taken once
+
+
+async def test_a_run_moves_only_where_its_status_may_go(storage):
+    runs: RunStorage = storage.runs
+    run = a_run()
+    await runs.create_run(run)
+    assert await runs.move_run(run, RunStatus.COMPLETED)
+    again = await runs.get_run(run.id)
+    assert not await runs.move_run(again, RunStatus.RUNNING)  # a finished run stays finished
+    assert not await runs.move_run(again, RunStatus.SUSPENDED)
+    assert (await runs.get_run(run.id)).status == "completed"
+
+
+async def test_a_stale_lease_is_taken_over_once_and_a_fresh_one_not_at_all(storage):
+    runs: RunStorage = storage.runs
+    fresh, stale = a_run(), a_run()
+    stale.heartbeat_at = utcnow() - timedelta(seconds=60)
+    await runs.create_run(fresh)
+    await runs.create_run(stale)
+    cutoff = utcnow() - timedelta(seconds=30)
+    assert await runs.take_over(fresh.id, stale_before=cutoff, owner="other") is None
+    taken = await asyncio.gather(*(runs.take_over(stale.id, stale_before=cutoff, owner=f"r{i}") for i in range(4)))
+    winners = [row for row in taken if row is not None]
+    assert len(winners) == 1
+    assert (await runs.get_run(stale.id)).owner == winners[0].owner
+
+
+async def test_a_heartbeat_keeps_the_lease(storage):
+    runs: RunStorage = storage.runs
+    run = a_run()
+    run.heartbeat_at = utcnow() - timedelta(seconds=60)  # a lease gone stale
+    await runs.create_run(run)
+    await runs.heartbeat(run.id, "me")
+    assert await runs.take_over(run.id, stale_before=utcnow() - timedelta(seconds=30), owner="other") is None
+
+
+async def test_a_thread_belongs_to_its_first_resource(storage):
+    await storage.runs.ensure_thread("thread-1", "user-1")
+    await storage.runs.ensure_thread("thread-1", "user-1")
+    with pytest.raises(ThreadOwnerError):
+        await storage.runs.ensure_thread("thread-1", "user-2")
