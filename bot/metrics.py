@@ -107,7 +107,7 @@ class WaitingCalls:
     async def count(cls, storage: Storage) -> WaitingCalls:
         from sqlalchemy import func, select
 
-        from memory.states import ToolCallState
+        from memory.states import WAITING_STATES, ToolCallState
         from memory.tables import RunRow, ToolCallRow
 
         # top-level runs only: a sub-agent's waiting call is also its supervisor's
@@ -115,7 +115,7 @@ class WaitingCalls:
             select(ToolCallRow.state, func.count())
             .join(RunRow, RunRow.id == ToolCallRow.run_id)
             .where(RunRow.parent_run_id.is_(None))
-            .where(ToolCallRow.state.in_([ToolCallState.AWAITING_APPROVAL, ToolCallState.SUSPENDED]))
+            .where(ToolCallRow.state.in_(sorted(WAITING_STATES)))
             .group_by(ToolCallRow.state)
         )
         async with storage.read_session() as session:

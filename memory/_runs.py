@@ -25,7 +25,9 @@ from ._audit import SYSTEM
 from .defaults import SUSPENDED_RUNS_COUNTED_AHEAD
 from .exceptions import ThreadOwnerError
 from .states import (
+    CALL_STARTS_IN,
     IN_PROGRESS_STATES,
+    RUN_STARTS_IN,
     SETTLED_STATES,
     UNFINISHED_RUN_STATUSES,
     WAITING_STATES,
@@ -50,6 +52,9 @@ class RunStore:
 
     # --- runs -------------------------------------------------------------------------------
     async def create_run(self, run: RunRow, messages: Iterable[dict[str, Any]] = ()) -> None:
+        """Store a new run (in `RUN_STARTS_IN`) with its first messages."""
+        if run.status != RUN_STARTS_IN:
+            raise ValueError(f"a run is stored {RUN_STARTS_IN}, not {run.status}")
         async with self._storage.transaction() as connection:
             await connection.execute(_INSERT_RUN, _new_row_values(run))
             await _add_messages(connection, run, messages)
@@ -229,13 +234,20 @@ class RunStore:
 
         One transaction, so a crash never leaves a reply whose calls were not recorded.
         """
+        unstartable = [c.tool_call_id for c in calls if c.state not in CALL_STARTS_IN]
+        if unstartable:
+            raise ValueError(f"calls are stored in one of {sorted(CALL_STARTS_IN)}: not {unstartable}")
         now = self._storage.clock.now()
         values: dict[str, Any] = {"step": run.step, "heartbeat_at": now, "updated_at": now}
+        statement = _UPDATE_RUN
         if suspend:
             values.update(status=str(RunStatus.SUSPENDED), suspended_at=now, owner=None)
+            statement = _move_run(frozenset(run_sources_of(RunStatus.SUSPENDED)))
         async with self._storage.transaction() as connection:
             await _add_messages(connection, run, [reply])
-            await connection.execute(_UPDATE_RUN, {"b_run": run.id, **values})
+            moved = await connection.execute(statement, {"b_run": run.id, **values})
+            if moved.rowcount != 1:  # rolled back: nothing of the step is stored
+                raise RuntimeError(f"run {run.id} may not be parked from {run.status}: its step was not recorded")
             for call in calls:
                 inserted = await connection.execute(_INSERT_CALL, _new_row_values(call, now))
                 call.id = inserted.inserted_primary_key[0]
@@ -507,9 +519,9 @@ _STEP_UNSETTLED = select(
         ~_one_of(CALLS.c.state, SETTLED_STATES),
     )
 )
-_PARK_RUN = _UPDATE_RUN.where(RUNS.c.status == str(RunStatus.RUNNING), _UNSETTLED)
+_PARK_RUN = _UPDATE_RUN.where(_one_of(RUNS.c.status, run_sources_of(RunStatus.SUSPENDED)), _UNSETTLED)
 """A worker parks its run while a call of the run's current step is not settled."""
-_CLAIM_SETTLED_RUN = _UPDATE_RUN.where(RUNS.c.status == str(RunStatus.SUSPENDED), ~_UNSETTLED)
+_CLAIM_SETTLED_RUN = _UPDATE_RUN.where(_one_of(RUNS.c.status, run_sources_of(RunStatus.RUNNING)), ~_UNSETTLED)
 """A settler claims a parked run once every call of its current step is settled."""
 
 

@@ -76,6 +76,9 @@ class NextMove(StrEnum):
 FINISHED_RUN_STATUSES = frozenset({RunStatus.COMPLETED, RunStatus.FAILED})
 UNFINISHED_RUN_STATUSES = frozenset({RunStatus.RUNNING, RunStatus.SUSPENDED})
 
+RUN_STARTS_IN = RunStatus.RUNNING
+"""A run is stored `running`: the process that creates it works on it."""
+
 RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
     RunStatus.RUNNING: frozenset({RunStatus.SUSPENDED, RunStatus.COMPLETED, RunStatus.FAILED}),
     RunStatus.SUSPENDED: frozenset({RunStatus.RUNNING, RunStatus.FAILED}),
@@ -109,6 +112,10 @@ WAITING_STATES = frozenset({ToolCallState.AWAITING_APPROVAL, ToolCallState.SUSPE
 IN_PROGRESS_STATES = frozenset({ToolCallState.PENDING, ToolCallState.APPROVED, ToolCallState.RUNNING})
 """A process has work to do on the call; after a crash the recovery takes it over."""
 SETTLED_STATES = frozenset({ToolCallState.DONE, ToolCallState.FAILED, ToolCallState.DECLINED, ToolCallState.EXPIRED})
+
+CALL_STARTS_IN = frozenset({ToolCallState.PENDING, ToolCallState.AWAITING_APPROVAL, ToolCallState.FAILED})
+"""The states a proposed call is stored in: pending (runs without approval), awaiting approval, or failed
+at once (arguments that are not JSON or fail the schema, an unknown or disabled tool)."""
 
 TRANSITIONS: dict[ToolCallState, frozenset[ToolCallState]] = {
     ToolCallState.PENDING: frozenset(

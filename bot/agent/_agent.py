@@ -18,7 +18,7 @@ import openai
 
 from bot.defaults import DEFAULT_MODEL
 from memory import Audit, Memory, RunStatus, Storage, ToolCallState, ToolPolicy, UnreadablePolicy
-from memory.states import FINISHED_RUN_STATUSES, DecisionKind, next_state_after, waiting_state_for
+from memory.states import FINISHED_RUN_STATUSES, RUN_STARTS_IN, DecisionKind, next_state_after, waiting_state_for
 from memory.tables import RunRow, ToolCallRow, utcnow
 from tools import JsonValueError, Schema, SchemaError, SchemaValidationError, Tool, create_tool, plain_json, to_jsonable
 
@@ -318,7 +318,7 @@ class Agent:
             thread_id=thread_id,
             resource_id=resource_id,
             uses_memory=uses_memory,
-            status=str(RunStatus.RUNNING),
+            status=str(RUN_STARTS_IN),
             owner=self.owner,
             heartbeat_at=self.storage.clock.now(),
             step=0,

@@ -9,6 +9,7 @@ replicas): the loser is told the request was already decided and sees the messag
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -27,22 +28,35 @@ UNKNOWN = "This button does not belong to a request that is waiting here."
 ALREADY_DECIDED = "This request was already decided."
 ALREADY_ANSWERED = "This question was already answered."
 EXPIRED = "This request expired: nobody decided before its tool policy's time limit, so it was not run."
-_REFUSAL_REASONS = {
-    UNKNOWN: "unknown",
-    ALREADY_DECIDED: "already_decided",
-    ALREADY_ANSWERED: "already_decided",
-    EXPIRED: "expired",
-}
+
+
+class RefusalReason(StrEnum):
+    """Why a click decided nothing (the `reason` of `bot_refused_clicks_total`)."""
+
+    UNKNOWN = "unknown"
+    """The button names no message waiting here (or came from another message)."""
+    ALREADY_DECIDED = "already_decided"
+    """The call was decided (or answered) already: another click or replica won."""
+    EXPIRED = "expired"
+    """Nobody decided before the tool policy's expiry."""
+    NOT_ALLOWED = "not_allowed"
+    """The decision rule refused the clicker."""
 
 
 class ClickRefused(Exception):
     """The click changes nothing; `explanation` is shown to the user who clicked, and to nobody else."""
 
     def __init__(
-        self, explanation: str, *, row: ToolCallMessageRow | None = None, about: ToolCallMessageRow | None = None
+        self,
+        explanation: str,
+        reason: RefusalReason,
+        *,
+        row: ToolCallMessageRow | None = None,
+        about: ToolCallMessageRow | None = None,
     ):
         super().__init__(explanation)
         self.explanation = explanation
+        self.reason = reason
         self.row = row
         """Set when the message should be updated to show that the call no longer waits."""
         self.about = row or about
@@ -59,6 +73,11 @@ class WaitingCall:
     @property
     def thread(self) -> SlackThread:
         return thread_of_row(self.row)
+
+
+def _already(message_kind: str) -> str:
+    """What the loser of a race is told: an approval was decided, a question answered."""
+    return ALREADY_DECIDED if message_kind == "approval" else ALREADY_ANSWERED
 
 
 def thread_of_row(row: ToolCallMessageRow) -> SlackThread:
@@ -87,22 +106,22 @@ async def check_click(
     """
     row = await services.stores.messages.get(ref or "")
     if row is None or row.kind != kind:
-        raise ClickRefused(UNKNOWN)
+        raise ClickRefused(UNKNOWN, RefusalReason.UNKNOWN)
     if channel is not None and row.channel != channel:
-        raise ClickRefused(UNKNOWN)
+        raise ClickRefused(UNKNOWN, RefusalReason.UNKNOWN)
     if message_ts is not None and message_ts != row.ts:
         # Only the bot posts messages with its buttons, so another message in the row's thread carrying
         # the reference is a copy (a retried post, the recovery): it decides the call like the first,
         # and is remembered so that it is updated with the decision.
         if thread_ts not in (None, row.thread_ts) or not carried:
-            raise ClickRefused(UNKNOWN)
+            raise ClickRefused(UNKNOWN, RefusalReason.UNKNOWN)
         await services.stores.messages.set_ts(row.id, message_ts)
         row = await services.stores.messages.get(row.id) or row
     record = await record_of(services, row)
     if record is None or not still_waits(row, record):
         if record is not None and record.state == ToolCallState.EXPIRED:
-            raise ClickRefused(EXPIRED, row=row)
-        raise ClickRefused(ALREADY_DECIDED if kind == "approval" else ALREADY_ANSWERED, row=row)
+            raise ClickRefused(EXPIRED, RefusalReason.EXPIRED, row=row)
+        raise ClickRefused(_already(kind), RefusalReason.ALREADY_DECIDED, row=row)
     verdict = await services.decision_rule(
         DecisionCheck(
             user_id=user_id,
@@ -120,7 +139,9 @@ async def check_click(
             services, verdict, run_id=row.run_id, tool_call_id=row.tool_call_id, tool_name=row.tool_name,
             user_id=user_id, action=action, via=via, fingerprint=record.fingerprint,
         )  # fmt: skip
-        raise ClickRefused(verdict.explanation or "You may not decide this request.", about=row)
+        raise ClickRefused(
+            verdict.explanation or "You may not decide this request.", RefusalReason.NOT_ALLOWED, about=row
+        )
     return WaitingCall(row=row, record=record)
 
 
@@ -167,7 +188,7 @@ async def decide(
             call.row.run_id, call.row.tool_call_id, decision, decided_by=user_id, via=via
         )
     except (ToolCallNotSuspendedError, SnapshotNotFoundError):
-        raise ClickRefused(ALREADY_DECIDED if call.row.kind == "approval" else ALREADY_ANSWERED, row=call.row) from None
+        raise ClickRefused(_already(call.row.kind), RefusalReason.ALREADY_DECIDED, row=call.row) from None
     outcome = decision.kind.outcome
     context = {"run_id": call.row.run_id, "thread_id": call.row.thread_id, "tool": call.row.tool_name}
     services.logger.info("%s %s by %s", outcome, call.row.tool_name, user_id, extra={**context, "decision": outcome})
@@ -200,7 +221,7 @@ async def refuse(
     thread_ts: str | None = None,
 ) -> None:
     """Explain a refused click to the user alone, and bring the message up to date if its call is settled."""
-    metrics.refused(_REFUSAL_REASONS.get(refused.explanation, "not_allowed"))
+    metrics.refused(refused.reason)
     target_channel = channel or (refused.about.channel if refused.about else None)
     if target_channel:
         await tell(

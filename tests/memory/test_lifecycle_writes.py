@@ -1,0 +1,74 @@
+"""Status writes come from the lifecycle's tables (`memory.states`): a run is stored in `RUN_STARTS_IN`, a
+proposed call in `CALL_STARTS_IN`, and a step that parks its run does so only from a status the table
+lets it leave; a write the tables refuse stores nothing. On SQLite and PostgreSQL (the `storage` fixture)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from memory.states import CALL_STARTS_IN, RUN_STARTS_IN, RunStatus, ToolCallState
+from memory.tables import RunRow, ToolCallRow, utcnow
+
+
+def a_run(status: str = str(RUN_STARTS_IN)) -> RunRow:
+    return RunRow(
+        id=uuid.uuid4().hex,
+        agent_id="agent",
+        thread_id=None,
+        resource_id="user-1",
+        uses_memory=False,
+        status=status,
+        step=0,
+        max_steps=5,
+        request_context={},
+        heartbeat_at=utcnow(),
+    )
+
+
+def a_call(run: RunRow, state: ToolCallState, call_id: str = "c1") -> ToolCallRow:
+    return ToolCallRow(
+        run_id=run.id, tool_call_id=call_id, agent_id="agent", thread_id=None, resource_id="user-1", step=1,
+        position=0, tool_name="delete-record", args={"id": "42"}, state=str(state),
+        requires_approval=state == ToolCallState.AWAITING_APPROVAL, is_error=False,
+    )  # fmt: skip
+
+
+async def test_a_run_is_stored_only_in_its_initial_status(storage):
+    parked = a_run(str(RunStatus.SUSPENDED))
+    with pytest.raises(ValueError, match="running"):
+        await storage.runs.create_run(parked, [{"role": "user", "content": "héllo"}])
+    assert await storage.runs.get_run(parked.id) is None
+
+
+async def test_a_step_parks_only_a_running_run_and_stores_nothing_otherwise(storage):
+    run = a_run()
+    await storage.runs.create_run(run, [{"role": "user", "content": "删除记录 42"}])
+    assert await storage.runs.move_run(run, RunStatus.COMPLETED, finish_reason="stop")
+    run.step = 1
+    reply = {"role": "assistant", "content": None, "tool_calls": []}
+
+    with pytest.raises(RuntimeError, match="not recorded"):
+        await storage.runs.record_step(run, reply, [a_call(run, ToolCallState.AWAITING_APPROVAL)], suspend=True)
+
+    stored = await storage.runs.get_run(run.id)
+    assert (stored.status, stored.step) == ("completed", 0)
+    assert await storage.runs.run_calls(run.id) == []
+    assert await storage.runs.run_messages(run.id) == [{"role": "user", "content": "删除记录 42"}]
+
+
+async def test_a_call_is_stored_only_in_a_state_a_proposed_call_starts_in(storage):
+    run = a_run()
+    await storage.runs.create_run(run)
+    run.step = 1
+    reply = {"role": "assistant", "content": None, "tool_calls": []}
+    assert ToolCallState.RUNNING not in CALL_STARTS_IN
+
+    with pytest.raises(ValueError, match="c_running"):
+        await storage.runs.record_step(run, reply, [a_call(run, ToolCallState.RUNNING, "c_running")])
+    assert await storage.runs.run_calls(run.id) == []
+
+    await storage.runs.record_step(run, reply, [a_call(run, ToolCallState.AWAITING_APPROVAL)], suspend=True)
+    assert (await storage.runs.get_run(run.id)).status == "suspended"
+    assert [c.state for c in await storage.runs.run_calls(run.id)] == ["awaiting_approval"]
