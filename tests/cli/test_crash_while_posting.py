@@ -23,7 +23,7 @@ from tests.support.processes import (
     stop_bot,
 )
 from tests.support.scripted_model import call, reply, tool_calls
-from tests.support.slack import SignedSender, hang
+from tests.support.slack import SignedSender, hang, hanging
 
 QUICK_RECOVERY = {"BOT_RECOVERY_INTERVAL": "0.5", "BOT_STALE_AFTER": "2"}
 
@@ -58,7 +58,7 @@ async def decide_and_check(slack: SlackEmulator, sender: SignedSender, database_
 
 async def test_killed_before_slack_created_the_approval(database_url, slack, model, tmp_path):
     model.chat.push(tool_calls(call("delete-record", {"id": 2}, id="call_1")), reply("Record 2 is deleted."))
-    hang(slack, "chat.postMessage")  # the post hangs; the bot dies before Slack does anything
+    post = hang(slack, "chat.postMessage")  # the post hangs; the bot dies before Slack does anything
     env, port = bot_env(database_url, slack, **QUICK_RECOVERY), free_port()
     sender = SignedSender(f"http://127.0.0.1:{port}/slack/events", SECRET, slack=slack)
     first = await start_bot(port, env, tmp_path / "bot.log")
@@ -66,7 +66,7 @@ async def test_killed_before_slack_created_the_approval(database_url, slack, mod
         event = sender.mention("delete record 2")
         assert (await sender.event(event))[0] == 200
         await message_row_when(database_url, lambda row: row.ts is None)
-        await asyncio.sleep(0.5)
+        await hanging(post)
     finally:
         first.kill()
         await first.wait()
@@ -85,7 +85,7 @@ async def test_killed_after_slack_created_the_approval_but_before_its_ts_was_sto
 ):
     model.chat.push(tool_calls(call("delete-record", {"id": 2}, id="call_1")), reply("Record 2 is deleted."))
     slack.drop_connection("chat.postMessage", after=True)  # created; the answer is lost
-    hang(slack, "conversations.replies")  # the bot dies while it looks for what it created
+    search = hang(slack, "conversations.replies")  # the bot dies while it looks for what it created
     env, port = bot_env(database_url, slack, **QUICK_RECOVERY), free_port()
     sender = SignedSender(f"http://127.0.0.1:{port}/slack/events", SECRET, slack=slack)
     first = await start_bot(port, env, tmp_path / "bot.log")
@@ -93,7 +93,7 @@ async def test_killed_after_slack_created_the_approval_but_before_its_ts_was_sto
         event = sender.mention("delete record 2")
         assert (await sender.event(event))[0] == 200
         await message_row_when(database_url, lambda row: row.maybe_copies)
-        await asyncio.sleep(0.5)
+        await hanging(search)
     finally:
         first.kill()
         await first.wait()

@@ -89,7 +89,7 @@ async def start_bot(port: int, env: dict[str, str], log: Path, *args: str) -> as
             stdout=asyncio.subprocess.DEVNULL,
             stderr=log_file,
         )
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90  # a start takes a second or two; a loaded CI machine can take far longer
     async with aiohttp.ClientSession() as session:
         while time.monotonic() < deadline:
             if process.returncode is not None:

@@ -15,6 +15,7 @@ messages people send also appear in its workspace, and a click carries a trigger
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import uuid
 from typing import Any
@@ -49,15 +50,26 @@ from bot.slack_emulator.app_requests import (
 )
 from bot.slack_emulator.faults import Fault
 
-__all__ = ["BOT_ID", "BOT_USER_ID", "TEAM_ID", "SignedSender", "hang", "slack_workspace"]
+__all__ = ["BOT_ID", "BOT_USER_ID", "TEAM_ID", "SignedSender", "hang", "hanging", "slack_workspace"]
 
 PEOPLE = ("U1", "U2", "U3", "U7", "U9")
 
 
-def hang(slack: SlackEmulator, method: str, seconds: float = 6.0) -> None:
+def hang(slack: SlackEmulator, method: str, seconds: float = 6.0) -> Fault:
     """The next call of `method` gets no answer for `seconds`, then its connection is closed with nothing
-    done: long enough for a test to kill the bot meanwhile, short enough not to hold up the end."""
-    slack.faults.add(Fault(method=method, delay=seconds, drop=True, after=False))
+    done: long enough for a test to kill the bot meanwhile, short enough not to hold up the end. The
+    fault's `times` is 0 once that call came (see `hanging`)."""
+    fault = Fault(method=method, delay=seconds, drop=True, after=False)
+    slack.faults.add(fault)
+    return fault
+
+
+async def hanging(fault: Fault, timeout: float = 30.0) -> None:
+    """Wait until the call `hang` holds has come: the bot is waiting for Slack's answer now."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while fault.times > 0:
+        assert asyncio.get_running_loop().time() < deadline, f"{fault.method} was never called"
+        await asyncio.sleep(0.02)
 
 
 def slack_workspace() -> Workspace:
