@@ -42,6 +42,13 @@ MCP_ELICITATION_WAIT = 3600.0
 """Seconds an MCP server's question (an elicitation) waits for an answer when its tool's policy sets no
 expiry; then the server gets `cancel`."""
 
+LIVE_QUESTION_POLL = 1.0
+"""Seconds between the looks of the process that holds a live question (an MCP server's, whose call stays
+open there) for an answer stored through another process, on SQLite; PostgreSQL tells it at once
+(`LISTEN/NOTIFY`) and it still looks every `LIVE_QUESTION_POLL_NOTIFIED` seconds."""
+
+LIVE_QUESTION_POLL_NOTIFIED = 5.0
+
 __all__ = [
     "DEFAULT_DATABASE_MAX_OVERFLOW",
     "DEFAULT_DATABASE_POOL_SIZE",
@@ -50,6 +57,8 @@ __all__ = [
     "DEFAULT_MAX_MODEL_REQUESTS",
     "DEFAULT_MODEL",
     "DEFAULT_SLACK_API_URL",
+    "LIVE_QUESTION_POLL",
+    "LIVE_QUESTION_POLL_NOTIFIED",
     "MCP_CALL_TIMEOUT",
     "MCP_ELICITATION_WAIT",
     "MCP_START_TIMEOUT",

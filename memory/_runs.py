@@ -142,6 +142,18 @@ class RunStore:
         unsettled = await connection.scalar(_STEP_UNSETTLED, {"b_run": run.id, "b_step": run.step})
         return NextMove.SUSPENDED if unsettled else NextMove.HANDED_OFF
 
+    async def held_calls(self, owner: str, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], ToolCallRow]:
+        """The calls among `keys` (run id, tool call id) that `owner` still holds live (`held_by`), by key."""
+        keys = list(keys)
+        if not keys:
+            return {}
+        statement = select(CALLS).where(
+            CALLS.c.held_by == owner, or_(*(and_(CALLS.c.run_id == r, CALLS.c.tool_call_id == c) for r, c in keys))
+        )
+        async with self._storage.read() as connection:
+            rows = [ToolCallRow(**row._mapping) for row in await connection.execute(statement)]
+        return {(row.run_id, row.tool_call_id): row for row in rows}
+
     async def heartbeat(self, run_id: str, owner: str) -> None:
         """Refresh the run's lease: a process is still working on it."""
         now = self._storage.clock.now()
@@ -158,10 +170,14 @@ class RunStore:
 
         Work in progress: the run is `running` (a model call, or calls between steps); or a call of
         its current step is pending, decided but not started, or started; or it is `suspended` while
-        no call of its current step waits for anyone (it stopped before it went on).
+        no call of its current step waits for anyone (it stopped before it went on); or a call of its
+        current step is a live suspension (`held_by`), guarded by the lease of the process that holds it.
         """
         current_step = and_(ToolCallRow.run_id == RunRow.id, ToolCallRow.step == RunRow.step)
-        in_progress = exists().where(current_step, _one_of(ToolCallRow.state, IN_PROGRESS_STATES))
+        in_progress = exists().where(
+            current_step,
+            or_(_one_of(ToolCallRow.state, IN_PROGRESS_STATES), ToolCallRow.held_by.is_not(None)),
+        )
         waiting = exists().where(current_step, _one_of(ToolCallRow.state, WAITING_STATES))
         statement = (
             select(RunRow.id)

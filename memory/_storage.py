@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import shutil
 import tempfile
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
@@ -150,6 +153,38 @@ class Storage:
             await self.migrate()
         async with self._reader() as session:
             yield session
+
+    async def notify(self, channel: str, payload: str = "") -> None:
+        """Tell the processes that `listen` on `channel` (PostgreSQL `NOTIFY`); nothing on SQLite, whose
+        listeners poll."""
+        if self.is_sqlite:
+            return
+        async with self.transaction() as connection:
+            await connection.execute(
+                text("SELECT pg_notify(:channel, :payload)"), {"channel": channel, "payload": payload}
+            )
+
+    @asynccontextmanager
+    async def listen(self, channel: str, heard: Callable[[str], None]) -> AsyncIterator[bool]:
+        """Call `heard(payload)` for each `NOTIFY` on `channel` while inside (PostgreSQL: `LISTEN` on a
+        connection of its own); yields False on SQLite, where nothing is heard and the caller polls."""
+        if self.is_sqlite:
+            yield False
+            return
+        if not self._migrated:
+            await self.migrate()
+        async with self.engine.connect() as connection:
+            raw = (await connection.get_raw_connection()).driver_connection
+
+            def on_notify(_connection: Any, _pid: int, _channel: str, payload: str) -> None:
+                heard(payload)
+
+            await raw.add_listener(channel, on_notify)
+            try:
+                yield True
+            finally:
+                with contextlib.suppress(Exception):
+                    await raw.remove_listener(channel, on_notify)
 
     async def close(self) -> None:
         """Close the database connections, unless another open `Storage` of this loop shares them."""

@@ -16,6 +16,10 @@ A tool call:
          │    └──► declined | expired       no result was stored)     │
          └──────────────────────┴─────────────────────────────────────┘
 
+A live suspension (`tool_calls.held_by`: an MCP server's question, whose call stays open in one process)
+is guarded by that process's lease: if the process stops, the call, answered or not, goes from
+`suspended` or `approved` to an interrupted `awaiting_approval`, like a call that started.
+
 `running` is the durable "the tool started" mark, written right before `execute` is entered (after
 the `before_tool_call` hook): a call found `approved` or `pending` after a crash never started and is
 carried out once; a call found `running` may have taken effect and goes back to a human.
@@ -124,8 +128,13 @@ TRANSITIONS: dict[ToolCallState, frozenset[ToolCallState]] = {
     ToolCallState.AWAITING_APPROVAL: frozenset(
         {ToolCallState.APPROVED, ToolCallState.DECLINED, ToolCallState.EXPIRED, ToolCallState.RUNNING}
     ),
-    ToolCallState.SUSPENDED: frozenset({ToolCallState.APPROVED, ToolCallState.RUNNING, ToolCallState.EXPIRED}),
-    ToolCallState.APPROVED: frozenset({ToolCallState.RUNNING, ToolCallState.DONE, ToolCallState.FAILED}),
+    # a live suspension (`tool_calls.held_by`) whose process stopped, answered or not, is interrupted
+    ToolCallState.SUSPENDED: frozenset(
+        {ToolCallState.APPROVED, ToolCallState.RUNNING, ToolCallState.EXPIRED, ToolCallState.AWAITING_APPROVAL}
+    ),
+    ToolCallState.APPROVED: frozenset(
+        {ToolCallState.RUNNING, ToolCallState.DONE, ToolCallState.FAILED, ToolCallState.AWAITING_APPROVAL}
+    ),
     ToolCallState.RUNNING: frozenset(
         {ToolCallState.DONE, ToolCallState.FAILED, ToolCallState.SUSPENDED, ToolCallState.AWAITING_APPROVAL}
     ),
@@ -144,21 +153,44 @@ class DecisionKind(StrEnum):
     RESUME = "resume"
     EXPIRE = "expire"
     """Nobody decided before the tool policy's expiry: declined as expired (by the expiry sweep)."""
+    DECLINE_QUESTION = "decline_question"
+    """The human will not answer a live question (an MCP server's `elicitation/create`): the server hears
+    `decline`, and its call goes on."""
+    CANCEL_QUESTION = "cancel_question"
+    """The question is dismissed without a choice (a Cancel click, or nobody answered in time): the server
+    hears `cancel`, and its call goes on."""
 
     @property
     def recorded_as(self) -> str:
         """The word stored in `tool_calls.decision` and in the audit trail."""
-        return {"approve": "approved", "decline": "declined", "resume": "resumed", "expire": "expired"}[self.value]
+        return {
+            "approve": "approved", "decline": "declined", "resume": "resumed", "expire": "expired",
+            "decline_question": "answer_declined", "cancel_question": "answer_cancelled",
+        }[self.value]  # fmt: skip
 
     @property
     def outcome(self) -> str:
-        """How a human names what the decision made of the call: approved, declined, answered, expired."""
-        return {"approve": "approved", "decline": "declined", "resume": "answered", "expire": "expired"}[self.value]
+        """How a human names what the decision made of the call: approved, declined, answered, expired,
+        cancelled (a question dismissed)."""
+        return {
+            "approve": "approved", "decline": "declined", "resume": "answered", "expire": "expired",
+            "decline_question": "declined", "cancel_question": "cancelled",
+        }[self.value]  # fmt: skip
 
     @property
     def refuses(self) -> bool:
         """The call does not run (declined, or expired)."""
         return self in (DecisionKind.DECLINE, DecisionKind.EXPIRE)
+
+    @property
+    def answers(self) -> bool:
+        """It settles a question (resume data, or a decline or cancel of a live question)."""
+        return self in (DecisionKind.RESUME, DecisionKind.DECLINE_QUESTION, DecisionKind.CANCEL_QUESTION)
+
+    @property
+    def answer_action(self) -> str:
+        """What an MCP server hears for this answer: `accept`, `decline` or `cancel`."""
+        return {DecisionKind.DECLINE_QUESTION: "decline", DecisionKind.CANCEL_QUESTION: "cancel"}.get(self, "accept")
 
     @classmethod
     def of_recorded(cls, word: str | None) -> DecisionKind | None:
@@ -171,6 +203,8 @@ DECISION_WAITS_IN: dict[DecisionKind, ToolCallState] = {
     DecisionKind.DECLINE: ToolCallState.AWAITING_APPROVAL,
     DecisionKind.RESUME: ToolCallState.SUSPENDED,
     DecisionKind.EXPIRE: ToolCallState.AWAITING_APPROVAL,
+    DecisionKind.DECLINE_QUESTION: ToolCallState.SUSPENDED,
+    DecisionKind.CANCEL_QUESTION: ToolCallState.SUSPENDED,
 }
 """The waiting state a call must be in for each kind of decision (a new kind adds its row)."""
 
@@ -219,8 +253,8 @@ def outcome_of(state: str, decision: DecisionKind | None) -> str | None:
         return DecisionKind.EXPIRE.outcome
     if state == ToolCallState.DECLINED or decision == DecisionKind.DECLINE:
         return DecisionKind.DECLINE.outcome
-    if decision == DecisionKind.RESUME:
-        return DecisionKind.RESUME.outcome
+    if decision in (DecisionKind.RESUME, DecisionKind.DECLINE_QUESTION, DecisionKind.CANCEL_QUESTION):
+        return decision.outcome
     return DecisionKind.APPROVE.outcome
 
 

@@ -125,6 +125,9 @@ class ToolCallRow(Base):
     preview: Mapped[Any | None] = mapped_column(JSON)
     """What the tool's dry run said before the approval was posted: {"ok": true, "result": ...} or
     {"ok": false, "error": "..."}; None when the tool has no preview (or the call was not previewed)."""
+    held_by: Mapped[str | None] = mapped_column(String(255))
+    """The process (`runs.owner`) that holds a live suspension of this call (an MCP server's question,
+    whose call stays open there): only it can carry the answer on; if it stops, the call is interrupted."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     suspended_at: Mapped[datetime | None]

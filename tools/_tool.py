@@ -33,9 +33,18 @@ ApprovalRule = Union[bool, Callable[[ApprovalCheck], bool | Awaitable[bool]]]  #
 class AgentToolContext:
     """The agent-facing part of a tool's context: suspending, and what a resumed call gets back."""
 
-    def __init__(self, suspend_schema: Schema | None, resume_data: Any = None, suspend_payload: Any = None):
+    def __init__(
+        self,
+        suspend_schema: Schema | None,
+        resume_data: Any = None,
+        suspend_payload: Any = None,
+        answer_action: str | None = None,
+    ):
         self.resume_data = resume_data
         """The data the call was resumed with (validated against `resume_schema`), or None on the first run."""
+        self.answer_action = answer_action
+        """How a live question was answered: `accept` (with `resume_data`), `decline` or `cancel`; None on
+        the first run."""
         self.suspend_payload = suspend_payload
         """What the call suspended with before it was resumed, or None on the first run."""
         self._suspend_schema = suspend_schema
@@ -44,16 +53,27 @@ class AgentToolContext:
         self.suspended = False
         self.resume_schema: dict[str, Any] | None = None
         """The schema of the answer this suspension waits for, when it is not the tool's `resume_schema`."""
+        self.live = False
+        """The suspension keeps state in this process (see `suspend(live=True)`)."""
 
-    async def suspend(self, payload: Any = None, *, resume_schema: dict[str, Any] | None = None) -> None:
+    async def suspend(
+        self, payload: Any = None, *, resume_schema: dict[str, Any] | None = None, live: bool = False
+    ) -> None:
         """Park this call until someone resumes it; `payload` says what the tool waits for.
 
         `resume_schema` (a JSON Schema dict) is what this one suspension takes as an answer, when it is not
         the tool's own `resume_schema` (an MCP server's question says what it needs each time).
 
+        `live=True`: the tool keeps what it is doing open in this process (an MCP call whose server asked
+        a question). Only this process can go on with the answer: one given through any other process is
+        stored and handed here; if this process stops first, the call is interrupted (it may or may not
+        have taken effect) and waits for a human, never re-run on its own. Such a question may also be
+        declined or cancelled (`answer_action`).
+
         Does not raise: a payload that fails `suspend_schema` turns the call's result into an error instead.
         """
         self.resume_schema = resume_schema
+        self.live = live
         if self._suspend_schema is not None:
             try:
                 payload = to_jsonable(self._suspend_schema.validate(payload))

@@ -4,6 +4,7 @@ finds suspended runs; the loop itself lives in `_run`."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -16,7 +17,7 @@ from typing import Any
 
 import openai
 
-from bot.defaults import DEFAULT_MODEL
+from bot.defaults import DEFAULT_MODEL, LIVE_QUESTION_POLL, LIVE_QUESTION_POLL_NOTIFIED, MCP_ELICITATION_WAIT
 from memory import Audit, Memory, RunStatus, Storage, ToolCallState, ToolPolicy, UnreadablePolicy
 from memory.states import FINISHED_RUN_STATUSES, RUN_STARTS_IN, DecisionKind, next_state_after, waiting_state_for
 from memory.tables import RunRow, ToolCallRow, utcnow
@@ -30,6 +31,7 @@ from ._stream import AgentStream
 from .exceptions import (
     AmbiguousSuspendedRunsError,
     NoSuspendedRunError,
+    QuestionHeldElsewhereError,
     ResumeDataInvalidError,
     SnapshotNotFoundError,
     ToolArgsInvalidError,
@@ -38,9 +40,11 @@ from .exceptions import (
 from .types import (
     AgentOutput,
     Approve,
+    CancelQuestion,
     Chunk,
     Decision,
     Decline,
+    DeclineQuestion,
     Expire,
     Resume,
     RunRecord,
@@ -120,6 +124,11 @@ class Agent:
         self._unswept: set[tuple[str, int, str]] = set()
         """The stored policies the expiry sweep skipped and logged (each is logged once)."""
         self._request_rules: dict[str, Any] = {}
+        self._held: dict[tuple[str, str], None] = {}
+        """(run id, tool call id) of the live questions this process holds (see `_keep_held`)."""
+        self._keeper: asyncio.Task[None] | None = None
+        self._heard: asyncio.Event | None = None
+        """Set when a live question may have been answered (a `NOTIFY`)."""
         self.attach(storage=storage, memory=memory)
 
     def __repr__(self) -> str:
@@ -203,6 +212,7 @@ class Agent:
             sub_agent_for=self._sub_agent_for,
             hooks=self.hooks,
             forget_request_rule=self._forget_request_rule,
+            hold=self._hold,
         )
 
     def _find_tool(self, name: str) -> Tool | None:
@@ -233,10 +243,14 @@ class Agent:
         if uses_memory:
             await self.storage.runs.ensure_thread(thread_id, resource_id)
             waiting = await self.storage.runs.waiting_calls_in_thread(thread_id)
+            # a live question that takes no data (a page to visit, MCP URL mode) is not answered in the thread
             parked = [
                 c
                 for c in waiting
-                if not c.requires_approval and c.agent_id == self.id and c.resource_id in (None, resource_id)
+                if not c.requires_approval
+                and c.agent_id == self.id
+                and c.resource_id in (None, resource_id)
+                and not (c.held_by is not None and c.resume_schema is None)
             ]
             unclear: list[str] = []
             if parked and request.auto_resume_suspended_tools:
@@ -272,8 +286,8 @@ class Agent:
                 via="thread",
                 user_messages=_user_messages(message),
             )
-        except (ToolCallNotSuspendedError, ResumeDataInvalidError):
-            return None, []  # someone settled it first, or the data did not fit: a normal turn
+        except (ToolCallNotSuspendedError, ResumeDataInvalidError, QuestionHeldElsewhereError):
+            return None, []  # someone settled it first, the data did not fit, it cannot be reached: a normal turn
         return stream, []
 
     async def generate(self, message: str | list[dict[str, Any]], **options: Any) -> AgentOutput:
@@ -375,10 +389,33 @@ class Agent:
         stored with the decision so the run goes on with it in its history (a lost decision stores nothing).
         """
         run, call = await self._waiting_call(run_id, tool_call_id, decision.kind)
+        if isinstance(decision, DeclineQuestion | CancelQuestion) and not call.held_by:
+            raise ToolCallNotSuspendedError(
+                run_id, call.tool_call_id, call.state,
+                hint="only a live question (an MCP server's) can be declined or cancelled; resume it with data",
+            )  # fmt: skip
+        if call.child_run_id is not None and await self._held_elsewhere_below(call):
+            # the supervisor's run cannot follow a hand-over to another process yet: decide nothing
+            raise QuestionHeldElsewhereError(run.id, call.tool_call_id)
         decision, edit = self._checked_decision(call, decision)
         policy = await self.storage.policies.get(call.displayed_tool_name)  # in force at the decision
         won = WonDecision(decision=decision, decided_by=decided_by, via=via)
-        await self._store_decision(run, call, won, edit, policy_version=policy.version, user_messages=user_messages)
+        # a live question held by another process: the decision is stored here, and that process goes on
+        held_elsewhere = call.held_by is not None and call.held_by != self.owner
+        key = (run.id, call.tool_call_id)
+        held_here = self._held.pop(key, False) is None  # this caller goes on with it, not the keeper
+        try:
+            await self._store_decision(
+                run, call, won, edit, policy_version=policy.version, user_messages=user_messages,
+                lease=None if held_elsewhere else self.owner,
+            )  # fmt: skip
+        except ToolCallNotSuspendedError:
+            if held_here:
+                self._hold_key(key)  # another process decided it: the keeper goes on with it here
+            raise
+        if held_elsewhere:
+            await self.storage.notify(LIVE_QUESTIONS_CHANNEL, f"{run.id}:{call.tool_call_id}")
+            return AgentStream(run.id, _handed_over(run.id))
         driver = RunDriver(self._deps(), run, self._stored_options(run))
         return AgentStream(run.id, driver.after_decision(call, won, policy))
 
@@ -488,10 +525,13 @@ class Agent:
         *,
         policy_version: int,
         user_messages: Sequence[dict[str, Any]],
+        lease: str | None,
     ) -> None:
         """Win the decision in storage: one conditional UPDATE of the call out of its waiting state, with
         its audit lines, the tool message of a refusal (a crash right after loses nothing) and the run's
-        lease. Raises `ToolCallNotSuspendedError` when another caller won."""
+        lease (`lease`: the deciding process works on the run now, so recovery leaves it alone; None for a
+        live question another process holds, whose lease stays with it). Raises
+        `ToolCallNotSuspendedError` when another caller won."""
         kind = won.kind
         target = next_state_after(kind, passes_down=call.child_run_id is not None)
         fields: dict[str, Any] = {
@@ -520,12 +560,110 @@ class Agent:
             messages=messages,
             run=run,
             audit=audit,
-            lease=self.owner,  # the deciding process works on the run now: recovery leaves it alone
+            lease=lease,
             **fields,
         )
         if not won_it:
             latest = await self.storage.runs.get_tool_call(run.id, call.tool_call_id)
             raise ToolCallNotSuspendedError(run.id, call.tool_call_id, latest.state if latest else None)
+
+    async def _held_elsewhere_below(self, call: ToolCallRow) -> bool:
+        """Whether the inner call a supervisor's call passes decisions down to is a live question held by
+        another process (not by this agent or one of its sub-agents here)."""
+        owners, agents = set(), [self]
+        while agents:
+            current = agents.pop()
+            owners.add(current.owner)
+            agents.extend(current.agents.values())
+        inner: ToolCallRow | None = call
+        for _ in range(32):  # a chain of sub-agents is short; a cycle in stored data ends here
+            if inner is None or inner.child_run_id is None or inner.child_tool_call_id is None:
+                break
+            inner = await self.storage.runs.get_tool_call(inner.child_run_id, inner.child_tool_call_id)
+        return inner is not None and inner.held_by is not None and inner.held_by not in owners
+
+    async def decline_question(
+        self,
+        *,
+        run_id: str,
+        tool_call_id: str | None = None,
+        cancel: bool = False,
+        actor: str | None = None,
+        reason: str | None = None,
+        via: str = "runtime",
+    ) -> AgentStream:
+        """Refuse to answer a live question (an MCP server's `elicitation/create`): its server hears
+        `decline` (or `cancel` with `cancel=True`) and its call goes on; not an error to anyone."""
+        decision = CancelQuestion(reason=reason) if cancel else DeclineQuestion(reason=reason)
+        return await self.decide(run_id, tool_call_id, decision, decided_by=actor, via=via)
+
+    # --- live questions ---------------------------------------------------------------------
+    def _hold(self, row: ToolCallRow) -> None:
+        self._hold_key((row.run_id, row.tool_call_id))
+
+    def _hold_key(self, key: tuple[str, str]) -> None:
+        """Watch over a live question of this process: keep its run's lease fresh, go on with the answer
+        when one is stored through any process, cancel it when it waited too long."""
+        self._held[key] = None
+        if self._keeper is None or self._keeper.done():
+            self._heard = asyncio.Event()
+            self._keeper = asyncio.get_running_loop().create_task(self._keep_held(), name=f"live questions {self.id}")
+
+    async def _keep_held(self) -> None:
+        """While this process holds live questions: look for their answers (told at once by PostgreSQL's
+        `NOTIFY`, else every `LIVE_QUESTION_POLL` seconds), refresh their runs' leases, expire them."""
+        loop = asyncio.get_running_loop()
+        heard = self._heard
+        assert heard is not None
+        async with self.storage.listen(LIVE_QUESTIONS_CHANNEL, lambda _payload: heard.set()) as told:
+            poll = LIVE_QUESTION_POLL_NOTIFIED if told else LIVE_QUESTION_POLL
+            beat_at = loop.time()
+            while self._held:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(heard.wait(), poll)
+                heard.clear()
+                try:
+                    await self._look_at_held()
+                    if loop.time() - beat_at >= float(self.default_options["heartbeat_interval"]):
+                        beat_at = loop.time()
+                        for run_id in {run_id for run_id, _ in self._held}:
+                            await self.storage.runs.heartbeat(run_id, self.owner)
+                except Exception:  # noqa: BLE001 - looked at again at the next poll
+                    log.warning("could not look at the live questions of this process", exc_info=True)
+
+    async def _look_at_held(self) -> None:
+        rows = await self.storage.runs.held_calls(self.owner, list(self._held))
+        now = utcnow()
+        for key in list(self._held):
+            row = rows.get(key)
+            if row is None or row.state not in (ToolCallState.SUSPENDED, ToolCallState.APPROVED):
+                self._held.pop(key, None)  # carried on, or no longer this process's
+            elif row.state == ToolCallState.APPROVED and self._held.pop(key, False) is None:
+                self._background(await self._carry_on(row))  # answered through another process
+            elif row.state == ToolCallState.SUSPENDED:
+                policy = await self.storage.policies.get(row.displayed_tool_name)
+                wait = policy.expires_after or MCP_ELICITATION_WAIT
+                if row.suspended_at is not None and now - row.suspended_at >= timedelta(seconds=wait):
+                    decision = CancelQuestion(reason=f"nobody answered within {wait:g} s")
+                    try:
+                        stream = await self.decide(key[0], key[1], decision, via="expiry")
+                    except ToolCallNotSuspendedError:
+                        continue  # answered meanwhile
+                    log.info("the question of %s/%s waited %gs: cancelled", key[0], key[1], wait)
+                    self._background(stream)
+
+    async def _carry_on(self, row: ToolCallRow) -> AgentStream:
+        """Go on, in this process that holds it, with a live question answered through another process."""
+        run = await self.storage.runs.get_run(row.run_id)
+        kind = DecisionKind.of_recorded(row.decision)
+        decision: Decision = {
+            DecisionKind.DECLINE_QUESTION: DeclineQuestion(reason=row.reason),
+            DecisionKind.CANCEL_QUESTION: CancelQuestion(reason=row.reason),
+        }.get(kind, Resume(row.resume_data))
+        won = WonDecision(decision=decision, decided_by=row.decided_by)
+        policy = await self.storage.policies.get(row.displayed_tool_name)
+        driver = RunDriver(self._deps(), run, self._stored_options(run))
+        return AgentStream(run.id, driver.after_decision(row, won, policy))
 
     # --- expiry -----------------------------------------------------------------------------
     async def expire_waiting_approvals(self) -> list[tuple[str, str]]:
@@ -713,6 +851,7 @@ class Agent:
             thread_id=row.thread_id,
             resource_id=row.resource_id,
             preview=ToolPreview.of(row.preview),
+            live_question=row.held_by is not None and row.state == ToolCallState.SUSPENDED,
         )
 
     def _shown_tool(self, name: str) -> Tool | None:
@@ -790,6 +929,15 @@ class Agent:
 
 
 _BACKGROUND: set[asyncio.Task] = set()  # strong references to the hooks' tasks
+
+LIVE_QUESTIONS_CHANNEL = "bot_live_questions"
+"""The PostgreSQL `NOTIFY` channel on which a decision about a live question wakes the process holding it."""
+
+
+async def _handed_over(run_id: str):
+    """The stream of a decision about a live question that another process holds: that process goes on with
+    the run (its output reaches the `on_background_stream` hook there), so nothing more comes here."""
+    yield Chunk.finish(run_id, "stop")
 
 
 def _suspended_call(call: ToolCallRow) -> SuspendedToolCall:

@@ -127,6 +127,8 @@ class RunDeps:
     hooks: Mapping[str, Callable[..., Any]]
     forget_request_rule: Callable[[str], None]
     """Drop the request's approval callable kept for a run that finished."""
+    hold: Callable[[ToolCallRow], None] = lambda _row: None
+    """Keep watch over a call this process now holds live (`suspend(live=True)`): its lease, its answer."""
 
 
 class RunDriver:
@@ -465,17 +467,21 @@ class RunDriver:
         sub_agent = self.deps.sub_agent_for(row.tool_name)
         # a sub-agent's run is named with the mark, so a recovery finds it and goes on with it
         child = {"child_run_id": uuid.uuid4().hex, "child_tool_call_id": None} if sub_agent is not None else {}
-        started, disabled_by = await self.runs.start(row, **child)
+        started, disabled_by = await self.runs.start(row, held_by=None, **child)
         if disabled_by is not None:
             return await self._blocked(row, disabled_by, decides_next=decides_next)
         if not started:
             return []  # someone else took it: a call runs once
         if sub_agent is not None:
             return await self._run_sub_agent(row, sub_agent, decides_next=decides_next)
+        decided = DecisionKind.of_recorded(row.decision)
+        answer_action = decided.answer_action if decided is not None and decided.answers else None
+        answered = row.resume_data is not None or answer_action is not None
         context = AgentToolContext(
             tool.suspend_schema,
             resume_data=row.resume_data,
-            suspend_payload=_suspended_with(row.suspend_payload) if row.resume_data is not None else None,
+            suspend_payload=_suspended_with(row.suspend_payload) if answered else None,
+            answer_action=answer_action,
         )
         try:
             with telemetry.tool_call(row, policy, context):  # off: a no-op
@@ -508,7 +514,10 @@ class RunDriver:
                 resume_schema=context.resume_schema or (tool.resume_schema.json_schema if tool.resume_schema else None),
                 resume_data=None,
                 requires_approval=False,
+                held_by=self.deps.owner if context.live else None,
             )
+            if context.live:
+                self.deps.hold(row)
             metrics.tool_run(row.tool_name, "suspended")
             return []
         output = to_jsonable(output)
@@ -608,17 +617,23 @@ class RunDriver:
         run exists is left to `recover`, which goes on with that run."""
         interrupted = []
         for call in await self.runs.step_calls(self.run.id, self.run.step):
-            if call.state != ToolCallState.RUNNING:
+            # a live question whose process stopped, answered or not, may have done part of its work
+            held = call.held_by is not None and call.state in (ToolCallState.SUSPENDED, ToolCallState.APPROVED)
+            if call.state != ToolCallState.RUNNING and not held:
                 continue
             if call.child_run_id is not None and await self.runs.get_run(call.child_run_id) is not None:
                 continue
             payload: dict[str, Any] = {"interrupted": True, "message": INTERRUPTED}
             if call.suspend_payload is not None:
                 payload["suspended_with"] = _suspended_with(call.suspend_payload)
+            # a live question's answer belonged to the call that stopped: approving starts it anew
+            again = {"resume_data": None} if held else {}
             if await self.runs.transition(
                 call,
                 ToolCallState.AWAITING_APPROVAL,
-                allowed_from={ToolCallState.RUNNING},
+                allowed_from={ToolCallState.RUNNING, ToolCallState.SUSPENDED, ToolCallState.APPROVED},
+                held_by=None,
+                **again,
                 requires_approval=True,
                 suspend_payload=payload,
                 resume_schema=None,

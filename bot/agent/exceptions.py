@@ -114,8 +114,23 @@ class SubAgentNotFoundError(AgentError, LookupError):
         )
 
 
+class QuestionHeldElsewhereError(AgentError):
+    """A sub-agent's live question (an MCP server's) waits in another bot process, and an answer given here
+    cannot reach it yet: nothing was decided. It can be answered through the process that holds it."""
+
+    def __init__(self, run_id: str, tool_call_id: str):
+        self.run_id = run_id
+        self.tool_call_id = tool_call_id
+        super().__init__(
+            f"the question of call {tool_call_id} in run {run_id} waits inside a sub-agent's MCP call held by "
+            "another bot process, which an answer given here cannot reach yet; nothing was decided: answer it "
+            "again (it may reach that process), or decline it"
+        )
+
+
 __all__ = [
     "AgentError",
+    "QuestionHeldElsewhereError",
     "AmbiguousSuspendedRunsError",
     "ModelError",
     "NoSuspendedRunError",

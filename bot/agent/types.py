@@ -293,11 +293,14 @@ class ToolCallRecord:
     """The resource (the user) its run belongs to, if any."""
     preview: ToolPreview | None = None
     """What the tool's dry run said before the approval was shown (None: the tool has no preview)."""
+    live_question: bool = False
+    """It waits for an answer inside a call its tool keeps open (an MCP server's question): besides an
+    answer, it can be declined or cancelled (`Agent.decline_question`)."""
 
     @property
     def outcome(self) -> str | None:
-        """How a human would name what became of it: "approved", "declined", "expired", "answered";
-        None while it waits."""
+        """How a human would name what became of it: "approved", "declined", "expired", "answered",
+        "cancelled" (a question dismissed); None while it waits."""
         return outcome_of(self.state, self.decision)
 
     @property
@@ -363,6 +366,26 @@ class Expire(Decision):
     reason: str | None = None  # type: ignore[assignment]
     """What the model reads of the expiry (e.g. "nobody decided within 60 s")."""
     kind: ClassVar[DecisionKind] = DecisionKind.EXPIRE
+
+
+@dataclass(frozen=True)
+class DeclineQuestion(Decision):
+    """Refuse to answer a live question (an MCP server's `elicitation/create`, `ToolCallRecord.live_question`):
+    the server hears `decline` and its call goes on; the tool's result, not an error, reaches the model."""
+
+    reason: str | None = None  # type: ignore[assignment]
+    """Why, for the audit trail (the server hears only `decline`)."""
+    kind: ClassVar[DecisionKind] = DecisionKind.DECLINE_QUESTION
+
+
+@dataclass(frozen=True)
+class CancelQuestion(Decision):
+    """Dismiss a live question without a choice (a Cancel click, or nobody answered in time): the server
+    hears `cancel` and its call goes on."""
+
+    reason: str | None = None  # type: ignore[assignment]
+    """Why, for the audit trail (e.g. "nobody answered within 3600 s")."""
+    kind: ClassVar[DecisionKind] = DecisionKind.CANCEL_QUESTION
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -47,6 +47,8 @@ class ServerConnection:
         self._elicitations: dict[int, ElicitationHandler] = {}
         """Live calls that may be asked a question, by a number of their own (see `_on_elicit`)."""
         self._next_call = 0
+        self.live_calls: dict[tuple[str, str], Any] = {}
+        """(run id, tool call id) -> this connection's calls that wait for a human's answer (`LiveCall`s)."""
         self._questions_open = 0
         """Elicitations waiting for a human now: the call timeout does not run meanwhile."""
 

@@ -2,11 +2,13 @@
 
 The question arrives in the middle of `tools/call`, and the server keeps the call open until it gets
 an answer, so the call cannot be parked and re-run like a tool that `suspend()`s: its `execute` parks
-the agent's call (a `tool-call-suspended` chunk with the server's `message` and `requested_schema`,
-whose `resume_schema` is that schema) and returns, while the MCP call stays live here, in the process
-that holds it. When the call is resumed (an answer in the thread, the form, `resume_*`, the HTTP API),
-`execute` runs again with the answer: it finds its live call, gives the server `accept` with the
-content, and waits for what follows (the result, or the next question).
+the agent's call as a live suspension (`suspend(live=True)`: a `tool-call-suspended` chunk with the
+server's `message` and `requested_schema`, whose `resume_schema` is that schema) and returns, while the
+MCP call stays open here, in the process that holds it. The runtime keeps that process's lease on the
+call, hands it an answer stored through any process, and bounds the wait (the tool policy's expiry,
+else `MCP_ELICITATION_WAIT`). When the call is answered (in the thread, the form, `resume_*`, the HTTP
+API, or Decline / Cancel), `execute` runs again here: it finds its live call, gives the server `accept`
+with the content, `decline` or `cancel`, and waits for what follows (the result, or the next question).
 """
 
 from __future__ import annotations
@@ -18,8 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import mcp.types as types
-
-from bot.defaults import MCP_ELICITATION_WAIT
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,10 +58,8 @@ class LiveCall:
     async def _ask(self, params: types.ElicitRequestParams) -> types.ElicitResult:
         self._answer = asyncio.get_running_loop().create_future()
         self._events.put_nowait(Question(params=params))
-        try:
-            return await asyncio.wait_for(asyncio.shield(self._answer), MCP_ELICITATION_WAIT)
-        except TimeoutError:
-            return types.ElicitResult(action="cancel")  # nobody answered in time
+        try:  # the runtime bounds the wait: it answers `cancel` when nobody answered in time
+            return await asyncio.shield(self._answer)
         finally:
             self._answer = None
 
@@ -82,10 +80,13 @@ class LiveCall:
             await self._task
 
 
-LIVE_CALLS: dict[tuple[str, str], LiveCall] = {}
-"""(run id, tool call id) -> the live MCP call of this process that waits for an answer."""
+LiveCalls = dict[tuple[str, str], LiveCall]
+"""(run id, tool call id) -> a live MCP call that waits for an answer; each server connection keeps its own."""
 
 
-def answer_of(resume_data: Any) -> types.ElicitResult:
-    """What the server gets for the data a call was resumed with (validated against its `requested_schema`)."""
+def answer_of(resume_data: Any, action: str | None = "accept") -> types.ElicitResult:
+    """What the server gets: `accept` with the data a call was resumed with (validated against its
+    `requested_schema`), or `decline` / `cancel` without content."""
+    if action in ("decline", "cancel"):
+        return types.ElicitResult(action=action)
     return types.ElicitResult(action="accept", content=resume_data if isinstance(resume_data, dict) else None)

@@ -19,7 +19,7 @@ from tools import Tool, ToolContext, create_tool
 
 from ._config import McpServerConfig
 from ._connection import McpServerError, ServerConnection
-from ._live_calls import LIVE_CALLS, LiveCall, Question, answer_of
+from ._live_calls import LiveCall, Question, answer_of
 
 log = logging.getLogger(__name__)
 
@@ -101,17 +101,20 @@ def mcp_tool(connection: ServerConnection, tool: types.Tool) -> Tool | None:
 
     async def execute(args: Any, ctx: ToolContext) -> Any:
         key = (ctx.run_id, ctx.tool_call_id)
-        live = LIVE_CALLS.pop(key, None)
-        if live is None and ctx.agent.resume_data is not None:
+        live = connection.live_calls.pop(key, None)
+        action = ctx.agent.answer_action
+        if live is None and action is not None:  # the runtime hands an answer only to the process holding it
             raise McpServerError(INTERRUPTED_QUESTION.format(server=server.name))
-        if live is None:
+        if live is None:  # a first run, or a run again (an interrupted call approved)
             live = LiveCall(lambda ask: connection.call(tool.name, dict(args or {}), on_elicit=ask))
         else:
-            live.answer(answer_of(ctx.agent.resume_data))
+            live.answer(answer_of(ctx.agent.resume_data, action))
         event = await live.next()
         if isinstance(event, Question):
-            LIVE_CALLS[key] = live
-            await ctx.agent.suspend(question_payload(server.name, event.params), resume_schema=_schema_of(event.params))
+            connection.live_calls[key] = live
+            await ctx.agent.suspend(
+                question_payload(server.name, event.params), resume_schema=_schema_of(event.params), live=True
+            )
             return None
         if event.error is not None:
             raise event.error
