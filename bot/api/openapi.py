@@ -83,9 +83,14 @@ def openapi_document() -> dict[str, Any]:
             },
             "/api/agents/{agentId}/runs/{runId}/tool-calls/{toolCallId}/resume": {
                 "post": _call_operation(
-                    "Resume a call that suspended itself, with data that fits its resume schema",
-                    {"resumeData": {}, "resumedBy": {"type": "string"}},
-                    ["resumeData"],
+                    "Resume a call that suspended itself, with data that fits its resume schema; a live "
+                    "question (an MCP server's) may instead be declined or cancelled with `action`",
+                    {
+                        "resumeData": {},
+                        "resumedBy": {"type": "string"},
+                        "action": {"enum": ["accept", "decline", "cancel"]},
+                    },
+                    [],
                 )
             },
         },
@@ -115,7 +120,7 @@ def openapi_document() -> dict[str, Any]:
                     "properties": {
                         "runId": {"type": "string"},
                         "toolCallId": {"type": "string"},
-                        "status": {"enum": ["approved", "declined", "resumed"]},
+                        "status": {"enum": ["approved", "declined", "resumed", "cancelled"]},
                     },
                 },
                 "SuspendedRunsPage": {

@@ -22,9 +22,12 @@ from bot.agent import (
     Agent,
     AgentStream,
     Approve,
+    CancelQuestion,
     Decision,
     DecisionKind,
     Decline,
+    DeclineQuestion,
+    QuestionHeldElsewhereError,
     Resume,
     ResumeDataInvalidError,
     SnapshotNotFoundError,
@@ -167,7 +170,10 @@ class _Api:
         run_id, tool_call_id = _path(request, "run_id"), _path(request, "tool_call_id")
         if action == "answer":
             user_id = _optional_text(body, "resumedBy") or ""
-            if "resumeData" not in body:
+            # a live question (an MCP server's) may be declined or cancelled instead of answered
+            if _optional_text(body, "action") not in (None, "accept", "decline", "cancel"):
+                raise ApiError(400, "action must be accept, decline or cancel")
+            if "resumeData" not in body and _optional_text(body, "action") in (None, "accept"):
                 raise ApiError(400, "resumeData is required")
         else:
             user_id = _optional_text(body, "approver") or ""
@@ -185,6 +191,8 @@ class _Api:
             raise ApiError(404, f"no tool call {tool_call_id!r} in run {run_id!r}")
         if not record.waits_for(decision.kind):
             raise ApiError(409, _not_waiting(record.state, decision.kind))
+        if isinstance(decision, DeclineQuestion | CancelQuestion) and not record.live_question:
+            raise ApiError(409, "only a live question (an MCP server's) can be declined or cancelled: send resumeData")
         asked = ApiDecision(
             action=action,
             user_id=user_id,
@@ -205,8 +213,12 @@ class _Api:
             raise ApiError(404, f"no run {run_id!r}") from None
         except ToolCallNotSuspendedError as exc:
             raise ApiError(409, _not_waiting(exc.state, decision.kind)) from None
+        except QuestionHeldElsewhereError as exc:
+            raise ApiError(409, str(exc)) from None
         self._show(asked, stream)
-        return {"runId": run_id, "toolCallId": tool_call_id, "status": decision.kind.recorded_as}
+        refused = isinstance(decision, DeclineQuestion | CancelQuestion)  # said as the question's outcome
+        status = decision.kind.outcome if refused else decision.kind.recorded_as
+        return {"runId": run_id, "toolCallId": tool_call_id, "status": status}
 
     def _show(self, decision: ApiDecision, stream: AgentStream) -> None:
         """Let the front end show the decision and relay the run, after the response is sent."""
@@ -224,11 +236,17 @@ class _Api:
 
 
 def _decision_of(action: str, body: dict[str, Any]) -> Decision:
-    """The decision a route is asked for: `approve`, `decline` (with the body's `reason`), `answer` (a resume)."""
+    """The decision a route is asked for: `approve`, `decline` (with the body's `reason`), `answer` (a resume,
+    or with `"action": "decline" | "cancel"` a live question's refusal)."""
     if action == "approve":
         return Approve()
     if action == "decline":
         return Decline(reason=_optional_text(body, "reason"))
+    refusal = _optional_text(body, "action")
+    if refusal == "decline":
+        return DeclineQuestion()
+    if refusal == "cancel":
+        return CancelQuestion()
     return Resume(body["resumeData"])
 
 

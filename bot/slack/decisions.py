@@ -15,7 +15,15 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
-from bot.agent import Decision, Resume, SnapshotNotFoundError, ToolCallNotSuspendedError, ToolCallRecord, ToolCallState
+from bot.agent import (
+    Decision,
+    QuestionHeldElsewhereError,
+    Resume,
+    SnapshotNotFoundError,
+    ToolCallNotSuspendedError,
+    ToolCallRecord,
+    ToolCallState,
+)
 
 from .conversation import continue_run
 from .permissions import DecisionCheck, Verdict
@@ -41,6 +49,14 @@ class RefusalReason(StrEnum):
     """Nobody decided before the tool policy's expiry."""
     NOT_ALLOWED = "not_allowed"
     """The decision rule refused the clicker."""
+    HELD_ELSEWHERE = "held_elsewhere"
+    """A sub-agent's live question held by another bot process, which this answer cannot reach yet."""
+
+
+HELD_ELSEWHERE = (
+    "This question waits inside a sub-agent's MCP call that another bot process holds, and this answer could "
+    "not reach it, so nothing was decided. Try again in a moment, or decline it."
+)
 
 
 class ClickRefused(Exception):
@@ -177,7 +193,8 @@ async def decide(
     user_id: str,
     via: str = "button",
 ) -> None:
-    """Make `decision` (`Approve`, `Decline`, `Resume`) about a checked call through `Agent.decide`, where
+    """Make `decision` (`Approve`, `Decline`, `Resume`; `DeclineQuestion`, `CancelQuestion` on a live
+    question) about a checked call through `Agent.decide`, where
     exactly one actor wins; show it in its message, then relay the run as it goes on. `via` (`button`
     or `home`) is where the click came from, for the audit trail.
 
@@ -189,6 +206,8 @@ async def decide(
         )
     except (ToolCallNotSuspendedError, SnapshotNotFoundError):
         raise ClickRefused(_already(call.row.kind), RefusalReason.ALREADY_DECIDED, row=call.row) from None
+    except QuestionHeldElsewhereError:
+        raise ClickRefused(HELD_ELSEWHERE, RefusalReason.HELD_ELSEWHERE, about=call.row) from None
     outcome = decision.kind.outcome
     context = {"run_id": call.row.run_id, "thread_id": call.row.thread_id, "tool": call.row.tool_name}
     services.logger.info("%s %s by %s", outcome, call.row.tool_name, user_id, extra={**context, "decision": outcome})

@@ -14,6 +14,9 @@ from .approval_builder import format_args, slack_date
 from .mrkdwn import escape
 
 ANSWER = "tool_answer"
+OPEN_URL = "tool_question_url"
+DECLINE_QUESTION = "tool_question_decline"
+CANCEL_QUESTION = "tool_question_cancel"
 ANSWER_BLOCK_ID = "tool_call_answer"
 _QUESTION_KEYS = ("question", "message", "prompt", "text")
 
@@ -30,6 +33,10 @@ class QuestionView:
     requester: str
     answerable_by_form: bool = True
     """False when the tool declares no resume schema: the answer can only be given in the thread."""
+    declinable: bool = False
+    """A live question (an MCP server's): Decline and Cancel buttons, whose answer the server hears."""
+    url: str | None = None
+    """A question answered on a page (an MCP server's URL mode): a link button; the call waits for the server."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +47,10 @@ class AnswerView:
     """Who answered through the form; None when the answer came from a message in the thread."""
     answered_at: datetime | None
     resume_data: Any = None
+    refused: str | None = None
+    """"declined" or "cancelled" when the question was not answered (the server heard `decline` / `cancel`)."""
+    refused_by: str | None = None
+    """Who declined or cancelled it; None for the bot (nobody answered in time)."""
 
 
 def question_of(suspend_payload: Any) -> str:
@@ -60,23 +71,42 @@ def question_text(view: QuestionView) -> str:
 
 def build_question_blocks(view: QuestionView) -> list[Block]:
     """The open question, how to answer it, and the Answer button (when a form can be offered)."""
-    how = "reply in this thread or use the form" if view.answerable_by_form else "reply in this thread"
+    if view.url:
+        how = "open the page to answer; the bot goes on when the server has the answer"
+    elif view.answerable_by_form:
+        how = "reply in this thread or use the form"
+    else:
+        how = "reply in this thread"
     blocks: list[Block] = [
         *_describe(view),
         ContextBlock(elements=[MarkdownTextObject(text=f"<@{view.requester}>, {how}.")]),
     ]
-    if view.answerable_by_form:
-        blocks.append(
-            ActionsBlock(
-                block_id=ANSWER_BLOCK_ID,
-                elements=[ButtonElement(text="Answer", action_id=ANSWER, value=view.ref, style="primary")],
+    buttons: list[ButtonElement] = []
+    if view.url:
+        buttons.append(
+            ButtonElement(
+                text="Open the page", action_id=OPEN_URL, value=view.ref, url=view.url[:3000], style="primary"
             )
         )
+    elif view.answerable_by_form:
+        buttons.append(ButtonElement(text="Answer", action_id=ANSWER, value=view.ref, style="primary"))
+    if view.declinable:
+        buttons.append(ButtonElement(text="Decline", action_id=DECLINE_QUESTION, value=view.ref, style="danger"))
+        buttons.append(ButtonElement(text="Cancel", action_id=CANCEL_QUESTION, value=view.ref))
+    if buttons:
+        blocks.append(ActionsBlock(block_id=ANSWER_BLOCK_ID, elements=buttons))
     return blocks
 
 
 def build_answered_question_blocks(view: QuestionView, answer: AnswerView) -> list[Block]:
     """The question once answered: no button; who answered, when, and with what."""
+    if answer.refused:
+        verb = "Declined" if answer.refused == "declined" else "Cancelled"
+        who = f" by <@{answer.refused_by}>" if answer.refused_by else " (nobody answered in time)"
+        when = f" on {slack_date(answer.answered_at)}" if answer.answered_at else ""
+        told = {"declined": "decline", "cancelled": "cancel"}.get(answer.refused, answer.refused)
+        line = f":no_entry_sign: {verb}{who}{when}; the MCP server was told `{told}`"
+        return [*_describe(view), SectionBlock(text=MarkdownTextObject(text=line))]
     if answer.answered_by:
         line = f":white_check_mark: Answered by <@{answer.answered_by}> on {slack_date(answer.answered_at)}"
     elif answer.resume_data is not None:

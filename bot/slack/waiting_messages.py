@@ -98,7 +98,7 @@ async def post_recorded(
     else:
         if answerable_by_form is None:
             answerable_by_form = record is not None and record.resume_schema is not None
-        question = question_view_of(row, answerable_by_form=answerable_by_form)
+        question = question_view_of(row, answerable_by_form=answerable_by_form, record=record)
         text, blocks = question_text(question), build_question_blocks(question)
     ts = await deliver(services, client, row, text=text, blocks=blocks, search_first=search_first)
     if row.kind == "approval":
@@ -168,13 +168,19 @@ def preview_view_of(record: ToolCallRecord | None) -> PreviewView | None:
     return PreviewView(ok=True, text=text)
 
 
-def question_view_of(row: ToolCallMessageRow, *, answerable_by_form: bool = True) -> QuestionView:
+def question_view_of(
+    row: ToolCallMessageRow, *, answerable_by_form: bool = True, record: ToolCallRecord | None = None
+) -> QuestionView:
+    live = record is not None and record.live_question
+    url = row.args.get("url") if live and isinstance(row.args, dict) else None
     return QuestionView(
         ref=row.id,
         tool_name=row.tool_name,
         suspend_payload=row.args,
         requester=row.requester,
         answerable_by_form=answerable_by_form,
+        declinable=live,
+        url=url if isinstance(url, str) and url.startswith(("https://", "http://")) else None,
     )
 
 
@@ -218,10 +224,13 @@ async def refresh_message(
     if row.kind == "approval":
         text, blocks = _settled_approval(row, record)
     else:
+        refused = record.outcome if record is not None and record.outcome in ("declined", "cancelled") else None
         answer = AnswerView(
             answered_by=answered_by,
-            answered_at=record.decided_at if answered_by and record is not None else None,
+            answered_at=record.decided_at if (answered_by or refused) and record is not None else None,
             resume_data=resume_data if resume_data is not None or record is None else record.resume_data,
+            refused=refused,
+            refused_by=record.decided_by if refused else None,
         )
         text, blocks = f"Answered: {row.tool_name}", build_answered_question_blocks(question_view_of(row), answer)
     failures = []

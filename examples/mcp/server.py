@@ -2,7 +2,7 @@
 
 Three tools show the three flows: `list_tickets` says it only reads (`readOnlyHint`), `close_ticket`
 says it is destructive, and `open_ticket` asks the user mid-call (`elicitation/create`) for a field the
-model did not give and for a confirmation.
+model did not give and for a confirmation; `link_account` asks in URL mode (the user goes to a page).
 
     python examples/mcp/server.py                    # stdio (the bot starts and stops it)
     python examples/mcp/server.py --http 8765        # Streamable HTTP on http://127.0.0.1:8765/mcp
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import uuid
 from typing import Literal
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -77,6 +78,21 @@ async def open_ticket(title: str, ctx: Context) -> str:
     new_id = max(TICKETS) + 1
     TICKETS[new_id] = {"id": new_id, "title": title, "priority": answer.data.priority, "open": True}
     return f"opened ticket {new_id} ({answer.data.priority}): {title}"
+
+
+@server.tool(
+    title="Link my tracker account",
+    annotations=ToolAnnotations(
+        title="Link my tracker account", read_only_hint=False, destructive_hint=False, open_world_hint=False
+    ),
+)
+async def link_account(ctx: Context) -> str:
+    """Link the user's tracker account: the user signs in on the tracker's page (MCP URL mode)."""
+    url = f"https://tickets.example/link?session={uuid.uuid4().hex[:12]}"
+    answer = await ctx.elicit_url("Sign in to the tracker to link your account.", url, uuid.uuid4().hex)
+    if answer.action != "accept":
+        return f"not linked: the user chose {answer.action}"
+    return "the sign-in page was opened; the account is linked once the sign-in completes there"
 
 
 def add_test_tools() -> None:

@@ -1,13 +1,19 @@
-"""Block actions: the approval buttons (in a thread or the App Home), the Answer button of a question,
-an admin's Edit button next to a tool policy, and the feedback buttons under an answer."""
+"""Block actions: the approval buttons (in a thread or the App Home), the Answer, Decline and Cancel
+buttons of a question, an admin's Edit button next to a tool policy, and the feedback buttons under an
+answer."""
 
 from slack_bolt.async_app import AsyncApp
 
 from ...approval_builder import APPROVE, DECLINE, DECLINE_WITH_REASON, EDIT_ARGS
 from ...feedback_builder import FEEDBACK
 from ...home_builder import EDIT_POLICY
-from ...question_builder import ANSWER
-from .answer import handle_answer_button
+from ...question_builder import ANSWER, CANCEL_QUESTION, DECLINE_QUESTION, OPEN_URL
+from .answer import (
+    handle_answer_button,
+    handle_question_cancel_button,
+    handle_question_decline_button,
+    handle_question_url_button,
+)
 from .approve import handle_approve_button
 from .decline import handle_decline_button, handle_decline_with_reason_button
 from .edit_args import handle_edit_args_button
@@ -21,5 +27,8 @@ def register(app: AsyncApp) -> None:
     app.action(DECLINE_WITH_REASON)(handle_decline_with_reason_button)
     app.action(EDIT_ARGS)(handle_edit_args_button)
     app.action(ANSWER)(handle_answer_button)
+    app.action(DECLINE_QUESTION)(handle_question_decline_button)
+    app.action(CANCEL_QUESTION)(handle_question_cancel_button)
+    app.action(OPEN_URL)(handle_question_url_button)
     app.action(EDIT_POLICY)(handle_policy_edit_button)
     app.action(FEEDBACK)(handle_feedback_button)

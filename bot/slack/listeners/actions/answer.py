@@ -1,4 +1,5 @@
-"""The Answer button of a question: opens a form generated from the tool's resume schema."""
+"""The buttons of a question: Answer opens a form generated from the tool's resume schema; Decline and
+Cancel (on a live question, an MCP server's) tell the server `decline` / `cancel`, and its call goes on."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.agent import CancelQuestion, DeclineQuestion, Resume
+
+from ...decisions import decide
 from ...modal_builder import build_answer_modal
 from ...services import services_of
-from ._click import checked_click, open_form
+from ._click import checked_click, open_form, settle_or_explain
 
 
 async def handle_answer_button(
@@ -28,3 +32,40 @@ async def handle_answer_button(
         build=lambda target, schema: build_answer_modal(target, call.row.args, schema),
         without_form="Answer this question by replying in the thread.",
     )
+
+
+async def handle_question_decline_button(
+    ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
+) -> None:
+    await _refuse_question(ack, body, client, context, cancel=False)
+
+
+async def handle_question_cancel_button(
+    ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
+) -> None:
+    await _refuse_question(ack, body, client, context, cancel=True)
+
+
+async def handle_question_url_button(
+    ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
+) -> None:
+    """A link button (MCP URL mode): Slack opens the page for the user; the click tells the server
+    `accept` (the user went there), and the call waits for the server to finish."""
+    await ack()
+    services = services_of(context)
+    click, call = await checked_click(services, client, body, kind="question", action="answer")
+    if call is not None:
+        await settle_or_explain(
+            services, client, click, decide(services, client, call, Resume(None), user_id=click.user_id)
+        )
+
+
+async def _refuse_question(
+    ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext, *, cancel: bool
+) -> None:
+    await ack()
+    services = services_of(context)
+    click, call = await checked_click(services, client, body, kind="question", action="answer")
+    if call is not None:
+        refusal = CancelQuestion() if cancel else DeclineQuestion()
+        await settle_or_explain(services, client, click, decide(services, client, call, refusal, user_id=click.user_id))
