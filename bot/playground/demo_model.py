@@ -7,8 +7,12 @@ request lists:
   and order made up when not given)
 - "weather" -> `get-weather` (with the city when one is named after "in", else the tool asks)
 - "list records" -> `list-records`
+- an MCP server's tool (`SERVER__VERB_NOUN`, e.g. `tickets__close_ticket`) when the message names its
+  words in order ("close ticket 2", "open a ticket: the printer is on fire", "list the tickets"): numbers
+  fill its integer arguments, the text after a colon (or in quotes) its required text argument
 - a structured-output request (`response_format`, the auto-resume extraction) -> the city-looking word
-  of the reply as the first text field asked for, every other field null
+  of the reply as the first text field asked for, an enum value the reply names, yes/no for a boolean,
+  every other field null
 - after a tool result -> one sentence saying what the tool did
 - anything else -> a friendly reply listing what it can do
 
@@ -142,33 +146,34 @@ def answer(body: dict[str, Any]) -> DemoReply:
     if isinstance(body.get("response_format"), dict) and body["response_format"].get("type") == "json_schema":
         spec = body["response_format"].get("json_schema") or {}
         return DemoReply(text=json.dumps(structured_answer(body["messages"], spec.get("schema")), ensure_ascii=False))
-    tools = {
-        (tool.get("function") or {}).get("name")
+    offered = {
+        (tool.get("function") or {}).get("name"): (tool.get("function") or {}).get("parameters") or {}
         for tool in body.get("tools") or []
         if isinstance(tool, dict) and tool.get("type", "function") == "function"
     }
+    tools = set(offered)
     messages = [m for m in body["messages"] if isinstance(m, dict) and m.get("role") != "system"]
     unsaid = unsummarised_results(messages)
     if messages and messages[-1].get("role") == "tool":
         return DemoReply(text=summarise_results(messages, unsaid))
     last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
-    reply = reply_to(_text_of(last_user), tools)
+    reply = reply_to(_text_of(last_user), tools, offered)
     if unsaid and not reply.tool_calls:
         # a resumed call finished after the user's answer was added to the run: say what it did
         return DemoReply(text=summarise_results(messages, unsaid))
     return reply
 
 
-def reply_to(text: str, tools: set[str | None]) -> DemoReply:
+def reply_to(text: str, tools: set[str | None], schemas: dict[Any, Any] | None = None) -> DemoReply:
     """The answer to a user's message: a tool call when a rule matches and the tool is offered, else help."""
-    wanted = wanted_tool(text)
+    wanted = wanted_tool(text) or wanted_mcp_tool(text, schemas or {})
     if wanted is not None and wanted[0] in tools:
         name, args = wanted
         call_id = "call_" + uuid.uuid4().hex[:20]
         return DemoReply(
             tool_calls=[{"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]
         )
-    return DemoReply(text=help_text(tools))
+    return DemoReply(text=help_text(tools, schemas))
 
 
 def wanted_tool(text: str) -> tuple[str, dict[str, Any]] | None:
@@ -185,6 +190,59 @@ def wanted_tool(text: str) -> tuple[str, dict[str, Any]] | None:
     if re.search(r"\b(?:list|show)\b.*\brecords?\b|^records?\b", words):
         return "list-records", {}
     return None
+
+
+def wanted_mcp_tool(text: str, schemas: dict[Any, Any]) -> tuple[str, dict[str, Any]] | None:
+    """The offered MCP tool (`SERVER__VERB_NOUN`) whose words the message names in order, the earliest
+    verb first ("list open tickets" is `list_tickets`, not `open_ticket`); None when none fits."""
+    words = re.findall(r"\w+", _plain(text).lower())
+    best: tuple[int, str] | None = None
+    for name in schemas:
+        if not isinstance(name, str) or "__" not in name:
+            continue
+        at = _in_order(words, name.partition("__")[2].lower().split("_"))
+        if at is not None and (best is None or at < best[0]):
+            best = (at, name)
+    if best is None:
+        return None
+    return best[1], mcp_args(_plain(text), schemas[best[1]])
+
+
+def _in_order(words: list[str], wanted: list[str]) -> int | None:
+    """Where the first of `wanted` is when all of them occur in `words` in order (a plural counts)."""
+    first, position = None, 0
+    for word in wanted:
+        forms = {word, word + "s", word + "es", *_SAME_VERB.get(word, ())}
+        while position < len(words) and words[position] not in forms:
+            position += 1
+        if position == len(words):
+            return None
+        first = position if first is None else first
+        position += 1
+    return first
+
+
+_SAME_VERB = {"list": ("show", "which", "what"), "get": ("show", "what"), "search": ("find",)}
+
+
+def mcp_args(text: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """Arguments for an MCP tool from its input schema: numbers in the message for its integer and number
+    fields, in order; the text after a colon (or in quotes) for its first required text field."""
+    numbers = iter(re.findall(r"\d+(?:\.\d+)?", text))
+    quoted = re.search(r"[\"“«「](.+?)[\"”»」]", text)
+    after_colon = text.partition(":")[2].strip() if ":" in text else ""
+    free_text = (quoted.group(1) if quoted else after_colon) or None
+    required = set(schema.get("required") or [])
+    args: dict[str, Any] = {}
+    for field_name, prop in (schema.get("properties") or {}).items():
+        kind = (prop or {}).get("type")
+        if kind in ("integer", "number"):
+            number = next(numbers, None)
+            if number is not None:
+                args[field_name] = int(float(number)) if kind == "integer" else float(number)
+        elif kind == "string" and field_name in required and free_text:
+            args[field_name], free_text = free_text, None
+    return args
 
 
 _CURRENCY_BEFORE = r"(?:US\$|\$|€|£|¥|￥|₩|₹)"
@@ -288,15 +346,34 @@ def structured_answer(messages: list[Any], schema: Any) -> Any:
     nested = bool(properties) and all((p or {}).get("type") == "object" for p in properties.values())
     forms = properties if nested else {None: schema}
     answer: dict[str, Any] = {}
+    reply = found.group(1)
     for label, form in forms.items():
         fields = {name: None for name in (form or {}).get("properties") or {}}
         name = _first_string_field(form or {})
         if city and name:
             fields[name], city = city, None
+        for field_name, prop in ((form or {}).get("properties") or {}).items():
+            prop = prop or {}
+            if isinstance(prop.get("enum"), list):  # an enum value the reply names
+                named = [
+                    v for v in prop["enum"] if isinstance(v, str) and re.search(rf"\b{re.escape(v)}\b", reply, re.I)
+                ]
+                fields[field_name] = named[0] if len(named) == 1 else None
+            elif prop.get("type") == "boolean" or "boolean" in (prop.get("type") or []):
+                fields[field_name] = _yes_or_no(reply)
         if label is None:
             return fields
         answer[label] = fields
     return answer
+
+
+def _yes_or_no(reply: str) -> bool | None:
+    words = set(re.findall(r"\w+", reply.lower()))
+    no, yes = (
+        bool(words & {"no", "not", "don't", "nope", "cancel"}),
+        bool(words & {"yes", "yeah", "sure", "ok", "okay"}),
+    )
+    return None if no == yes else yes
 
 
 def _first_string_field(schema: dict[str, Any]) -> str | None:
@@ -373,7 +450,7 @@ def summarise(tool_name: str, content: str) -> str:
     return f"`{tool_name}` returned {json.dumps(result, ensure_ascii=False)}."
 
 
-def help_text(tools: set[str | None]) -> str:
+def help_text(tools: set[str | None], schemas: dict[Any, Any] | None = None) -> str:
     lines = ["Hi! I'm the playground's offline *demo model* (rule-based, no API key needed). Try:"]
     examples = {
         "list-records": "“list records”",
@@ -382,6 +459,14 @@ def help_text(tools: set[str | None]) -> str:
         "get-weather": "“what's the weather?” (asks which city; answer in the thread)",
     }
     lines += [f"- {example}" for name, example in examples.items() if name in tools]
+    for name in sorted(t for t in tools if isinstance(t, str) and "__" in t):  # an MCP server's tools
+        server, _, tool = name.partition("__")
+        schema = (schemas or {}).get(name) or {}
+        properties = schema.get("properties") or {}
+        needs_text = any((properties.get(f) or {}).get("type") == "string" for f in schema.get("required") or [])
+        needs_number = any((p or {}).get("type") in ("integer", "number") for p in properties.values())
+        example = tool.replace("_", " ") + (" 2" if needs_number else "") + (": …" if needs_text else "")
+        lines.append(f"- “{example}” (`{name}`, from the MCP server `{server}`)")
     if len(lines) == 1:
         lines.append("- nothing: this agent has no tools I know. Set OPENAI_API_KEY to use a real model.")
     return "\n".join(lines)
