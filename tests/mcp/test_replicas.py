@@ -10,8 +10,10 @@ from contextlib import AsyncExitStack
 
 import pytest
 
+from bot.agent import Agent, QuestionHeldElsewhereError
 from bot.assemble import add_tools
 from bot.demo import build_demo_agent
+from memory import Storage
 from tests.slack.harness import MODEL, running_bot
 from tests.slack.test_http_api import TOKEN, decide_path, request, waiting_call
 from tests.support.scripted_model import call, reply, tool_calls
@@ -114,3 +116,36 @@ async def test_a_cancel_through_the_http_api_of_another_replica_tells_the_server
     assert "Cancelled by <@U1>" in str(updates[-1].params["blocks"])
     status, _ = await request(second, "POST", decide_path(run_id, call_id, "resume"), body=body)
     assert status == 409
+
+
+async def test_a_sub_agents_question_held_by_another_process_is_refused_there_and_nothing_is_decided(
+    tmp_path, database_url, model, mcp_servers
+):
+    """A supervisor's run cannot follow a hand-over yet: the other process refuses the answer before it
+    decides anything, and the process that holds the question still takes it."""
+
+    def supervisor(storage, servers):
+        inner = Agent(id="tickets-agent", model=MODEL, tools=servers.tools, description="Files tickets")
+        return Agent(id="boss", model=MODEL, agents=[inner], storage=storage)
+
+    storage = Storage(database_url)
+    try:
+        async with connected(configs(tmp_path, {"tickets": stdio_entry()})) as others:
+            holder, other = supervisor(storage, mcp_servers), supervisor(storage, others)
+            model.chat.push(tool_calls(call("agent-tickets-agent", {"prompt": "open a ticket"}, id="s1")))
+            model.chat.push(tool_calls(call("tickets__open_ticket", {"title": TITLE}, id="c1")))
+            approval = await holder.generate("open a ticket")
+            question = await holder.approve_tool_call_generate(run_id=approval.run_id)
+            assert question.finish_reason == "suspended"
+            answer = {"priority": "low", "confirm": True}
+            with pytest.raises(QuestionHeldElsewhereError):
+                await other.resume_stream(answer, run_id=question.run_id)
+            assert (await holder.get_tool_call(question.run_id, "s1")).state == "suspended"
+
+            model.chat.push(reply("The ticket is open."))
+            model.chat.push(reply("Opened it."))
+            done = await holder.resume_generate(answer, run_id=question.run_id)
+            assert done.text == "Opened it."
+            assert TITLE in await titles(mcp_servers)
+    finally:
+        await storage.close()
