@@ -14,8 +14,7 @@ from bot.agent import Agent, QuestionHeldElsewhereError
 from bot.assemble import add_tools
 from bot.demo import build_demo_agent
 from memory import Storage
-from tests.slack.harness import MODEL, running_bot
-from tests.slack.test_http_api import TOKEN, decide_path, request, waiting_call
+from tests.slack.harness import API_TOKEN, MODEL, decide_path, request, running_bot, waiting_call
 from tests.support.scripted_model import call, reply, tool_calls
 
 from .servers import configs, connected, stdio_entry
@@ -47,7 +46,7 @@ async def replicas(tmp_path, database_url, slack, model, mcp_servers):
             running_bot(database_url=database_url, slack=slack, agent_factory=agent_with(mcp_servers))
         )
         second = await stack.enter_async_context(
-            running_bot(database_url=database_url, slack=slack, agent_factory=agent_with(others), api_token=TOKEN)
+            running_bot(database_url=database_url, slack=slack, agent_factory=agent_with(others), api_token=API_TOKEN)
         )
         yield first, second
 
