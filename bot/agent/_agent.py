@@ -633,7 +633,7 @@ class Agent:
 
     async def _look_at_held(self) -> None:
         rows = await self.storage.runs.held_calls(self.owner, list(self._held))
-        now = utcnow()
+        now = self.storage.clock.now()
         for key in list(self._held):
             row = rows.get(key)
             if row is None or row.state not in (ToolCallState.SUSPENDED, ToolCallState.APPROVED):

@@ -11,13 +11,13 @@ from tests.slack.harness import MODEL, running_bot
 
 
 @pytest.fixture
-async def bot(tmp_path, slack, model, mcp_servers):
+async def bot(tmp_path, slack, model, mcp_servers, clock):
     def agent(storage):
         built = build_demo_agent(storage, model=MODEL)
         add_tools(built, mcp_servers.tools)
         return built
 
     async with running_bot(
-        database_url=f"sqlite+aiosqlite:///{tmp_path}/bot.db", slack=slack, agent_factory=agent
+        database_url=f"sqlite+aiosqlite:///{tmp_path}/bot.db", slack=slack, agent_factory=agent, clock=clock
     ) as b:
         yield b

@@ -122,10 +122,11 @@ async def test_decline_and_cancel_tell_the_server_and_are_no_error(
     await bot.slack.wait_for("chat.postEphemeral", lambda c: "already answered" in c.params.get("text", ""))
 
 
-async def test_a_question_nobody_answers_is_cancelled_at_the_tool_policys_expiry(bot, model, mcp_servers):
+async def test_a_question_nobody_answers_is_cancelled_at_the_tool_policys_expiry(bot, model, mcp_servers, clock):
     _, question = await ask_to_open_a_ticket(bot, model)
     # set once the question waits (an expiry would also apply to the approval before it)
-    await bot.storage.policies.set("tickets__open_ticket", PolicyChange(expires_after=1))
+    await bot.storage.policies.set("tickets__open_ticket", PolicyChange(expires_after=120))
+    clock.advance(121)  # the storage's clock: two minutes pass
     model.chat.push(reply("Nobody answered, so I did not open it."))
     stops = await bot.slack.wait_for("chat.stopStream")
     assert bot.slack.message("C1", stops[-1].params["ts"]).text == "Nobody answered, so I did not open it."
@@ -135,7 +136,7 @@ async def test_a_question_nobody_answers_is_cancelled_at_the_tool_policys_expiry
     assert "Cancelled (nobody answered in time)" in str(updates[-1].params["blocks"])
     audit = await bot.storage.audit_log.entries(tool_name="tickets__open_ticket")
     (line,) = [a for a in audit if a.action == "answer_cancelled"]
-    assert line.via == "expiry" and "within 1 s" in line.detail
+    assert line.via == "expiry" and "within 120 s" in line.detail
 
 
 async def test_url_mode_shows_a_link_and_the_call_waits_for_the_server(bot, model):
