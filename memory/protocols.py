@@ -50,6 +50,10 @@ class RunStorage(Protocol):
         """What follows a worker's calls of the current step (go on, park, or leave it to another)."""
         ...
 
+    async def held_calls(self, owner: str, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], ToolCallRow]:
+        """The calls among `keys` (run id, tool call id) that `owner` still holds live (`held_by`), by key."""
+        ...
+
     async def heartbeat(self, run_id: str, owner: str) -> None:
         """Refresh the run's lease: a process is still working on it."""
         ...
