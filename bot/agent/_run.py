@@ -264,9 +264,9 @@ class RunDriver:
 
     async def _decided(self, call: ToolCallRow, decision: WonDecision, policy: ToolPolicy) -> AsyncIterator[Chunk]:
         telemetry.decided(call, kind=decision.kind.recorded_as, actor=decision.decided_by, via=decision.via)
-        for chunk in await self._carry_out(call, decision, policy):
+        for chunk in await self._carry_out_decision(call, decision, policy):
             yield chunk
-        async for chunk in self._then([call]):
+        async for chunk in self._surface_waits_or_go_on([call]):
             yield chunk
 
     async def _recovered(self, interrupted: list[ToolCallRow]) -> AsyncIterator[Chunk]:
@@ -278,10 +278,10 @@ class RunDriver:
         work = [c for c in calls if c.state in IN_PROGRESS_STATES]
         for chunk in await self._work_on(work):
             yield chunk
-        async for chunk in self._then([*interrupted, *work]):
+        async for chunk in self._surface_waits_or_go_on([*interrupted, *work]):
             yield chunk
 
-    async def _then(self, touched: list[ToolCallRow]) -> AsyncIterator[Chunk]:
+    async def _surface_waits_or_go_on(self, touched: list[ToolCallRow]) -> AsyncIterator[Chunk]:
         """After calls were carried out outside the loop: surface what waits, or go on with the run."""
         waiting, move = await self._after_work(touched)
         for chunk in waiting:
@@ -455,7 +455,7 @@ class RunDriver:
         tool = self.deps.find_tool(row.tool_name)
         if tool is None or row.fingerprint != fingerprint(row.tool_name, row.args):
             reason = ARGS_CHANGED if tool is not None else f"the tool {row.tool_name!r} is no longer available"
-            return await self._settle(
+            return await self._store_result(
                 row, ToolCallState.FAILED, {"error": reason}, is_error=True, decides_next=decides_next
             )
         policy = policy or await self.deps.policies.get(row.tool_name)
@@ -463,7 +463,7 @@ class RunDriver:
             return await self._blocked(row, policy.version, decides_next=decides_next)
         skipped, output = await self._before_tool_call(row)
         if skipped:
-            return await self._settle(row, ToolCallState.DONE, to_jsonable(output), decides_next=decides_next)
+            return await self._store_result(row, ToolCallState.DONE, to_jsonable(output), decides_next=decides_next)
         sub_agent = self.deps.sub_agent_for(row.tool_name)
         # a sub-agent's run is named with the mark, so a recovery finds it and goes on with it
         child = {"child_run_id": uuid.uuid4().hex, "child_tool_call_id": None} if sub_agent is not None else {}
@@ -500,12 +500,14 @@ class RunDriver:
                     )
         except Exception as exc:  # noqa: BLE001 - a failing tool is a result the model should see
             log.info("tool %s failed in run %s: %r", row.tool_name, self.run.id, exc)
-            return await self._settle(
+            return await self._store_result(
                 row, ToolCallState.FAILED, {"error": f"{type(exc).__name__}: {exc}"}, True, decides_next=decides_next
             )
         if context.suspend_error is not None:
             error = f"the tool suspended with a payload that does not fit its suspend_schema: {context.suspend_error}"
-            return await self._settle(row, ToolCallState.FAILED, {"error": error}, True, decides_next=decides_next)
+            return await self._store_result(
+                row, ToolCallState.FAILED, {"error": error}, True, decides_next=decides_next
+            )
         if context.suspended:
             await self.runs.transition(
                 row,
@@ -525,10 +527,10 @@ class RunDriver:
             try:
                 tool.output_schema.validate(output)
             except SchemaValidationError as exc:
-                return await self._settle(
+                return await self._store_result(
                     row, ToolCallState.FAILED, {"error": f"output does not fit: {exc}"}, True, decides_next=decides_next
                 )
-        return await self._settle(row, ToolCallState.DONE, output, decides_next=decides_next)
+        return await self._store_result(row, ToolCallState.DONE, output, decides_next=decides_next)
 
     async def _before_tool_call(self, row: ToolCallRow) -> tuple[bool, Any]:
         hook = self.deps.hooks.get("before_tool_call")
@@ -555,11 +557,11 @@ class RunDriver:
         audit = Audit(
             action="blocked", detail="the tool is disabled by an admin's policy", policy_version=policy_version
         )
-        return await self._settle(
+        return await self._store_result(
             row, ToolCallState.FAILED, {"error": disabled_error(row.tool_name)}, True, audit, decides_next=decides_next
         )
 
-    async def _settle(
+    async def _store_result(
         self,
         row: ToolCallRow,
         to: ToolCallState,
@@ -591,7 +593,7 @@ class RunDriver:
         metrics.tool_run(row.tool_name, "error" if is_error else "ok")
         return [self._result_chunk(row)]
 
-    async def _carry_out(self, call: ToolCallRow, decision: WonDecision, policy: ToolPolicy) -> list[Chunk]:
+    async def _carry_out_decision(self, call: ToolCallRow, decision: WonDecision, policy: ToolPolicy) -> list[Chunk]:
         if call.child_run_id is not None and call.state == ToolCallState.RUNNING:
             child = self._sub_agent_of(call)
             stream = await child.decide(
@@ -601,7 +603,7 @@ class RunDriver:
                 decided_by=decision.decided_by,
                 via=decision.via,
             )
-            # the supervisor's call settles outside `_work_on`: `_then` makes the next move after it
+            # the supervisor's call settles outside `_work_on`: `_surface_waits_or_go_on` makes the next move after it
             chunks = await self._after_child(call, await stream.result(), decides_next=False)
             if decision.kind.refuses:
                 chunks.insert(0, self._denied_chunk(call, decision.reason))
@@ -689,14 +691,14 @@ class RunDriver:
                 )
                 return []
         if output.finish_reason == "error":
-            return await self._settle(
+            return await self._store_result(
                 row,
                 ToolCallState.FAILED,
                 {"error": output.error or "the sub-agent failed"},
                 True,
                 decides_next=decides_next,
             )
-        return await self._settle(row, ToolCallState.DONE, {"text": output.text}, decides_next=decides_next)
+        return await self._store_result(row, ToolCallState.DONE, {"text": output.text}, decides_next=decides_next)
 
     # --- endings and chunks -----------------------------------------------------------------
     async def _finish(self, status: RunStatus, finish_reason: str, messages: list[dict[str, Any]] = ()) -> Chunk:

@@ -70,12 +70,12 @@ async def checked_click(
     return click, call
 
 
-async def settle_or_explain(
-    services: SlackServices, client: AsyncWebClient, click: Click, settle: Awaitable[None]
+async def decide_or_tell_clicker(
+    services: SlackServices, client: AsyncWebClient, click: Click, deciding: Awaitable[None]
 ) -> None:
     """Carry out a decision; when another click won the race, explain that to this clicker."""
     try:
-        await settle
+        await deciding
     except ClickRefused as refused:
         await explain(services, client, click, refused)
 

@@ -12,7 +12,7 @@ from bot.agent import Approve
 
 from ...decisions import decide
 from ...services import services_of
-from ._click import checked_click, settle_or_explain
+from ._click import checked_click, decide_or_tell_clicker
 
 
 async def handle_approve_button(
@@ -22,6 +22,6 @@ async def handle_approve_button(
     services = services_of(context)
     click, call = await checked_click(services, client, body, kind="approval", action="approve")
     if call is not None:
-        await settle_or_explain(
+        await decide_or_tell_clicker(
             services, client, click, decide(services, client, call, Approve(), user_id=click.user_id, via=click.via)
         )

@@ -13,7 +13,7 @@ from bot.agent import Decline
 from ...decisions import decide
 from ...modal_builder import ModalTarget, build_decline_reason_modal
 from ...services import services_of
-from ._click import checked_click, settle_or_explain
+from ._click import checked_click, decide_or_tell_clicker
 
 
 async def handle_decline_button(
@@ -23,7 +23,7 @@ async def handle_decline_button(
     services = services_of(context)
     click, call = await checked_click(services, client, body, kind="approval", action="decline")
     if call is not None:
-        await settle_or_explain(
+        await decide_or_tell_clicker(
             services, client, click, decide(services, client, call, Decline(), user_id=click.user_id, via=click.via)
         )
 

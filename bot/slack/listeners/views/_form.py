@@ -59,11 +59,11 @@ async def submitted_form(
     return SubmittedForm(user_id=user_id, call=call, data=data)
 
 
-async def settle_or_explain(
+async def decide_or_tell_submitter(
     services: SlackServices,
     client: AsyncWebClient,
     form: SubmittedForm,
-    settle: Awaitable[None],
+    deciding: Awaitable[None],
     *,
     unfit: type[Exception],
     unfit_text: str,
@@ -71,7 +71,7 @@ async def settle_or_explain(
     """Carry out the decision; when another click won the race, or the runtime finds the data `unfit`,
     tell the submitter (`unfit_text: <why>`)."""
     try:
-        await settle
+        await deciding
     except ClickRefused as refused:
         await refuse(services, client, refused, user=form.user_id, channel=None)
     except unfit as exc:

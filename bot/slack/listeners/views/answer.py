@@ -12,7 +12,7 @@ from bot.agent import Resume, ResumeDataInvalidError
 
 from ...decisions import decide
 from ...services import services_of
-from ._form import settle_or_explain, submitted_form
+from ._form import decide_or_tell_submitter, submitted_form
 
 
 async def handle_answer_submission(
@@ -31,7 +31,7 @@ async def handle_answer_submission(
     )
     if form is None:
         return
-    await settle_or_explain(
+    await decide_or_tell_submitter(
         services,
         client,
         form,
