@@ -14,7 +14,7 @@ from bot.agent import CancelQuestion, DeclineQuestion, Resume
 from ...decisions import decide
 from ...modal_builder import build_answer_modal
 from ...services import services_of
-from ._click import checked_click, open_form, settle_or_explain
+from ._click import checked_click, decide_or_tell_clicker, open_form
 
 
 async def handle_answer_button(
@@ -55,7 +55,7 @@ async def handle_question_url_button(
     services = services_of(context)
     click, call = await checked_click(services, client, body, kind="question", action="answer")
     if call is not None:
-        await settle_or_explain(
+        await decide_or_tell_clicker(
             services, client, click, decide(services, client, call, Resume(None), user_id=click.user_id)
         )
 
@@ -68,4 +68,6 @@ async def _refuse_question(
     click, call = await checked_click(services, client, body, kind="question", action="answer")
     if call is not None:
         refusal = CancelQuestion() if cancel else DeclineQuestion()
-        await settle_or_explain(services, client, click, decide(services, client, call, refusal, user_id=click.user_id))
+        await decide_or_tell_clicker(
+            services, client, click, decide(services, client, call, refusal, user_id=click.user_id)
+        )
