@@ -73,3 +73,12 @@ def context() -> ToolContext:
         run_id="test", tool_call_id=uuid.uuid4().hex, thread_id=None, resource_id=None, request_context={},
         agent=AgentToolContext(None),
     )  # fmt: skip
+
+
+TITLE = "打印机着火了 · Drucker brennt · プリンター"
+"""The title of a ticket the example server lists (Chinese, German, Japanese)."""
+
+
+async def titles(mcp_servers) -> list[str]:
+    tools = {t.id: t for t in mcp_servers.tools}
+    return [t["title"] for t in await tools["tickets__list_tickets"].execute({}, context())]

@@ -11,9 +11,7 @@ import pytest
 from memory import PolicyChange
 from tests.support.scripted_model import call, reply, structured, tool_calls
 
-from .servers import configs, connected, context, stdio_entry
-
-TITLE = "打印机着火了 · Drucker brennt · プリンター"
+from .servers import TITLE, configs, connected, stdio_entry, titles
 
 
 @pytest.fixture
@@ -30,11 +28,6 @@ async def ask_to_open_a_ticket(bot, model):
     await bot.sender.click(approval, "tool_approve", user="U2")
     question = await bot.question_message()
     return event, question
-
-
-async def titles(mcp_servers) -> list[str]:
-    tools = {t.id: t for t in mcp_servers.tools}
-    return [t["title"] for t in await tools["tickets__list_tickets"].execute({}, context())]
 
 
 async def test_the_question_is_a_suspension_with_the_servers_message_and_schema(bot, model):

@@ -17,8 +17,7 @@ from memory import Storage
 from tests.support.scripted_model import call, tool_calls
 
 from .holder_process import build_agent
-from .servers import ROOT, configs, stdio_entry, write_config
-from .test_elicitation import TITLE
+from .servers import ROOT, TITLE, configs, stdio_entry, write_config
 
 
 async def until(condition, seconds: float = 15.0):

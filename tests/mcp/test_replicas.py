@@ -17,8 +17,7 @@ from memory import Storage
 from tests.slack.harness import API_TOKEN, MODEL, decide_path, request, running_bot, waiting_call
 from tests.support.scripted_model import call, reply, tool_calls
 
-from .servers import configs, connected, stdio_entry
-from .test_elicitation import TITLE, titles
+from .servers import TITLE, configs, connected, stdio_entry, titles
 
 
 @pytest.fixture
