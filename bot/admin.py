@@ -70,6 +70,7 @@ def describe(policy: ToolPolicy) -> dict[str, str]:
         "approvers": ",".join(policy.approvers) or "anyone",
         "self_approval": "allowed" if policy.self_approval else "refused",
         "expires": f"{policy.expires_after}s" if policy.expires_after else "never",
+        "approvals": str(policy.approvals_required),
         "version": str(policy.version),
     }
 
@@ -79,7 +80,7 @@ async def list_policies(storage: Storage, agent: Any, out: TextIO = sys.stdout) 
     tools = agent_tools(agent)
     stored = {p.tool_name: p for p in await storage.policies.all()}
     names = sorted(set(tools) | set(stored))
-    header = ("TOOL", "CODE", "MODE", "APPROVERS", "SELF-APPROVAL", "EXPIRES", "VERSION", "FROM")
+    header = ("TOOL", "CODE", "MODE", "APPROVERS", "SELF-APPROVAL", "EXPIRES", "VERSION", "APPROVALS", "FROM")
     lines = [header]
     for name in names:
         words = describe(stored.get(name) or ToolPolicy(tool_name=name))
@@ -92,6 +93,7 @@ async def list_policies(storage: Storage, agent: Any, out: TextIO = sys.stdout) 
                 words["self_approval"],
                 words["expires"],
                 words["version"],
+                words["approvals"],
                 tool_origin(tools.get(name)),
             )
         )
@@ -155,7 +157,8 @@ async def set_policy(
     words = describe(policy)
     print(
         f"{policy.tool_name}: mode {words['mode']}, approvers {words['approvers']}, "
-        f"self-approval {words['self_approval']}, expires {words['expires']} (version {policy.version})",
+        f"self-approval {words['self_approval']}, expires {words['expires']}, "
+        f"approvals required {words['approvals']} (version {policy.version})",
         file=out,
     )
     return policy

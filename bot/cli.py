@@ -91,6 +91,13 @@ def _add_policy_commands(commands: Any) -> tuple[argparse.ArgumentParser, argpar
     policy_set.add_argument(
         "--expires", metavar="SECONDS", type=_seconds, help="decline a waiting approval after this long; 0 removes"
     )
+    policy_set.add_argument(
+        "--approvals-required",
+        dest="approvals_required",
+        metavar="N",
+        type=_approvals,
+        help="distinct approvers a call needs before it runs (four eyes: 2; the requester never counts); 1 to 10",
+    )
     return policy_list, policy_set
 
 
@@ -127,6 +134,15 @@ def _add_log_options(command: argparse.ArgumentParser, settings: Settings) -> No
         default=settings.bot_log_format,
         help="text (default, or BOT_LOG_FORMAT), or json: one object a line with run_id, thread_id, tool, decision",
     )
+
+
+def _approvals(value: str) -> int:
+    from memory import PolicyError, approvals_count
+
+    try:
+        return approvals_count(value)
+    except PolicyError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _seconds(value: str) -> int:
@@ -377,7 +393,11 @@ async def _admin(options: argparse.Namespace, settings: Settings, named: Any = N
             return
         approvers = None if options.approvers is None else options.approvers.split(",")
         change = PolicyChange(
-            mode=options.mode, approvers=approvers, self_approval=options.self_approval, expires_after=options.expires
+            mode=options.mode,
+            approvers=approvers,
+            self_approval=options.self_approval,
+            expires_after=options.expires,
+            approvals_required=options.approvals_required,
         )
         await admin.set_policy(storage, agent, options.tool, change)
     finally:

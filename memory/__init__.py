@@ -6,7 +6,17 @@ Imports nothing from `bot`; the runtime imports this package.
 
 from ._audit import SYSTEM, AuditAction, AuditEntry, AuditLog, AuditVia
 from ._memory import Memory, pair_tool_results
-from ._policies import EXPIRY_LIMIT, PolicyChange, PolicyMode, PolicyStore, ToolPolicy, UnreadablePolicy, expiry_seconds
+from ._policies import (
+    APPROVALS_LIMIT,
+    EXPIRY_LIMIT,
+    PolicyChange,
+    PolicyMode,
+    PolicyStore,
+    ToolPolicy,
+    UnreadablePolicy,
+    approvals_count,
+    expiry_seconds,
+)
 from ._runs import Audit, RunStore
 from ._storage import Storage
 from .clock import Clock, SystemClock
@@ -15,6 +25,7 @@ from .protocols import PolicyReader, RunStorage
 from .states import RunStatus, ToolCallState
 
 __all__ = [
+    "APPROVALS_LIMIT",
     "EXPIRY_LIMIT",
     "SYSTEM",
     "AgentError",
@@ -39,6 +50,7 @@ __all__ = [
     "ToolCallState",
     "ToolPolicy",
     "UnreadablePolicy",
+    "approvals_count",
     "expiry_seconds",
     "pair_tool_results",
 ]

@@ -29,6 +29,25 @@ EXPIRY_LIMIT = 365 * 24 * 3600
 """The longest expiry a policy may set: 365 days, in seconds (the shortest is 1 second)."""
 _EXPIRY_BOUNDS = f"an expiry is 1 second to 365 days ({EXPIRY_LIMIT} seconds), or 0 for none"
 
+APPROVALS_LIMIT = 10
+"""The most distinct approvers a policy may require for one call."""
+_APPROVALS_BOUNDS = f"the approvals required are a whole number from 1 to {APPROVALS_LIMIT}"
+
+
+def approvals_count(value: str | int) -> int:
+    """The number of approvals `value` names (1 to `APPROVALS_LIMIT`); the one rule of the command line,
+    the App Home, the HTTP API and storage. Raises `PolicyError` (one line) for anything else."""
+    if isinstance(value, bool):
+        raise PolicyError(f"{value!r} is not a number: {_APPROVALS_BOUNDS}")
+    if isinstance(value, str):
+        text = value.strip()
+        if not (text.isascii() and text.isdigit()) or len(text) > 3:
+            raise PolicyError(f"{text[:40]!r} is not a whole number: {_APPROVALS_BOUNDS}")
+        value = int(text)
+    if not isinstance(value, int) or not 1 <= value <= APPROVALS_LIMIT:
+        raise PolicyError(f"{value!r}: {_APPROVALS_BOUNDS}")
+    return value
+
 
 def expiry_seconds(value: str | int) -> int:
     """The expiry `value` names, in seconds (0: none); the one rule of the command line, the App Home
@@ -76,6 +95,9 @@ class ToolPolicy:
     """Whether the person whose message led to a call may approve it."""
     expires_after: int | None = None
     """Seconds a call may wait for approval before it is declined as expired; None: never."""
+    approvals_required: int = 1
+    """Distinct approvers a call needs before it runs (four eyes: 2); the requester never counts toward
+    more than one, and one decline declines."""
     version: int = 0
     """0 for the defaults; every stored change adds one."""
     updated_by: str | None = None
@@ -92,6 +114,7 @@ class ToolPolicy:
             "approvers": list(self.approvers),
             "self_approval": self.self_approval,
             "expires_after": self.expires_after,
+            "approvals_required": self.approvals_required,
             "version": self.version,
         }
 
@@ -127,6 +150,8 @@ class PolicyChange:
     self_approval: bool | None = None
     expires_after: int | None = None
     """Seconds; 0 removes the expiry."""
+    approvals_required: int | None = None
+    """Distinct approvers a call needs, 1 to `APPROVALS_LIMIT`."""
 
     def checked(self) -> dict[str, object]:
         """The columns this change sets, validated; raises `PolicyError`."""
@@ -149,6 +174,8 @@ class PolicyChange:
             values["self_approval"] = bool(self.self_approval)
         if self.expires_after is not None:
             values["expires_after"] = expiry_seconds(self.expires_after) or None
+        if self.approvals_required is not None:
+            values["approvals_required"] = approvals_count(self.approvals_required)
         return values
 
 
@@ -214,6 +241,7 @@ class PolicyStore:
                     approvers=[],
                     self_approval=defaults.self_approval,
                     expires_after=None,
+                    approvals_required=1,
                     version=0,
                     updated_at=utcnow(),
                 )
@@ -258,6 +286,7 @@ def policy_of(row: Any) -> ToolPolicy:
         approvers=tuple(row.approvers or ()),
         self_approval=row.self_approval,
         expires_after=row.expires_after,
+        approvals_required=row.approvals_required or 1,
         version=row.version,
         updated_by=row.updated_by,
         updated_at=row.updated_at,
@@ -265,6 +294,7 @@ def policy_of(row: Any) -> ToolPolicy:
 
 
 __all__ = [
+    "APPROVALS_LIMIT",
     "EXPIRY_LIMIT",
     "PolicyChange",
     "PolicyError",
@@ -272,5 +302,6 @@ __all__ = [
     "PolicyStore",
     "ToolPolicy",
     "UnreadablePolicy",
+    "approvals_count",
     "expiry_seconds",
 ]

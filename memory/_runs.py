@@ -313,16 +313,48 @@ class RunStore:
         run: RunRow | None = None,
         audit: Audit | Iterable[Audit] | None = None,
         lease: str | None = None,
+        approvals_seen: int | None = None,
         **fields: Any,
     ) -> bool:
         """Move `call` to `to` if it is still in a state that may go there; True if this caller won.
+        With `approvals_seen` (the last approval a four-eyes call needs) it moves only while exactly that
+        many approvals are counted and its arguments are still those of `call.fingerprint`.
 
         In the same transaction, only if it won: `messages` are added to `run` (a tool result the model
         will read), an `audit` row is written, and with `lease` (an owner) the run's lease is refreshed.
         On success the in-memory `call` is updated too, so the caller goes on with what was stored.
         """
         async with self._storage.transaction() as connection:
-            return await self._transition(connection, call, to, allowed_from, messages, run, audit, lease, fields)
+            return await self._transition(
+                connection, call, to, allowed_from, messages, run, audit, lease, fields, approvals_seen=approvals_seen
+            )
+
+    async def count_approval(
+        self, call: ToolCallRow, approval: dict[str, Any], *, audit: Audit, lease: str | None = None
+    ) -> bool:
+        """Count one more approval of a call that needs several (four eyes), the call staying where it
+        waits; True if this caller's approval counted.
+
+        One conditional UPDATE: it counts only while the call still waits for approval, with exactly the
+        approvals this caller read (`call.approval_count`) and the arguments it was shown (`call.fingerprint`),
+        so two approvers at the same moment (two replicas) never both count as the same one; the loser
+        reads again and retries. The audit line is written in the same transaction."""
+        seen = call.approval_count or 0
+        approvals = [*(call.approvals or []), approval]
+        now = utcnow()
+        values = {"approvals": approvals, "approval_count": seen + 1, "updated_at": now}
+        async with self._storage.transaction() as connection:
+            result = await connection.execute(
+                _COUNT_APPROVAL, {"b_id": call.id, "b_seen": seen, "b_fp": call.fingerprint, **values}
+            )
+            if result.rowcount != 1:
+                return False
+            await connection.execute(_INSERT_AUDIT, [audit.values(call, {})])
+            if lease is not None:
+                await connection.execute(_UPDATE_RUN, {"b_run": call.run_id, "heartbeat_at": now, "owner": lease})
+        for key, value in values.items():
+            setattr(call, key, value)
+        return True
 
     async def start(self, call: ToolCallRow, **fields: Any) -> tuple[bool, int | None]:
         """Mark `call` running (the durable "the tool started" mark) unless an admin's policy disables
@@ -378,6 +410,7 @@ class RunStore:
         fields: dict[str, Any],
         *,
         unless_disabled: bool = False,
+        approvals_seen: int | None = None,
     ) -> bool:
         sources = sources_of(to, frozenset(allowed_from) if allowed_from is not None else None)
         now = self._storage.clock.now()
@@ -389,6 +422,9 @@ class RunStore:
             statement, params = _start_call(frozenset(sources)), {"b_id": call.id, "b_tool": call.tool_name}
         else:
             statement, params = _move_call(frozenset(sources)), {"b_id": call.id}
+        if approvals_seen is not None:
+            statement = statement.where(_APPROVALS_AS_SEEN)
+            params.update(b_seen=approvals_seen, b_fp=call.fingerprint)
         result = await connection.execute(statement, {**params, **values})
         if result.rowcount != 1:
             return False
@@ -545,6 +581,13 @@ _CLAIM_SETTLED_RUN = _UPDATE_RUN.where(_one_of(RUNS.c.status, run_sources_of(Run
 def _move_call(sources: frozenset[str]) -> Any:
     return update(CALLS).where(CALLS.c.id == bindparam("b_id"), _one_of(CALLS.c.state, sources))
 
+
+_APPROVALS_AS_SEEN = and_(
+    func.coalesce(CALLS.c.approval_count, 0) == bindparam("b_seen"), CALLS.c.fingerprint == bindparam("b_fp")
+)
+"""A four-eyes call still has exactly the approvals and the arguments its approver read."""
+_COUNT_APPROVAL = _move_call(frozenset({str(ToolCallState.AWAITING_APPROVAL)})).where(_APPROVALS_AS_SEEN)
+"""Count one approval of a call that waits for several (see `RunStore.count_approval`)."""
 
 _DISABLES = and_(POLICIES.c.tool_name == bindparam("b_tool"), POLICIES.c.mode == literal_column("'disabled'"))
 """A policy disables the tool `b_tool`."""

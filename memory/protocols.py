@@ -121,9 +121,19 @@ class RunStorage(Protocol):
         run: RunRow | None = None,
         audit: Audit | Iterable[Audit] | None = None,
         lease: str | None = None,
+        approvals_seen: int | None = None,
         **fields: Any,
     ) -> bool:
-        """Move `call` to `to` if it is still in a state that may go there; True if this caller won."""
+        """Move `call` to `to` if it is still in a state that may go there; True if this caller won. With
+        `approvals_seen` (four eyes, the last approval): only while exactly that many approvals are counted
+        and the arguments are still those of `call.fingerprint`."""
+        ...
+
+    async def count_approval(
+        self, call: ToolCallRow, approval: dict[str, Any], *, audit: Audit, lease: str | None = None
+    ) -> bool:
+        """Four eyes: count one more approval of a call that still waits for approval with the approvals
+        and the arguments its approver read (the call stays waiting); True if it counted."""
         ...
 
     async def start(self, call: ToolCallRow, **fields: Any) -> tuple[bool, int | None]:

@@ -122,6 +122,11 @@ class ToolCallRow(Base):
     shown_tool_name: Mapped[str | None] = mapped_column(String(255))
     shown_args: Mapped[Any | None] = mapped_column(JSON)
     resume_schema: Mapped[Any | None] = mapped_column(JSON)
+    approvals: Mapped[Any | None] = mapped_column(JSON)
+    """The approvals counted so far toward its policy's `approvals_required`, in order: [{"by", "at",
+    "fingerprint"}]; None before the first. The call is approved when the last one needed lands."""
+    approval_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """len(approvals): what the conditional UPDATE that counts the next approval checks."""
     preview: Mapped[Any | None] = mapped_column(JSON)
     """What the tool's dry run said before the approval was posted: {"ok": true, "result": ...} or
     {"ok": false, "error": "..."}; None when the tool has no preview (or the call was not previewed)."""
@@ -183,6 +188,7 @@ class PolicyRow(Base):
     approvers: Mapped[Any] = mapped_column(JSON, default=list)
     self_approval: Mapped[bool] = mapped_column(Boolean, default=True)
     expires_after: Mapped[int | None] = mapped_column(Integer)
+    approvals_required: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     version: Mapped[int] = mapped_column(Integer, default=0)
     updated_by: Mapped[str | None] = mapped_column(String(255))
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)

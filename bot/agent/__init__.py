@@ -14,6 +14,7 @@ from ._stream import AgentStream, wait_for_running_runs
 from .exceptions import (
     AgentError,
     AmbiguousSuspendedRunsError,
+    ApprovalNotCountedError,
     ModelError,
     NoSuspendedRunError,
     PolicyError,
@@ -62,6 +63,7 @@ __all__ = [
     "AmbiguousSuspendedRunsError",
     "Approve",
     "CancelQuestion",
+    "ApprovalNotCountedError",
     "Chunk",
     "ChunkPayload",
     "Decision",

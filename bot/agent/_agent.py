@@ -10,7 +10,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,6 +30,7 @@ from ._run import RequestOptions, RunDeps, RunDriver, SubAgent, WonDecision, dec
 from ._stream import AgentStream
 from .exceptions import (
     AmbiguousSuspendedRunsError,
+    ApprovalNotCountedError,
     NoSuspendedRunError,
     QuestionHeldElsewhereError,
     ResumeDataInvalidError,
@@ -400,6 +401,12 @@ class Agent:
         decision, edit = self._checked_decision(call, decision)
         policy = await self.storage.policies.get(call.displayed_tool_name)  # in force at the decision
         won = WonDecision(decision=decision, decided_by=decided_by, via=via)
+        quorum: tuple[int, int] | None = None  # four eyes, the last approval: (approvals counted before it, needed)
+        if isinstance(decision, Approve) and policy.approvals_required > 1:
+            counted = await self._count_approval(run, call, won, policy, edited=bool(edit))
+            if isinstance(counted, AgentStream):
+                return counted  # more approvals are needed: the call still waits
+            call, quorum = counted, (counted.approval_count or 0, policy.approvals_required)
         # a live question held by another process: the decision is stored here, and that process goes on
         held_elsewhere = call.held_by is not None and call.held_by != self.owner
         key = (run.id, call.tool_call_id)
@@ -407,11 +414,16 @@ class Agent:
         try:
             await self._store_decision(
                 run, call, won, edit, policy_version=policy.version, user_messages=user_messages,
-                lease=None if held_elsewhere else self.owner,
+                lease=None if held_elsewhere else self.owner, quorum=quorum,
             )  # fmt: skip
-        except ToolCallNotSuspendedError:
+        except ToolCallNotSuspendedError as exc:
             if held_here:
                 self._hold_key(key)  # another process decided it: the keeper goes on with it here
+            if quorum is not None and exc.state == ToolCallState.AWAITING_APPROVAL:
+                # another approval of the same call counted meanwhile: count this one again from there
+                return await self.decide(
+                    run_id, call.tool_call_id, decision, decided_by=decided_by, via=via, user_messages=user_messages
+                )
             raise
         if held_elsewhere:
             await self.storage.notify(LIVE_QUESTIONS_CHANNEL, f"{run.id}:{call.tool_call_id}")
@@ -526,12 +538,16 @@ class Agent:
         policy_version: int,
         user_messages: Sequence[dict[str, Any]],
         lease: str | None,
+        quorum: tuple[int, int] | None = None,
     ) -> None:
         """Win the decision in storage: one conditional UPDATE of the call out of its waiting state, with
         its audit lines, the tool message of a refusal (a crash right after loses nothing) and the run's
         lease (`lease`: the deciding process works on the run now, so recovery leaves it alone; None for a
         live question another process holds, whose lease stays with it). Raises
-        `ToolCallNotSuspendedError` when another caller won."""
+        `ToolCallNotSuspendedError` when another caller won.
+
+        `quorum` (the last approval a four-eyes call needs: how many were counted before it, how many are
+        needed): the UPDATE also requires exactly that many counted and the same arguments."""
         kind = won.kind
         target = next_state_after(kind, passes_down=call.child_run_id is not None)
         fields: dict[str, Any] = {
@@ -548,6 +564,12 @@ class Agent:
         if edit:
             audit.insert(0, Audit(action="edited", actor=won.decided_by, via=won.via, policy_version=policy_version,
                                   before=call.args, after=edit["args"]))  # fmt: skip
+        approvals_seen = None
+        if quorum is not None:
+            approvals_seen, needed = quorum
+            fields["approvals"] = [*(call.approvals or []), _approval(won, call)]
+            fields["approval_count"] = approvals_seen + 1
+            audit[-1] = replace(audit[-1], detail=f"approval {approvals_seen + 1} of {needed}")
         messages = list(user_messages)
         if target == ToolCallState.DECLINED:
             messages = [declined_message(call, won.reason)]
@@ -561,6 +583,7 @@ class Agent:
             run=run,
             audit=audit,
             lease=lease,
+            approvals_seen=approvals_seen,
             **fields,
         )
         if not won_it:
@@ -664,6 +687,45 @@ class Agent:
         policy = await self.storage.policies.get(row.displayed_tool_name)
         driver = RunDriver(self._deps(), run, self._stored_options(run))
         return AgentStream(run.id, driver.after_decision(row, won, policy))
+
+    async def _count_approval(
+        self, run: RunRow, call: ToolCallRow, won: WonDecision, policy: ToolPolicy, *, edited: bool
+    ) -> AgentStream | ToolCallRow:
+        """Four eyes: count one approval of a call whose policy needs several distinct approvers.
+
+        The requester never counts, nor a second approval by the same person, nor one without a named
+        approver, nor an approval with edited arguments (the others approved these), nor one whose earlier
+        approvals were given for other arguments. Before the last one needed, the approval is counted in
+        storage (`RunStore.count_approval`, one conditional UPDATE) and a stream that says the call still
+        waits is returned; for the last one, the call as read last, so that `decide` approves it in one
+        UPDATE only while exactly the approvals it shows are counted."""
+        needed = policy.approvals_required
+        requester = (run.request_context or {}).get("requester") or run.resource_id
+        while True:
+            refused = None
+            if edited:
+                refused = "arguments cannot be edited while several people approve them; decline and ask again"
+            elif not won.decided_by:
+                refused = "name the approver (approver=...)"
+            elif won.decided_by == requester:
+                refused = "the requester's own approval does not count; ask someone else"
+            elif won.decided_by in [a.get("by") for a in call.approvals or ()]:
+                refused = f"{won.decided_by} already approved it; it waits for someone else"
+            elif any(a.get("fingerprint") != call.fingerprint for a in call.approvals or ()):
+                refused = "its arguments are not those the earlier approvals were given for; decline it"
+            if refused is not None:
+                raise ApprovalNotCountedError(call.displayed_tool_name, needed, refused)
+            seen = call.approval_count or 0
+            if seen + 1 >= needed:
+                return call
+            audit = Audit(action="approved", actor=won.decided_by, via=won.via, policy_version=policy.version,
+                          detail=f"approval {seen + 1} of {needed}; waits for {needed - seen - 1} more")  # fmt: skip
+            if await self.storage.runs.count_approval(call, _approval(won, call), audit=audit):
+                return AgentStream(run.id, _still_waiting(run.id))
+            latest = await self.storage.runs.get_tool_call(run.id, call.tool_call_id)
+            if latest is None or latest.state != ToolCallState.AWAITING_APPROVAL:
+                raise ToolCallNotSuspendedError(run.id, call.tool_call_id, latest.state if latest else None)
+            call = latest  # another approval counted meanwhile: count this one after it
 
     # --- expiry -----------------------------------------------------------------------------
     async def expire_waiting_approvals(self) -> list[tuple[str, str]]:
@@ -852,6 +914,7 @@ class Agent:
             resource_id=row.resource_id,
             preview=ToolPreview.of(row.preview),
             live_question=row.held_by is not None and row.state == ToolCallState.SUSPENDED,
+            approvals=tuple(a.get("by", "") for a in row.approvals or () if isinstance(a, dict)),
         )
 
     def _shown_tool(self, name: str) -> Tool | None:
@@ -949,6 +1012,16 @@ def _suspended_call(call: ToolCallRow) -> SuspendedToolCall:
         suspend_payload=call.suspend_payload,
         preview=ToolPreview.of(call.preview),
     )
+
+
+def _approval(won: WonDecision, call: ToolCallRow) -> dict[str, Any]:
+    """One approval as a four-eyes call keeps it: who, when, and the arguments it approved."""
+    return {"by": won.decided_by, "at": utcnow().isoformat(), "fingerprint": call.fingerprint}
+
+
+async def _still_waiting(run_id: str) -> AsyncIterator[Chunk]:
+    """The stream of an approval that counted but was not the last one needed: the run still waits."""
+    yield Chunk.finish(run_id, "suspended")
 
 
 def _user_messages(message: str | list[dict[str, Any]]) -> list[dict[str, Any]]:

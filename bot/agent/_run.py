@@ -349,6 +349,7 @@ class RunDriver:
             state=str(ToolCallState.PENDING),
             requires_approval=False,
             is_error=False,
+            approval_count=0,
         )
         try:  # finite numbers only, text the databases store (tools._json_values)
             row.args = read_json(tool_call["function"]["arguments"] or "{}")
@@ -646,6 +647,8 @@ class RunDriver:
                 child_run_id=None,
                 child_tool_call_id=None,
                 preview=None,
+                approvals=None,
+                approval_count=0,
                 audit=Audit(action="interrupted", via="recovery", detail="the process stopped while the tool ran"),
             ):
                 interrupted.append(call)

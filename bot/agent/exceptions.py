@@ -56,6 +56,18 @@ class ToolCallNotSuspendedError(AgentError):
         super().__init__(f"run {run_id!r} {detail}")
 
 
+class ApprovalNotCountedError(AgentError, PermissionError):
+    """An approval of a call whose policy needs several distinct approvers (four eyes) that cannot count:
+    no approver named, the requester's own, a second one by the same person, or one with edited arguments.
+    Nothing changed; the call still waits."""
+
+    def __init__(self, tool_name: str, needed: int, why: str):
+        self.tool_name = tool_name
+        self.needed = needed
+        self.why = why
+        super().__init__(f"{tool_name} needs {needed} approvals from different people: {why}")
+
+
 class NoSuspendedRunError(AgentError):
     """`send_tool_approval` found no run waiting for a decision in that thread."""
 
@@ -131,6 +143,7 @@ class QuestionHeldElsewhereError(AgentError):
 __all__ = [
     "AgentError",
     "QuestionHeldElsewhereError",
+    "ApprovalNotCountedError",
     "AmbiguousSuspendedRunsError",
     "ModelError",
     "NoSuspendedRunError",

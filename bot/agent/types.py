@@ -296,6 +296,9 @@ class ToolCallRecord:
     live_question: bool = False
     """It waits for an answer inside a call its tool keeps open (an MCP server's question): besides an
     answer, it can be declined or cancelled (`Agent.decline_question`)."""
+    approvals: tuple[str, ...] = ()
+    """Who approved it so far, in order, when its policy needs several distinct approvers (four eyes);
+    empty before the first (and for a call decided by one approval)."""
 
     @property
     def outcome(self) -> str | None:

@@ -21,6 +21,7 @@ from aiohttp import web
 from bot.agent import (
     Agent,
     AgentStream,
+    ApprovalNotCountedError,
     Approve,
     CancelQuestion,
     Decision,
@@ -215,7 +216,15 @@ class _Api:
             raise ApiError(409, _not_waiting(exc.state, decision.kind)) from None
         except QuestionHeldElsewhereError as exc:
             raise ApiError(409, str(exc)) from None
+        except ApprovalNotCountedError as exc:
+            raise ApiError(403, f"this approval does not count: {exc.why}") from None
         self._show(asked, stream)
+        if isinstance(decision, Approve):
+            after = await agent.get_tool_call(run_id, tool_call_id)
+            if after is not None and after.waits_for(decision.kind):
+                # four eyes: this approval counted; the call waits for more
+                return {"runId": run_id, "toolCallId": tool_call_id, "status": "waiting",
+                        "approvals": list(after.approvals)}  # fmt: skip
         refused = isinstance(decision, DeclineQuestion | CancelQuestion)  # said as the question's outcome
         status = decision.kind.outcome if refused else decision.kind.recorded_as
         return {"runId": run_id, "toolCallId": tool_call_id, "status": status}

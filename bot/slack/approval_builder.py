@@ -64,6 +64,10 @@ class ApprovalView:
     taken effect, and approving runs it again."""
     preview: PreviewView | None = None
     """What the tool's dry run said (None: the tool has no preview)."""
+    approvals_required: int = 1
+    """Distinct approvers the tool's policy needs (four eyes: 2), as it says now."""
+    approvals: tuple[str, ...] = ()
+    """Who approved so far (Slack user IDs), when several approvals are needed."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,13 +153,26 @@ def build_approval_blocks(view: ApprovalView) -> list[Block]:
         ButtonElement(text="Decline", action_id=DECLINE, value=view.ref, style="danger"),
         ButtonElement(text="Decline with reason", action_id=DECLINE_WITH_REASON, value=view.ref),
     ]
-    if not view.interrupted:
+    if not view.interrupted and view.approvals_required <= 1:  # several approvers approve the same arguments
         buttons.append(ButtonElement(text="Edit arguments", action_id=EDIT_ARGS, value=view.ref))
+    if view.approvals_required > 1:
+        blocks.append(SectionBlock(text=MarkdownTextObject(text=approvals_line(view))))
     rule = policy_line(view)
     if rule:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=rule)]))
     blocks.append(ActionsBlock(block_id=ACTIONS_BLOCK_ID, elements=buttons))
     return blocks
+
+
+def approvals_line(view: ApprovalView) -> str:
+    """Four eyes: how many of the approvals needed are in, and whose ("1 of 2 approvals: <@U2>")."""
+    line = f":busts_in_silhouette: *{len(view.approvals)} of {view.approvals_required} approvals*"
+    if view.approvals:
+        line += ": " + ", ".join(f"<@{user}>" for user in view.approvals)
+    return (
+        line
+        + f"\nIt runs once {view.approvals_required} different people approve (not <@{view.requester}>, who asked)."
+    )
 
 
 def policy_line(view: ApprovalView) -> str:

@@ -16,6 +16,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
 from bot.agent import (
+    ApprovalNotCountedError,
+    Approve,
     Decision,
     QuestionHeldElsewhereError,
     Resume,
@@ -208,6 +210,10 @@ async def decide(
         raise ClickRefused(_already(call.row.kind), RefusalReason.ALREADY_DECIDED, row=call.row) from None
     except QuestionHeldElsewhereError:
         raise ClickRefused(HELD_ELSEWHERE, RefusalReason.HELD_ELSEWHERE, about=call.row) from None
+    except ApprovalNotCountedError as exc:
+        raise ClickRefused(
+            f"Your approval does not count: {exc.why}.", RefusalReason.NOT_ALLOWED, about=call.row
+        ) from None
     outcome = decision.kind.outcome
     context = {"run_id": call.row.run_id, "thread_id": call.row.thread_id, "tool": call.row.tool_name}
     services.logger.info("%s %s by %s", outcome, call.row.tool_name, user_id, extra={**context, "decision": outcome})
@@ -222,6 +228,8 @@ async def decide(
         )
     except SlackApiError:  # the decision stands and the run goes on; the message is fixed by the next refresh
         services.logger.warning("could not update the message of %s/%s", call.row.run_id, call.row.tool_call_id)
+    if isinstance(decision, Approve) and still_waits(call.row, await record_of(services, call.row)):
+        return  # four eyes: this approval counted, more are needed; the message shows who approved so far
     await continue_run(services, client, stream, thread=call.thread, requester=call.row.requester)
 
 

@@ -35,11 +35,12 @@ from .stores.answer_feedback import NO_TOOL, ToolFeedback
 
 EDIT_POLICY = "policy_edit"
 POLICY_CALLBACK = "policy_modal"
-MODE_BLOCK, APPROVERS_BLOCK, SELF_APPROVAL_BLOCK, EXPIRY_BLOCK = (
+MODE_BLOCK, APPROVERS_BLOCK, SELF_APPROVAL_BLOCK, EXPIRY_BLOCK, APPROVALS_BLOCK = (
     "policy_mode",
     "policy_approvers",
     "policy_self_approval",
     "policy_expiry",
+    "policy_approvals_required",
 )
 MODE_LABELS = {
     PolicyMode.INHERIT: "As the code says",
@@ -144,6 +145,8 @@ def policy_text(item: HomePolicy) -> str:
         f"Self-approval: {'allowed' if policy.self_approval else 'refused'} · "
         f"Expires: {f'after {policy.expires_after} s' if policy.expires_after else 'never'} · v{policy.version}",
     ]
+    if policy.approvals_required > 1:
+        lines.append(f"Approvals required: {policy.approvals_required} different people (not the requester)")
     return "\n".join(lines)
 
 
@@ -235,6 +238,14 @@ def build_policy_modal(policy: ToolPolicy) -> dict[str, Any]:
                 action_id="value", initial_value=str(policy.expires_after) if policy.expires_after else None
             ),
         ),
+        InputBlock(
+            block_id=APPROVALS_BLOCK,
+            label="Approvals required",
+            optional=True,
+            hint="Distinct people who must approve a call before it runs (2: four eyes); the requester never "
+            "counts. Empty or 1: one approval.",
+            element=PlainTextInputElement(action_id="value", initial_value=str(policy.approvals_required)),
+        ),
     ]
     return View(
         type="modal",
@@ -261,4 +272,5 @@ def read_policy_modal(values: dict[str, Any]) -> dict[str, Any]:
         "approvers": [part.strip() for part in approvers_text.replace("\n", ",").split(",") if part.strip()],
         "self_approval": any(option.get("value") == "allowed" for option in checked),
         "expiry": (field(EXPIRY_BLOCK).get("value") or "").strip(),
+        "approvals_required": (field(APPROVALS_BLOCK).get("value") or "").strip(),
     }

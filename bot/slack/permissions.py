@@ -6,6 +6,8 @@ It reads the tool's policy live (an admin's change holds for the next click):
 - the requester (whose message led to the call) may always decline their own request;
 - a disabled tool's call cannot be approved or edited (declining it is allowed: it never runs);
 - with self-approval refused, the requester cannot approve it;
+- with several approvals required (four eyes), the requester's approval never counts and the arguments
+  cannot be edited (the runtime refuses both too, and a second approval by the same person);
 - with approvers named, only they may decide: the named users, and the members of the named user
   groups (a group's own ID is never a person who decides);
 - otherwise anyone in the conversation may: seeing the message already means being in it.
@@ -109,6 +111,13 @@ def verdict_of(policy: ToolPolicy, check: DecisionCheck, is_approver: bool | str
         return refused("An admin disabled {tool}, so this request cannot be approved. You may decline it.")
     if check.action in APPROVING and not policy.self_approval and check.user_id == check.requester:
         return refused("The policy for {tool} does not let you approve your own request: ask someone else.")
+    if check.action in APPROVING and policy.approvals_required > 1 and check.user_id == check.requester:
+        return refused(
+            f"{{tool}} needs {policy.approvals_required} approvals from people other than who asked: "
+            "your own approval does not count, ask someone else."
+        )
+    if check.action == "edit_args" and policy.approvals_required > 1:
+        return refused("{tool} needs several approvers, who all approve the same arguments: they cannot be edited.")
     if isinstance(is_approver, str):
         return Verdict(False, is_approver, is_approver, policy_version=version)
     if not is_approver:

@@ -137,7 +137,9 @@ async def with_policy(services: SlackServices, view: ApprovalView, record: ToolC
     expires_at = None
     if policy.expires_after:
         expires_at = (since or datetime.now(UTC)) + timedelta(seconds=policy.expires_after)
-    return dataclasses.replace(view, who_may_approve=who, expires_at=expires_at)
+    return dataclasses.replace(
+        view, who_may_approve=who, expires_at=expires_at, approvals_required=policy.approvals_required
+    )
 
 
 def approval_view_of(row: ToolCallMessageRow, record: ToolCallRecord | None, args: Any = None) -> ApprovalView:
@@ -153,6 +155,7 @@ def approval_view_of(row: ToolCallMessageRow, record: ToolCallRecord | None, arg
         request_text=row.request_text,
         interrupted=row.interrupted,
         preview=preview_view_of(record),
+        approvals=record.approvals if record is not None else (),
     )
 
 
@@ -215,6 +218,8 @@ async def refresh_message(
     """
     record = await record_of(services, row)
     if still_waits(row, record):
+        if row.kind == "approval" and record is not None and record.approvals:
+            await _show_approvals_so_far(services, client, row, record)
         return False
     if row.maybe_copies:
         await find_copies(services, client, row)
@@ -248,6 +253,21 @@ async def refresh_message(
         metrics.decided(record.outcome, kind=row.kind, waiting_since=row.created_at)
     home_changed(services)
     return True
+
+
+async def _show_approvals_so_far(
+    services: SlackServices, client: AsyncWebClient, row: ToolCallMessageRow, record: ToolCallRecord
+) -> None:
+    """Four eyes: every copy of a waiting approval shows who approved so far, its buttons kept."""
+    view = await with_policy(services, approval_view_of(row, record), record)
+    text, blocks = approval_text(view), build_approval_blocks(view)
+    for ts in await services.store.message_ts_all(await services.store.get_message(row.id) or row):
+        try:
+            await client.chat_update(channel=row.channel, ts=ts, text=text, blocks=blocks)
+        except SlackApiError as exc:
+            if exc.response.get("error") != "message_not_found":
+                services.logger.warning("could not show the approvals of %s/%s", row.run_id, row.tool_call_id)
+    home_changed(services)
 
 
 def _settled_approval(row: ToolCallMessageRow, record: ToolCallRecord | None) -> tuple[str, list]:

@@ -23,8 +23,8 @@ async def test_policy_set_patches_and_list_shows_every_tool(database_url):
     assert code == 0, err
     rows = table(out)
     assert set(rows) == {"delete-record", "get-weather", "issue-refund", "list-records"}
-    assert rows["delete-record"] == ["always", "inherit", "anyone", "allowed", "never", "0"]
-    assert rows["list-records"] == ["never", "inherit", "anyone", "allowed", "never", "0"]
+    assert rows["delete-record"] == ["always", "inherit", "anyone", "allowed", "never", "0", "1"]
+    assert rows["list-records"] == ["never", "inherit", "anyone", "allowed", "never", "0", "1"]
 
     code, out, err = await bot_command(
         "policy", "set", "list-records", "--mode", "require_approval", "--approvers", "U1,S2",
@@ -35,7 +35,7 @@ async def test_policy_set_patches_and_list_shows_every_tool(database_url):
     code, out, err = await bot_command("policy", "set", "list-records", "--mode", "disabled", database_url=database_url)
     assert code == 0, err
     rows = table((await bot_command("policy", "list", database_url=database_url))[1])
-    assert rows["list-records"] == ["never", "disabled", "U1,S2", "refused", "300s", "2"]
+    assert rows["list-records"] == ["never", "disabled", "U1,S2", "refused", "300s", "2", "1"]
 
     code, out, err = await bot_command(
         "policy", "set", "list-records", "--approvers", "", "--expires", "0", "--self-approval",
@@ -43,7 +43,19 @@ async def test_policy_set_patches_and_list_shows_every_tool(database_url):
     )  # fmt: skip
     assert code == 0, err
     rows = table((await bot_command("policy", "list", database_url=database_url))[1])
-    assert rows["list-records"] == ["never", "disabled", "anyone", "allowed", "never", "3"]
+    assert rows["list-records"] == ["never", "disabled", "anyone", "allowed", "never", "3", "1"]
+
+    code, out, err = await bot_command(
+        "policy", "set", "list-records", "--approvals-required", "2", database_url=database_url
+    )
+    assert code == 0, err
+    rows = table((await bot_command("policy", "list", database_url=database_url))[1])
+    assert rows["list-records"] == ["never", "disabled", "anyone", "allowed", "never", "4", "2"]
+    for bad in ("0", "²"):
+        code, out, err = await bot_command(
+            "policy", "set", "list-records", "--approvals-required", bad, database_url=database_url
+        )
+        assert code != 0 and "approvals required are a whole number from 1 to 10" in err, (bad, err)
 
 
 async def test_bad_input_is_one_line_and_changes_nothing(database_url):
@@ -64,7 +76,7 @@ async def test_bad_input_is_one_line_and_changes_nothing(database_url):
         assert expected in err.strip().splitlines()[-1], (args, err)
         assert "Traceback" not in err
     rows = table((await bot_command("policy", "list", database_url=database_url))[1])
-    assert rows["delete-record"] == ["always", "inherit", "U1", "allowed", "never", "1"]
+    assert rows["delete-record"] == ["always", "inherit", "U1", "allowed", "never", "1", "1"]
 
 
 async def test_audit_prints_the_trail_as_table_jsonl_and_csv(database_url):
