@@ -341,7 +341,7 @@ class RunStore:
         reads again and retries. The audit line is written in the same transaction."""
         seen = call.approval_count or 0
         approvals = [*(call.approvals or []), approval]
-        now = utcnow()
+        now = self._storage.clock.now()
         values = {"approvals": approvals, "approval_count": seen + 1, "updated_at": now}
         async with self._storage.transaction() as connection:
             result = await connection.execute(

@@ -12,14 +12,13 @@ import pytest
 from memory import PolicyChange
 from tests.support.scripted_model import call, reply, tool_calls
 
-from .harness import RunningBot, running_bot
-from .listeners.actions.test_approve import ask_to_delete, record_ids
-from .test_http_api import AUTH, TOKEN, decide_path, request, waiting_call
+from .harness import API_TOKEN as TOKEN
+from .harness import AUTH, RunningBot, ask_to_delete, decide_path, record_ids, request, running_bot, waiting_call
 
 
 @pytest.fixture
-async def api_bot(database_url, slack, model):
-    async with running_bot(database_url=database_url, slack=slack, api_token=TOKEN) as running:
+async def api_bot(database_url, slack, model, clock):
+    async with running_bot(database_url=database_url, slack=slack, api_token=TOKEN, clock=clock) as running:
         await running.storage.policies.set("delete-record", PolicyChange(approvals_required=2))
         yield running
 
@@ -92,7 +91,9 @@ async def test_one_decline_declines_after_an_approval(api_bot: RunningBot, model
     assert "executed" not in actions and actions.count("declined") == 1
 
 
-async def test_an_expiry_after_one_approval_declines_and_a_late_approval_changes_nothing(api_bot: RunningBot, model):
+async def test_an_expiry_after_one_approval_declines_and_a_late_approval_changes_nothing(
+    api_bot: RunningBot, model, clock
+):
     bot = api_bot
     await bot.storage.policies.set("delete-record", PolicyChange(expires_after=1))
     ask_to_delete(model)
@@ -102,7 +103,8 @@ async def test_an_expiry_after_one_approval_declines_and_a_late_approval_changes
     ref = message.button_value("tool_approve")
     await bot.sender.click(message, "tool_approve", user="U2")
     await updated(bot, message, "1 of 2 approvals")
-    await asyncio.sleep(1.1)  # the policy's expiry is the condition under test
+    assert await bot.agent.expire_waiting_approvals() == []  # not yet
+    clock.advance(1.2)
     assert len(await bot.agent.expire_waiting_approvals()) == 1
     await updated(bot, message, "Expired")
     await bot.sender.click(message, "tool_approve", user="U3", value=ref)
