@@ -261,7 +261,7 @@ async def _show_approvals_so_far(
     """Four eyes: every copy of a waiting approval shows who approved so far, its buttons kept."""
     view = await with_policy(services, approval_view_of(row, record), record)
     text, blocks = approval_text(view), build_approval_blocks(view)
-    for ts in await services.store.message_ts_all(await services.store.get_message(row.id) or row):
+    for ts in await services.stores.messages.every_ts(await services.stores.messages.get(row.id) or row):
         try:
             await client.chat_update(channel=row.channel, ts=ts, text=text, blocks=blocks)
         except SlackApiError as exc:
