@@ -663,8 +663,15 @@ def _new_row_values(row: RunRow | ToolCallRow, now: datetime | None = None) -> d
     for stamp in ("created_at", "updated_at"):
         if getattr(row, stamp) is None:
             setattr(row, stamp, now)
-    table = row.__table__
-    return {column.key: getattr(row, column.key) for column in table.columns if column.autoincrement is not True}
+    values = {}
+    for column in row.__table__.columns:
+        if column.autoincrement is True:
+            continue
+        value = getattr(row, column.key)
+        if value is None and column.default is not None and column.default.is_scalar:
+            value = column.default.arg  # what the ORM would have filled in for a column left unset
+        values[column.key] = value
+    return values
 
 
 def message_of(row: Any) -> dict[str, Any]:
