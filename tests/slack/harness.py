@@ -249,3 +249,21 @@ async def scrape(bot: RunningBot) -> dict[tuple[str, tuple[tuple[str, str], ...]
 
 def value(samples, name: str, **labels: str) -> float:
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def modal_values(*, mode: str = "inherit", approvers: str = "", expiry: str = "") -> dict[str, Any]:
+    return {
+        "policy_mode": {"value": {"type": "static_select", "selected_option": {"value": mode}}},
+        "policy_approvers": {"value": {"type": "plain_text_input", "value": approvers}},
+        "policy_self_approval": {"value": {"type": "checkboxes", "selected_options": [{"value": "allowed"}]}},
+        "policy_expiry": {"value": {"type": "plain_text_input", "value": expiry}},
+    }
+
+
+async def opened_policy_modal(bot: RunningBot, tool: str) -> dict[str, Any]:
+    await open_home(bot, "U1")
+    await home_of(bot, "U1")
+    await home_click(bot, "U1", "policy_edit", tool)
+    opened = await bot.slack.wait_for("views.open")
+    view = opened[-1].params["view"]
+    return json.loads(view) if isinstance(view, str) else view

@@ -13,7 +13,18 @@ from memory import PolicyChange
 from tests.support.scripted_model import call, reply, tool_calls
 
 from .harness import API_TOKEN as TOKEN
-from .harness import AUTH, RunningBot, ask_to_delete, decide_path, record_ids, request, running_bot, waiting_call
+from .harness import (
+    AUTH,
+    RunningBot,
+    ask_to_delete,
+    decide_path,
+    modal_values,
+    opened_policy_modal,
+    record_ids,
+    request,
+    running_bot,
+    waiting_call,
+)
 
 
 @pytest.fixture
@@ -179,8 +190,6 @@ async def test_the_last_two_approvals_on_two_replicas_at_once_run_the_tool_once(
 
 
 async def test_an_admin_sets_the_approvals_required_in_the_home(database_url, slack, model):
-    from .test_policy_audit import modal_values, opened_policy_modal
-
     async with running_bot(database_url=database_url, slack=slack, admins=("U1",)) as bot:
         view = await opened_policy_modal(bot, "delete-record")
         values = modal_values()

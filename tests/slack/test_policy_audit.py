@@ -5,7 +5,6 @@ on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from bot.slack.home_builder import build_policy_modal
 from memory import PolicyChange, ToolPolicy
@@ -17,30 +16,12 @@ from .harness import (
     ask_to_delete,
     decide_path,
     home_click,
-    home_of,
-    open_home,
+    modal_values,
+    opened_policy_modal,
     record_ids,
     request,
     waiting_call,
 )
-
-
-def modal_values(*, mode: str = "inherit", approvers: str = "", expiry: str = "") -> dict[str, Any]:
-    return {
-        "policy_mode": {"value": {"type": "static_select", "selected_option": {"value": mode}}},
-        "policy_approvers": {"value": {"type": "plain_text_input", "value": approvers}},
-        "policy_self_approval": {"value": {"type": "checkboxes", "selected_options": [{"value": "allowed"}]}},
-        "policy_expiry": {"value": {"type": "plain_text_input", "value": expiry}},
-    }
-
-
-async def opened_policy_modal(bot: RunningBot, tool: str) -> dict[str, Any]:
-    await open_home(bot, "U1")
-    await home_of(bot, "U1")
-    await home_click(bot, "U1", "policy_edit", tool)
-    opened = await bot.slack.wait_for("views.open")
-    view = opened[-1].params["view"]
-    return json.loads(view) if isinstance(view, str) else view
 
 
 async def test_policy_changes_refusals_and_blocked_calls_are_audited(admin_bot: RunningBot, model):
