@@ -76,7 +76,9 @@ async def test_an_approval_posted_while_slack_was_down_appears_once_slack_is_bac
     bot.slack.fail("chat.postMessage", status=500, times=7)
     ask_to_delete(model)
     event = await bot.mention("delete record 3")
-    await bot.slack.wait_until(lambda: len(bot.slack.failed) >= 7, what="Slack's failures")
+    # three posts, each with the client's retries and the turn's backoff, then the note: under load
+    # this takes longer than the emulator's default 10 s wait
+    await bot.slack.wait_until(lambda: len(bot.slack.failed) >= 7, what="Slack's failures", timeout=60)
     assert approvals_in(bot, event["ts"]) == []
     recovery = asyncio.create_task(run_slack_recovery(bot.app, every=0.3, repost_after=0.5))
     try:
