@@ -4,39 +4,14 @@ lets it leave; a write the tables refuse stores nothing. On SQLite and PostgreSQ
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
-from memory.states import CALL_STARTS_IN, RUN_STARTS_IN, RunStatus, ToolCallState
-from memory.tables import RunRow, ToolCallRow, utcnow
-
-
-def a_run(status: str = str(RUN_STARTS_IN)) -> RunRow:
-    return RunRow(
-        id=uuid.uuid4().hex,
-        agent_id="agent",
-        thread_id=None,
-        resource_id="user-1",
-        uses_memory=False,
-        status=status,
-        step=0,
-        max_steps=5,
-        request_context={},
-        heartbeat_at=utcnow(),
-    )
-
-
-def a_call(run: RunRow, state: ToolCallState, call_id: str = "c1") -> ToolCallRow:
-    return ToolCallRow(
-        run_id=run.id, tool_call_id=call_id, agent_id="agent", thread_id=None, resource_id="user-1", step=1,
-        position=0, tool_name="delete-record", args={"id": "42"}, state=str(state),
-        requires_approval=state == ToolCallState.AWAITING_APPROVAL, is_error=False,
-    )  # fmt: skip
+from memory.states import CALL_STARTS_IN, RunStatus, ToolCallState
+from tests.support.rows import a_call, a_run
 
 
 async def test_a_run_is_stored_only_in_its_initial_status(storage):
-    parked = a_run(str(RunStatus.SUSPENDED))
+    parked = a_run(status=str(RunStatus.SUSPENDED))
     with pytest.raises(ValueError, match="running"):
         await storage.runs.create_run(parked, [{"role": "user", "content": "héllo"}])
     assert await storage.runs.get_run(parked.id) is None
@@ -66,7 +41,7 @@ async def test_a_call_is_stored_only_in_a_state_a_proposed_call_starts_in(storag
     assert ToolCallState.RUNNING not in CALL_STARTS_IN
 
     with pytest.raises(ValueError, match="c_running"):
-        await storage.runs.record_step(run, reply, [a_call(run, ToolCallState.RUNNING, "c_running")])
+        await storage.runs.record_step(run, reply, [a_call(run, ToolCallState.RUNNING, tool_call_id="c_running")])
     assert await storage.runs.run_calls(run.id) == []
 
     await storage.runs.record_step(run, reply, [a_call(run, ToolCallState.AWAITING_APPROVAL)], suspend=True)

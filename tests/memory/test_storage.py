@@ -7,7 +7,6 @@ import asyncio
 import os
 import sqlite3
 import threading
-import uuid
 
 import asyncpg
 from sqlalchemy import insert
@@ -15,21 +14,7 @@ from sqlalchemy.engine import make_url
 
 from memory import Storage
 from memory.tables import MessageRow, RunRow, utcnow
-
-
-def a_run() -> RunRow:
-    return RunRow(
-        id=uuid.uuid4().hex,
-        agent_id="agent",
-        thread_id=None,
-        resource_id="user-1",
-        uses_memory=False,
-        status="running",
-        step=0,
-        max_steps=5,
-        request_context={},
-        heartbeat_at=utcnow(),
-    )
+from tests.support.rows import a_run
 
 
 async def add_message(storage: Storage, run: RunRow, content: str) -> None:

@@ -11,50 +11,18 @@ all, and a thread belongs to its first resource.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from datetime import timedelta
 
 import pytest
 
 from memory import RunStatus, ThreadOwnerError, ToolCallState
 from memory.protocols import RunStorage
-from memory.tables import RunRow, ToolCallRow, utcnow
-
-
-def a_run(*, status: str = "running", thread_id: str | None = None) -> RunRow:
-    return RunRow(
-        id=uuid.uuid4().hex,
-        agent_id="agent",
-        thread_id=thread_id,
-        resource_id="user-1",
-        uses_memory=thread_id is not None,
-        status=status,
-        step=1,
-        max_steps=5,
-        request_context={},
-        heartbeat_at=utcnow(),
-    )
-
-
-def a_call(run: RunRow, state: ToolCallState, *, tool_call_id: str = "call-1") -> ToolCallRow:
-    return ToolCallRow(
-        run_id=run.id,
-        tool_call_id=tool_call_id,
-        agent_id=run.agent_id,
-        thread_id=run.thread_id,
-        resource_id=run.resource_id,
-        step=run.step,
-        position=0,
-        tool_name="delete-record",
-        args={"id": 3, "note": "削除してください"},
-        state=str(state),
-        requires_approval=state == ToolCallState.AWAITING_APPROVAL,
-        is_error=False,
-    )
+from memory.tables import ToolCallRow, utcnow
+from tests.support.rows import a_call, a_run
 
 
 async def a_waiting_call(runs: RunStorage, state: ToolCallState = ToolCallState.AWAITING_APPROVAL) -> ToolCallRow:
-    run = a_run()
+    run = a_run(step=1)
     await runs.create_run(run, [{"role": "user", "content": "delete record 3"}])
     call = a_call(run, state)
     reply = {"role": "assistant", "content": None, "tool_calls": [{"id": call.tool_call_id, "type": "function"}]}
