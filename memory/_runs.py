@@ -417,6 +417,8 @@ class RunStore:
         values = {"state": str(to), "updated_at": now, **fields}
         if to in WAITING_STATES and "suspended_at" not in fields:
             values["suspended_at"] = now
+        if "suspend_payload" in fields and "interrupted" not in fields:
+            values["interrupted"] = False  # a new wait is an interruption only when the move says so
         messages = list(messages)
         if unless_disabled:
             statement, params = _start_call(frozenset(sources)), {"b_id": call.id, "b_tool": call.tool_name}

@@ -18,7 +18,8 @@ A tool call:
 
 A live suspension (`tool_calls.held_by`: an MCP server's question, whose call stays open in one process)
 is guarded by that process's lease: if the process stops, the call, answered or not, goes from
-`suspended` or `approved` to an interrupted `awaiting_approval`, like a call that started.
+`suspended` or `approved` to an interrupted `awaiting_approval`, like a call that started
+(`INTERRUPTED_FROM`; `tool_calls.interrupted` marks it).
 
 `running` is the durable "the tool started" mark, written right before `execute` is entered (after
 the `before_tool_call` hook): a call found `approved` or `pending` after a crash never started and is
@@ -129,6 +130,7 @@ TRANSITIONS: dict[ToolCallState, frozenset[ToolCallState]] = {
         {ToolCallState.APPROVED, ToolCallState.DECLINED, ToolCallState.EXPIRED, ToolCallState.RUNNING}
     ),
     # a live suspension (`tool_calls.held_by`) whose process stopped, answered or not, is interrupted
+    # (`INTERRUPTED_FROM`)
     ToolCallState.SUSPENDED: frozenset(
         {ToolCallState.APPROVED, ToolCallState.RUNNING, ToolCallState.EXPIRED, ToolCallState.AWAITING_APPROVAL}
     ),
@@ -240,9 +242,20 @@ def next_state_after(kind: DecisionKind, *, passes_down: bool) -> ToolCallState:
     return ToolCallState.DECLINED if kind == DecisionKind.DECLINE else ToolCallState.APPROVED
 
 
-def is_interrupted(suspend_payload: Any) -> bool:
-    """Whether a call's suspend payload marks it interrupted: its tool started and no result was stored."""
-    return isinstance(suspend_payload, dict) and suspend_payload.get("interrupted") is True
+INTERRUPTED_FROM = frozenset({ToolCallState.RUNNING, ToolCallState.SUSPENDED, ToolCallState.APPROVED})
+"""The states a call is interrupted from when its process stopped: `running` (its tool started), or
+`suspended` / `approved` while a live question held it. The move goes to `INTERRUPTED_WAITS_IN` and sets
+`tool_calls.interrupted`."""
+INTERRUPTED_WAITS_IN = ToolCallState.AWAITING_APPROVAL
+"""An interrupted call waits for a human as an approval: approving runs it again."""
+
+
+def shown_suspend_payload(suspend_payload: Any, *, interrupted: bool) -> Any:
+    """A call's suspend payload as the runtime shows it (the contract's shape): an interrupted call's is
+    `{"interrupted": true, ...}`; what is stored keeps the mark in its own column."""
+    if not interrupted:
+        return suspend_payload
+    return {"interrupted": True, **(suspend_payload if isinstance(suspend_payload, dict) else {})}
 
 
 def outcome_of(state: str, decision: DecisionKind | None) -> str | None:

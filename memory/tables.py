@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
@@ -133,6 +133,11 @@ class ToolCallRow(Base):
     held_by: Mapped[str | None] = mapped_column(String(255))
     """The process (`runs.owner`) that holds a live suspension of this call (an MCP server's question,
     whose call stays open there): only it can carry the answer on; if it stops, the call is interrupted."""
+    interrupted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """It waits for a human again (`awaiting_approval`) because its tool started, or its live question was
+    held, when its process stopped, and no result was stored: it may or may not have taken effect. Set by
+    the recovery's move (`memory.states.INTERRUPTED_FROM`); a move that stores a new `suspend_payload`
+    (a new wait) clears it."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     suspended_at: Mapped[datetime | None]

@@ -5,7 +5,7 @@ the playground) drives it through the names exported here; every decision about 
 through `Agent.decide(run_id, tool_call_id, Approve(...) | Decline(...) | Resume(...))`.
 """
 
-from memory.states import DecisionKind, RunStatus, ToolCallState, is_interrupted, waits_instead
+from memory.states import DecisionKind, RunStatus, ToolCallState, waits_instead
 
 from ._agent import Agent
 from ._fingerprint import fingerprint
@@ -55,7 +55,6 @@ from .types import (
 )
 
 __all__ = [
-    "is_interrupted",
     "Agent",
     "AgentError",
     "AgentOutput",

@@ -19,7 +19,14 @@ import openai
 
 from bot.defaults import DEFAULT_MODEL, LIVE_QUESTION_POLL, LIVE_QUESTION_POLL_NOTIFIED, MCP_ELICITATION_WAIT
 from memory import Audit, Memory, RunStatus, Storage, ToolCallState, ToolPolicy, UnreadablePolicy
-from memory.states import FINISHED_RUN_STATUSES, RUN_STARTS_IN, DecisionKind, next_state_after, waiting_state_for
+from memory.states import (
+    FINISHED_RUN_STATUSES,
+    RUN_STARTS_IN,
+    DecisionKind,
+    next_state_after,
+    shown_suspend_payload,
+    waiting_state_for,
+)
 from memory.tables import RunRow, ToolCallRow, utcnow
 from tools import JsonValueError, Schema, SchemaError, SchemaValidationError, Tool, create_tool, plain_json, to_jsonable
 
@@ -898,7 +905,7 @@ class Agent:
             tool_title=shown.title if shown is not None else None,
             tool_source=shown.source if shown is not None else None,
             tool_hints=shown.hints if shown is not None else (),
-            suspend_payload=row.suspend_payload,
+            suspend_payload=shown_suspend_payload(row.suspend_payload, interrupted=row.interrupted),
             input_schema=own.input_schema.json_schema if editable else None,
             resume_schema=resume_schema,
             resume_data=row.resume_data,
@@ -915,6 +922,7 @@ class Agent:
             preview=ToolPreview.of(row.preview),
             live_question=row.held_by is not None and row.state == ToolCallState.SUSPENDED,
             approvals=tuple(a.get("by", "") for a in row.approvals or () if isinstance(a, dict)),
+            interrupted=row.interrupted,
         )
 
     def _shown_tool(self, name: str) -> Tool | None:
@@ -1009,7 +1017,7 @@ def _suspended_call(call: ToolCallRow) -> SuspendedToolCall:
         tool_name=call.displayed_tool_name,
         args=call.displayed_args,
         requires_approval=call.requires_approval,
-        suspend_payload=call.suspend_payload,
+        suspend_payload=shown_suspend_payload(call.suspend_payload, interrupted=call.interrupted),
         preview=ToolPreview.of(call.preview),
     )
 

@@ -23,7 +23,15 @@ import openai
 from bot import metrics, telemetry
 from bot.concurrency import waiting
 from memory import Audit, Memory, PolicyReader, RunStatus, RunStorage, ToolCallState, ToolPolicy, pair_tool_results
-from memory.states import IN_PROGRESS_STATES, WAITING_STATES, DecisionKind, NextMove, is_interrupted
+from memory.states import (
+    IN_PROGRESS_STATES,
+    INTERRUPTED_FROM,
+    INTERRUPTED_WAITS_IN,
+    WAITING_STATES,
+    DecisionKind,
+    NextMove,
+    shown_suspend_payload,
+)
 from memory.tables import RunRow, ToolCallRow, utcnow
 from tools import (
     AgentToolContext,
@@ -481,7 +489,7 @@ class RunDriver:
         context = AgentToolContext(
             tool.suspend_schema,
             resume_data=row.resume_data,
-            suspend_payload=_suspended_with(row.suspend_payload) if answered else None,
+            suspend_payload=_suspended_with(row) if answered else None,
             answer_action=answer_action,
         )
         try:
@@ -626,19 +634,20 @@ class RunDriver:
                 continue
             if call.child_run_id is not None and await self.runs.get_run(call.child_run_id) is not None:
                 continue
-            payload: dict[str, Any] = {"interrupted": True, "message": INTERRUPTED}
+            payload: dict[str, Any] = {"message": INTERRUPTED}
             if call.suspend_payload is not None:
-                payload["suspended_with"] = _suspended_with(call.suspend_payload)
+                payload["suspended_with"] = _suspended_with(call)
             # a live question's answer belonged to the call that stopped: approving starts it anew
             again = {"resume_data": None} if held else {}
             if await self.runs.transition(
                 call,
-                ToolCallState.AWAITING_APPROVAL,
-                allowed_from={ToolCallState.RUNNING, ToolCallState.SUSPENDED, ToolCallState.APPROVED},
+                INTERRUPTED_WAITS_IN,
+                allowed_from=INTERRUPTED_FROM,
                 held_by=None,
                 **again,
                 requires_approval=True,
                 suspend_payload=payload,
+                interrupted=True,
                 resume_schema=None,
                 decision=None,
                 decided_by=None,
@@ -686,6 +695,7 @@ class RunDriver:
                     shown_tool_name=inner.displayed_tool_name,
                     shown_args=inner.displayed_args,
                     suspend_payload=inner.suspend_payload,
+                    interrupted=inner.interrupted,
                     resume_schema=inner.resume_schema,
                     fingerprint=inner.fingerprint,
                     preview=inner.preview,
@@ -760,7 +770,8 @@ class RunDriver:
             tool_name=row.displayed_tool_name,
             args=row.displayed_args,
             resume_schema=row.resume_schema,
-            suspend_payload=row.suspend_payload,
+            suspend_payload=shown_suspend_payload(row.suspend_payload, interrupted=row.interrupted),
+            interrupted=row.interrupted,
             preview=row.preview,
         )
         return Chunk.waiting(
@@ -795,7 +806,7 @@ def expired_message(call: ToolCallRow, reason: str | None) -> dict[str, Any]:
 
 def declined_message(call: ToolCallRow, reason: str | None) -> dict[str, Any]:
     """The tool message the model reads when a call was declined (stored with the decision)."""
-    if is_interrupted(call.suspend_payload):
+    if call.interrupted:
         content = (
             "This tool call was interrupted before its result was stored, and the user chose not to run it "
             "again: it did not complete, and it may or may not have taken effect."
@@ -807,11 +818,11 @@ def declined_message(call: ToolCallRow, reason: str | None) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call.tool_call_id, "content": content}
 
 
-def _suspended_with(payload: Any) -> Any:
-    """What the tool suspended with, also after an interruption wrapped it."""
-    if is_interrupted(payload):
-        return payload.get("suspended_with")
-    return payload
+def _suspended_with(call: ToolCallRow) -> Any:
+    """What the call's tool suspended with, also after an interruption wrapped it."""
+    if call.interrupted and isinstance(call.suspend_payload, dict):
+        return call.suspend_payload.get("suspended_with")
+    return call.suspend_payload
 
 
 def internal_failure(run_id: str) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Literal, NotRequired, TypedDict
 
-from memory.states import DecisionKind, RunStatus, ToolCallState, is_interrupted, outcome_of, waiting_state_for
+from memory.states import DecisionKind, RunStatus, ToolCallState, outcome_of, waiting_state_for
 
 ChunkType = Literal[
     "text-delta",
@@ -56,6 +56,8 @@ class WaitingCallPayload(TypedDict):
     args: Any
     resume_schema: dict[str, Any] | None
     suspend_payload: Any
+    interrupted: NotRequired[bool]
+    """True for a call whose tool started before the bot stopped and stored no result (it waits again)."""
     preview: NotRequired[dict[str, Any] | None]
     """What the tool's dry run said before the approval was shown: `{"ok": true, "result": ...}` or
     `{"ok": false, "error": "..."}`; None when the tool has no preview."""
@@ -296,6 +298,9 @@ class ToolCallRecord:
     live_question: bool = False
     """It waits for an answer inside a call its tool keeps open (an MCP server's question): besides an
     answer, it can be declined or cancelled (`Agent.decline_question`)."""
+    interrupted: bool = False
+    """It waits again because its tool started (or its live question was held) and the bot stopped before
+    a result was stored: it may or may not have taken effect (`tool_calls.interrupted`)."""
     approvals: tuple[str, ...] = ()
     """Who approved it so far, in order, when its policy needs several distinct approvers (four eyes);
     empty before the first (and for a call decided by one approval)."""
@@ -305,11 +310,6 @@ class ToolCallRecord:
         """How a human would name what became of it: "approved", "declined", "expired", "answered",
         "cancelled" (a question dismissed); None while it waits."""
         return outcome_of(self.state, self.decision)
-
-    @property
-    def interrupted(self) -> bool:
-        """Whether it waits again because its tool started and the bot stopped before a result was stored."""
-        return is_interrupted(self.suspend_payload)
 
     def waits_for(self, kind: DecisionKind) -> bool:
         """Whether a decision of this kind can be made about it now (approve/decline, or resume)."""

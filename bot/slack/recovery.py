@@ -28,7 +28,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.agent import AgentStream, is_interrupted
+from bot.agent import AgentStream
 
 from .conversation import continue_run
 from .posting import UNCLEAR, find_copies
@@ -137,7 +137,7 @@ async def _record_missing(
             requester=requester,
             request_text=None,
             waiting_since=since,
-            interrupted=approval and is_interrupted(call.suspend_payload),
+            interrupted=approval and record.interrupted,
             claim=False,
         )
         report.recorded += 1

@@ -16,7 +16,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
-from bot.agent import Chunk, DecisionKind, ToolCallRecord, is_interrupted
+from bot.agent import Chunk, DecisionKind, ToolCallRecord
 
 from .approval_builder import (
     ApprovalView,
@@ -58,7 +58,7 @@ async def post_waiting_call(
     record = await services.agent.get_tool_call(run_id, payload["tool_call_id"])
     if chunk.type == "tool-call-approval":
         kind, args, answerable_by_form = "approval", payload.get("args"), None
-        interrupted = is_interrupted(payload.get("suspend_payload")) or (record is not None and record.interrupted)
+        interrupted = payload.get("interrupted", False) or (record is not None and record.interrupted)
     else:  # a question: its row keeps what the tool asked
         kind, args, interrupted, request_text = "question", payload.get("suspend_payload"), False, None
         answerable_by_form = payload.get("resume_schema") is not None

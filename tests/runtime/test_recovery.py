@@ -97,6 +97,7 @@ async def test_crash_while_the_tool_runs_comes_back_as_an_interrupted_approval(m
     assert waiting["call_del"].requires_approval is True
     assert waiting["call_del"].suspend_payload["interrupted"] is True
     assert waiting["call_del"].args == {"id": "7"}
+    assert (await agent.get_tool_call(started["run_id"], "call_del")).interrupted  # the record's own field
     assert len(lines(effects, "started delete-record 7")) == 1  # never re-run on its own
     assert await recover(agent) == ([], [])
 

@@ -122,7 +122,7 @@ async def test_an_interrupted_call_says_it_may_have_taken_effect_and_offers_to_r
         await session.execute(
             update(ToolCallRow)
             .where(ToolCallRow.run_id == run_id)
-            .values(suspend_payload={"interrupted": True, "started_at": "earlier"})
+            .values(interrupted=True, suspend_payload={"started_at": "earlier"})
         )
 
     await recover(bot)
