@@ -297,14 +297,23 @@ async def _serve(command: str, app: Any, storage: Any, options: argparse.Namespa
         raise
 
 
+class _NoMcpServers:
+    """The MCP servers without a servers file: no tools, nothing to stop, and the SDK never imported."""
+
+    tools: tuple = ()
+
+    async def aclose(self) -> None:
+        pass
+
+
 async def connect_mcp(path: str | None) -> Any:
     """The MCP servers of the file at `path` (none without one), started; a server that cannot start is
     named in one warning line and the bot runs without its tools."""
-    from .mcp import McpConfigError, McpServers, connect_mcp_servers, load_mcp_config
+    if not path:
+        return _NoMcpServers()
+    from .mcp import McpConfigError, connect_mcp_servers, load_mcp_config  # the SDK costs 0.5 s to import
     from .settings import environment
 
-    if not path:
-        return McpServers()
     try:
         configs = load_mcp_config(path, environment())
     except McpConfigError as exc:

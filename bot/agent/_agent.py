@@ -13,9 +13,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from bot.defaults import DEFAULT_MODEL, LIVE_QUESTION_POLL, LIVE_QUESTION_POLL_NOTIFIED, MCP_ELICITATION_WAIT
 from memory import Audit, Memory, RunStatus, Storage, ToolCallState, ToolPolicy, UnreadablePolicy
@@ -62,6 +60,9 @@ from .types import (
     ToolCallRecord,
     ToolPreview,
 )
+
+if TYPE_CHECKING:
+    import openai
 
 log = logging.getLogger(__name__)
 

@@ -23,9 +23,7 @@ import json
 import logging
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from memory.tables import ToolCallRow
 from tools import Schema, SchemaValidationError
@@ -33,6 +31,9 @@ from tools import Schema, SchemaValidationError
 from . import _grounding as grounding
 from ._model import StructuredOutputRefused, structured
 from .exceptions import ModelError
+
+if TYPE_CHECKING:
+    import openai
 
 log = logging.getLogger(__name__)
 

@@ -5,6 +5,10 @@ once (a hosted model's rate limit is the scarce thing, not the turns that wait f
 an error for the user: the request is sent again after the server's Retry-After (or a backoff), and
 meanwhile the gate sends no new request either, until the call's own deadline. Waiting for the gate
 and for the answer gives the turn's work slot up (`bot.concurrency.waiting`).
+
+`openai` is imported by the functions that send a request, not with this module: importing the
+client and its types costs about 0.6 s of CPU, which an admin command (`policy`, `audit`) that loads
+an agent but never calls the model should not pay.
 """
 
 from __future__ import annotations
@@ -19,9 +23,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from bot import metrics, telemetry
 from bot.concurrency import waiting
@@ -29,6 +31,9 @@ from bot.defaults import DEFAULT_MAX_MODEL_REQUESTS
 from tools import clean_text, read_json
 
 from .exceptions import ModelError
+
+if TYPE_CHECKING:
+    import openai
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +55,8 @@ def shared_client() -> openai.AsyncOpenAI:
     OPENAI_BASE_URL and OPENAI_API_KEY itself as always. A connection pool belongs to one event loop,
     so the sharing is per running loop; a pool someone closed is replaced.
     """
+    import openai  # see the module's docstring
+
     shared = _shared.setdefault(asyncio.get_running_loop(), _SharedClients())
     if shared.http is None or shared.http.is_closed:
         shared.http = openai.DefaultAsyncHttpxClient()
@@ -144,6 +151,8 @@ def _retry_after(exc: openai.RateLimitError) -> float | None:
 async def _send(kind: str, create: Any, request: dict[str, Any], deadline: float, stack: AsyncExitStack) -> Any:
     """`create(**request)` through the gate, sent again after each 429 until `deadline`; the gate's
     place is held until `stack` closes (a streamed reply holds it until it is read)."""
+    import openai  # see the module's docstring
+
     gate = _gate()
     for attempt in itertools.count():
         async with waiting(), asyncio.timeout_at(deadline):
@@ -214,6 +223,8 @@ async def stream_step(
     `timeout` is one deadline for the whole call, the client's retries and the streaming included: a
     model that hangs fails the step with a `ModelError` instead of holding the run (and its thread).
     """
+    import openai  # see the module's docstring
+
     deadline = asyncio.get_running_loop().time() + timeout
     request: dict[str, Any] = {"model": model_name(model), "messages": messages}
     if tools:
@@ -277,6 +288,8 @@ async def _whole_step(
     client: openai.AsyncOpenAI, request: dict[str, Any], deadline: float, timeout: float
 ) -> StepReply:
     """One step's reply, asked for whole (see `whole_replies`); the same deadline and errors as a streamed one."""
+    import openai  # see the module's docstring
+
     started = metrics.clock()
     with telemetry.model_call(request["model"], client) as traced:  # off: a no-op
         try:
@@ -308,6 +321,8 @@ async def _whole_step(
 
 def _step_failed(exc: BaseException, timeout: float) -> ModelError:
     """What a step's failure is called (timed out, refused, or not a chat completion), counted in the metrics."""
+    import openai  # see the module's docstring
+
     metrics.model_call_failed("step", exc)
     if isinstance(exc, (TimeoutError, openai.APITimeoutError)):
         return ModelError(f"the model did not answer within {timeout:g} s")
@@ -355,6 +370,8 @@ async def structured(
 
     `json_object`: ask for `{"type": "json_object"}` instead (the caller puts the schema in the prompt).
     A server that rejects `json_schema` as such raises StructuredOutputRefused."""
+    import openai  # see the module's docstring
+
     response_format: dict[str, Any] = (
         {"type": "json_object"}
         if json_object

@@ -16,9 +16,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from bot import metrics, telemetry
 from bot.concurrency import waiting
@@ -52,6 +50,9 @@ from ._model import ModelError, stream_step
 from ._stream import AgentStream
 from .exceptions import AgentError, SubAgentNotFoundError
 from .types import AgentOutput, Chunk, Decision, ToolCallCheck, WaitingCallPayload
+
+if TYPE_CHECKING:
+    import openai
 
 log = logging.getLogger(__name__)
 
