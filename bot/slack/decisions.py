@@ -16,6 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
 from bot.agent import (
+    AgentStream,
     ApprovalNotCountedError,
     Approve,
     Decision,
@@ -38,6 +39,9 @@ UNKNOWN = "This button does not belong to a request that is waiting here."
 ALREADY_DECIDED = "This request was already decided."
 ALREADY_ANSWERED = "This question was already answered."
 EXPIRED = "This request expired: nobody decided before its tool policy's time limit, so it was not run."
+NOT_AS_SHOWN = (
+    "This selection does not match the request as it waits now (a stale or forged Home), so it was not decided."
+)
 
 
 class RefusalReason(StrEnum):
@@ -53,6 +57,8 @@ class RefusalReason(StrEnum):
     """The decision rule refused the clicker."""
     HELD_ELSEWHERE = "held_elsewhere"
     """A sub-agent's live question held by another bot process, which this answer cannot reach yet."""
+    NOT_AS_SHOWN = "not_as_shown"
+    """A bulk selection whose fingerprint is not the waiting call's (a stale or forged App Home)."""
 
 
 HELD_ELSEWHERE = (
@@ -114,13 +120,15 @@ async def check_click(
     thread_ts: str | None = None,
     carried: bool = True,
     via: str = "button",
+    fingerprint: str | None = None,
 ) -> WaitingCall:
     """The waiting call a click (or a modal submission) may act on; raises `ClickRefused` otherwise.
 
     `channel`/`message_ts`/`thread_ts` are those of the clicked message, `carried` whether its buttons
     carry `ref`; a modal submission has none and relies on the reference checked when the modal was
     opened, checked again here. `via` (`button`, `home`) is where the click came from: a click the
-    policy refuses is audited as `refused`.
+    policy refuses is audited as `refused`. `fingerprint`: the one the clicker was shown (a bulk
+    selection in the App Home carries it); another one decides nothing.
     """
     row = await services.stores.messages.get(ref or "")
     if row is None or row.kind != kind:
@@ -140,6 +148,8 @@ async def check_click(
         if record is not None and record.state == ToolCallState.EXPIRED:
             raise ClickRefused(EXPIRED, RefusalReason.EXPIRED, row=row)
         raise ClickRefused(_already(kind), RefusalReason.ALREADY_DECIDED, row=row)
+    if fingerprint is not None and fingerprint != (record.fingerprint or ""):
+        raise ClickRefused(NOT_AS_SHOWN, RefusalReason.NOT_AS_SHOWN, about=row)
     verdict = await services.decision_rule(
         DecisionCheck(
             user_id=user_id,
@@ -202,6 +212,22 @@ async def decide(
 
     Raises `ClickRefused` when another click won; `ToolArgsInvalidError` and `ResumeDataInvalidError`
     pass through (nothing decided, the call still waits)."""
+    stream = await settle(services, client, call, decision, user_id=user_id, via=via)
+    if stream is not None:
+        await go_on(services, client, call, stream)
+
+
+async def settle(
+    services: SlackServices,
+    client: AsyncWebClient,
+    call: WaitingCall,
+    decision: Decision,
+    *,
+    user_id: str,
+    via: str = "button",
+) -> AgentStream | None:
+    """The first half of `decide`: the decision made and shown in its message; the run's stream to relay
+    (`go_on`), or None when the call still waits (four eyes: this approval counted, more are needed)."""
     try:
         stream = await services.agent.decide(
             call.row.run_id, call.row.tool_call_id, decision, decided_by=user_id, via=via
@@ -229,7 +255,12 @@ async def decide(
     except SlackApiError:  # the decision stands and the run goes on; the message is fixed by the next refresh
         services.logger.warning("could not update the message of %s/%s", call.row.run_id, call.row.tool_call_id)
     if isinstance(decision, Approve) and still_waits(call.row, await record_of(services, call.row)):
-        return  # four eyes: this approval counted, more are needed; the message shows who approved so far
+        return None  # four eyes: this approval counted, more are needed; the message shows who approved so far
+    return stream
+
+
+async def go_on(services: SlackServices, client: AsyncWebClient, call: WaitingCall, stream: AgentStream) -> None:
+    """The second half of `decide`: relay the run as it goes on after the decision, in its thread."""
     await continue_run(services, client, stream, thread=call.thread, requester=call.row.requester)
 
 

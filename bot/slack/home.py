@@ -39,6 +39,8 @@ class HomePublisher:
         self.client = client
         self._refresh: asyncio.Task | None = None
         self._again = False
+        self._bulk_results: dict[str, str] = {}
+        """Per user, what their last bulk decision did (shown at the top of their Home by this process)."""
 
     async def opened(self, user_id: str) -> None:
         """The user opened their Home tab: publish it (if it changed since they last saw it)."""
@@ -51,6 +53,11 @@ class HomePublisher:
             self._again = True
             return
         self._refresh = asyncio.create_task(self._refresh_all())
+
+    async def show_bulk_result(self, user_id: str, result: str) -> None:
+        """Publish the user's Home with `result` (what their "Approve selected" did) at the top."""
+        self._bulk_results[user_id] = result
+        await self.publish(user_id)
 
     async def settled(self) -> None:
         """Wait for a refresh under way (tests, shutdown)."""
@@ -120,6 +127,9 @@ class HomePublisher:
                 waiting_since=record.suspended_at,
                 may_decide=verdict.allowed,
                 note="" if verdict.allowed else verdict.explanation,
+                fingerprint=record.fingerprint,
+                approvals=record.approvals,
+                approvals_required=policy.approvals_required,
             )
             if row.requester == user_id:
                 your_requests.append(approval)
@@ -133,6 +143,7 @@ class HomePublisher:
                 your_requests=your_requests,
                 policies=policies_shown,
                 feedback=await services.stores.feedback.counts_per_tool() if policies_shown is not None else None,
+                bulk_result=self._bulk_results.get(user_id),
             )
         )
 

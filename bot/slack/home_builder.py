@@ -49,6 +49,13 @@ MODE_LABELS = {
 }
 HOME_LIMIT = 15
 """Approvals shown per section (a Home view holds at most 100 blocks)."""
+BULK_PICK = "home_bulk_pick"
+"""The checkbox next to each approval waiting for you: its option's value is `bulk_value(ref, fingerprint)`."""
+BULK_APPROVE, BULK_DECLINE = "home_bulk_approve", "home_bulk_decline"
+"""The "Approve selected" and "Decline selected" buttons under the waiting list."""
+BULK_DECLINE_REASON_CALLBACK = "home_bulk_decline_reason"
+"""The modal "Decline selected" opens for an optional reason (its private_metadata: the selection)."""
+BULK_RESULT_BLOCK = "home_bulk_result"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,6 +72,11 @@ class HomeApproval:
     may_decide: bool = True
     """False: listed without buttons (e.g. your own request when self-approval is refused)."""
     note: str = ""
+    fingerprint: str | None = None
+    """The fingerprint of the call as shown; a bulk selection carries it, so that it decides only this."""
+    approvals: tuple[str, ...] = ()
+    """Four eyes: who approved it so far."""
+    approvals_required: int = 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,13 +95,48 @@ class HomeView:
     """None: not an admin (no policy section)."""
     feedback: list[ToolFeedback] | None = None
     """People's ratings of the answers, per tool they used; None: not an admin (no feedback section)."""
+    bulk_result: str | None = None
+    """What the user's last "Approve selected" / "Decline selected" did, shown at the top (mrkdwn)."""
+
+
+def bulk_value(ref: str, fingerprint: str | None) -> str:
+    """A bulk checkbox's option value: the message reference and the fingerprint the user was shown."""
+    return f"{ref}:{fingerprint or ''}"
+
+
+def read_bulk_value(value: str) -> tuple[str, str]:
+    """(ref, fingerprint) of a bulk checkbox's value (the fingerprint "" for a call shown without one)."""
+    ref, _, fingerprint = value.rpartition(":")
+    return ref, fingerprint
 
 
 def build_home_view(home: HomeView) -> dict[str, Any]:
     blocks: list[Block] = [HeaderBlock(text="Approvals")]
+    if home.bulk_result:
+        blocks.append(SectionBlock(block_id=BULK_RESULT_BLOCK, text=MarkdownTextObject(text=home.bulk_result[:3000])))
     blocks += _approvals(
-        "*Waiting for your decision*", home.waiting_for_you, empty="Nothing is waiting for your decision."
+        "*Waiting for your decision*", home.waiting_for_you, empty="Nothing is waiting for your decision.", pick=True
     )
+    if any(approval.may_decide for approval in home.waiting_for_you[:HOME_LIMIT]):
+        blocks.append(
+            ActionsBlock(
+                block_id="home_bulk",
+                elements=[
+                    ButtonElement(text="Approve selected", action_id=BULK_APPROVE, value="approve", style="primary"),
+                    ButtonElement(text="Decline selected", action_id=BULK_DECLINE, value="decline", style="danger"),
+                ],
+            )
+        )
+        blocks.append(
+            ContextBlock(
+                elements=[
+                    MarkdownTextObject(
+                        text="Tick requests, then approve or decline them at once: each is decided as if "
+                        "clicked alone (its own policy check), and this page says what happened to each."
+                    )
+                ]
+            )
+        )
     blocks.append(DividerBlock())
     blocks += _approvals("*Your requests still waiting*", home.your_requests, empty="None of your requests waits.")
     if home.policies is not None:
@@ -164,7 +211,7 @@ def what_happens(item: HomePolicy) -> str:
     )
 
 
-def _approvals(title: str, approvals: list[HomeApproval], *, empty: str) -> list[Block]:
+def _approvals(title: str, approvals: list[HomeApproval], *, empty: str, pick: bool = False) -> list[Block]:
     blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text=title))]
     if not approvals:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=empty)]))
@@ -176,7 +223,20 @@ def _approvals(title: str, approvals: list[HomeApproval], *, empty: str) -> list
         )
         if approval.note:
             line += f"\n_{escape(approval.note)}_"
-        blocks.append(SectionBlock(text=MarkdownTextObject(text=line + "\n" + format_args(approval.args, limit=600))))
+        if approval.approvals_required > 1:
+            line += "\n" + approvals_so_far(approval)
+        text = MarkdownTextObject(text=line + "\n" + format_args(approval.args, limit=600))
+        if pick and approval.may_decide:
+            select = Option(value=bulk_value(approval.ref, approval.fingerprint), text="Select")
+            blocks.append(
+                SectionBlock(
+                    block_id=f"home_pick_{approval.ref}"[:255],
+                    text=text,
+                    accessory=CheckboxesElement(action_id=BULK_PICK, options=[select]),
+                )
+            )
+        else:
+            blocks.append(SectionBlock(text=text))
         if approval.may_decide:
             blocks.append(
                 ActionsBlock(
@@ -192,6 +252,12 @@ def _approvals(title: str, approvals: list[HomeApproval], *, empty: str) -> list
     if len(approvals) > HOME_LIMIT:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f"…and {len(approvals) - HOME_LIMIT} more.")]))
     return blocks
+
+
+def approvals_so_far(approval: HomeApproval) -> str:
+    """Four eyes, as the thread's message says it: "1 of 2 approvals: <@U2>"."""
+    line = f":busts_in_silhouette: {len(approval.approvals)} of {approval.approvals_required} approvals"
+    return line + (": " + ", ".join(f"<@{user}>" for user in approval.approvals) if approval.approvals else "")
 
 
 def _mention(approver: str) -> str:

@@ -146,15 +146,30 @@ def block_actions(
 
 
 def home_block_actions(
-    user_id: str, view: dict[str, Any], action: dict[str, Any], *, trigger_id: str
+    user_id: str,
+    view: dict[str, Any],
+    action: dict[str, Any],
+    *,
+    trigger_id: str,
+    values: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A click on a button of the person's App Home: a block_actions from a view, with no channel."""
+    """A click on a button of the person's App Home: a block_actions from a view, with no channel.
+    `values` is the view's input state (block_id -> {action_id: state}, e.g. from `checkbox_state`), which
+    Slack sends in `view.state`."""
     view_id = "VHOME" + user_id
     return {
         **_envelope("block_actions", user_id),
         "trigger_id": trigger_id,
         "container": {"type": "view", "view_id": view_id},
-        "view": {**view, "id": view_id, "type": "home", "team_id": TEAM_ID, "app_id": APP_ID, "bot_id": BOT_ID},
+        "view": {
+            **view,
+            "id": view_id,
+            "type": "home",
+            "team_id": TEAM_ID,
+            "app_id": APP_ID,
+            "bot_id": BOT_ID,
+            "state": {"values": values or {}},
+        },
         "state": {"values": {}},
         "actions": [{**action, "action_ts": _now()}],
     }
@@ -204,6 +219,30 @@ def action_of(message: Message, action_id: str, block_id: Any = None, value: Any
             chosen = next((o for o in options if o.get("value") == value), None)
             return {**action, "selected_option": chosen} if chosen else None
     return None
+
+
+def checkbox_state(view: dict[str, Any], action_id: str, chosen: list[str]) -> dict[str, Any]:
+    """The view state after the person ticked the options whose values are `chosen` among the checkboxes
+    `action_id` of `view` (as Slack keeps it: per block, only the options of that element). A value no
+    checkbox of the view offers raises `ValueError`: the person cannot tick it."""
+    values: dict[str, Any] = {}
+    found: set[str] = set()
+    for block in view.get("blocks") or []:
+        elements = list(block.get("elements") or []) if block.get("type") in ("actions", "input") else []
+        if block.get("type") == "input" and isinstance(block.get("element"), dict):
+            elements.append(block["element"])
+        if isinstance(block.get("accessory"), dict):
+            elements.append(block["accessory"])
+        for element in elements:
+            if element.get("type") != "checkboxes" or element.get("action_id") != action_id:
+                continue
+            ticked = [o for o in element.get("options") or [] if o.get("value") in chosen]
+            found.update(o["value"] for o in ticked)
+            values.setdefault(block["block_id"], {})[action_id] = {"type": "checkboxes", "selected_options": ticked}
+    missing = [value for value in chosen if value not in found]
+    if missing:
+        raise ValueError(f"no checkbox {action_id!r} in the view offers {missing}")
+    return values
 
 
 def stale_button(action_id: str, block_id: Any, value: Any) -> dict[str, Any]:

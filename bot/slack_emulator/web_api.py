@@ -450,6 +450,8 @@ class SlackWebApi:
         if user not in self.workspace.people:
             raise SlackError("user_not_found")
         view = _view(p, "home")
+        if not view_blocks_ok(view.get("blocks")):
+            raise SlackError("invalid_blocks")
         self.workspace.home_views[user] = view
         self.workspace.changed()
         return {"ok": True, "view": view_json("VHOME" + user, view, "")}
@@ -659,6 +661,61 @@ def context_actions_ok(block: dict[str, Any]) -> bool:
                 return False
         elif not (isinstance(element.get("icon"), str) and _plain_text_ok(element.get("text"))):
             return False
+    return True
+
+
+VIEW_BLOCK_LIMIT = 100
+CHECKBOX_OPTIONS_LIMIT = 10
+OPTION_VALUE_LIMIT = 150
+
+
+def view_blocks_ok(blocks: Any) -> bool:
+    """Slack's rules for a view's blocks that the bot's Home relies on: at most 100 typed blocks, each
+    block_id at most 255 characters and unique in the view, action_ids unique in their block; a button's
+    text at most 75 characters and its value at most 2000; a checkboxes element has 1-10 options, each
+    with a text of at most 75 characters and a value of at most 150, unique in the element."""
+    if not isinstance(blocks, list) or len(blocks) > VIEW_BLOCK_LIMIT:
+        return False
+    block_ids = [b.get("block_id") for b in blocks if isinstance(b, dict) and b.get("block_id") is not None]
+    if len(block_ids) != len(set(block_ids)) or not all(_short_text(b, ID_LIMIT) for b in block_ids):
+        return False
+    for block in blocks:
+        if not isinstance(block, dict) or not block.get("type"):
+            return False
+        elements = list(block.get("elements") or []) if block["type"] == "actions" else []
+        for key in ("accessory", "element"):
+            if isinstance(block.get(key), dict):
+                elements.append(block[key])
+        action_ids = [e.get("action_id") for e in elements if isinstance(e, dict) and e.get("action_id")]
+        if len(action_ids) != len(set(action_ids)):
+            return False
+        if not all(isinstance(e, dict) and _element_ok(e) for e in elements):
+            return False
+    return True
+
+
+def _element_ok(element: dict[str, Any]) -> bool:
+    if not _short_text(element.get("action_id"), ID_LIMIT, optional=True):
+        return False
+    if element.get("type") == "button":
+        return _plain_text_ok(element.get("text")) and _short_text(element.get("value"), VALUE_LIMIT, optional=True)
+    if element.get("type") == "checkboxes":
+        options = element.get("options")
+        if not isinstance(options, list) or not 1 <= len(options) <= CHECKBOX_OPTIONS_LIMIT:
+            return False
+        values = [o.get("value") for o in options if isinstance(o, dict)]
+        if len(values) != len(options) or len(set(values)) != len(values):
+            return False
+        for option in options:
+            text = option.get("text")
+            if not (isinstance(text, dict) and text.get("type") in ("plain_text", "mrkdwn")):
+                return False
+            if not _short_text(text.get("text"), BUTTON_TEXT_LIMIT) or not _short_text(
+                option.get("value"), OPTION_VALUE_LIMIT
+            ):
+                return False
+        chosen = element.get("initial_options") or []
+        return isinstance(chosen, list) and all(o in options for o in chosen)
     return True
 
 

@@ -23,7 +23,7 @@ from bot.metrics import add_metrics_routes
 from bot.slack import build_web_app, create_slack_app
 from bot.slack.http_api import slack_api_front
 from bot.slack_emulator import Message, SlackEmulator
-from bot.slack_emulator.app_requests import app_home_opened_event, home_block_actions
+from bot.slack_emulator.app_requests import app_home_opened_event, checkbox_state, home_block_actions
 from memory import Clock, Memory, Storage
 from memory.clock import SYSTEM_CLOCK
 from tests.support.scripted_model import call, reply, tool_calls
@@ -212,6 +212,34 @@ async def home_click(bot: RunningBot, user: str, action_id: str, value: str) -> 
     """A click on a button of the user's App Home (a view, not a message: no channel)."""
     action = {"type": "button", "action_id": action_id, "block_id": "home", "value": value}
     payload = home_block_actions(user, {"blocks": []}, action, trigger_id=bot.sender.trigger_for(user))
+    status, _ = await bot.sender.interaction(payload)
+    assert status == 200
+
+
+def bulk_options(view: dict[str, Any]) -> list[str]:
+    """The values of the bulk checkboxes of a Home view, in the order it lists them."""
+    return [
+        option["value"]
+        for block in view["blocks"]
+        if (block.get("accessory") or {}).get("action_id") == "home_bulk_pick"
+        for option in block["accessory"]["options"]
+    ]
+
+
+async def home_bulk_click(
+    bot: RunningBot,
+    user: str,
+    action_id: str,
+    *,
+    view: dict[str, Any],
+    chosen: list[str],
+    forged: dict[str, Any] | None = None,
+) -> None:
+    """Tick the bulk checkboxes `chosen` in the user's Home `view` and press `action_id` ("Approve
+    selected", "Decline selected"); `forged` is a view state sent instead, as a forged request can."""
+    values = forged if forged is not None else checkbox_state(view, "home_bulk_pick", chosen)
+    action = {"type": "button", "action_id": action_id, "block_id": "home_bulk", "value": action_id}
+    payload = home_block_actions(user, view, action, trigger_id=bot.sender.trigger_for(user), values=values)
     status, _ = await bot.sender.interaction(payload)
     assert status == 200
 

@@ -173,6 +173,20 @@ async def test_app_home_people_and_user_groups(slack, client):
     await client.views_publish(user_id="U1", view=home)
     assert slack.workspace.home_views["U1"]["blocks"][0]["text"]["text"] == "Waiting: 0"
 
+    def checkboxes(count: int, value: str = "v") -> dict:
+        options = [{"text": {"type": "plain_text", "text": "Select"}, "value": f"{value}{i}"} for i in range(count)]
+        element = {"type": "checkboxes", "action_id": "pick", "options": options}
+        return {"type": "home", "blocks": [{"type": "actions", "block_id": "b", "elements": [element]}]}
+
+    await client.views_publish(user_id="U1", view=checkboxes(10))
+    assert await refused(client.views_publish(user_id="U1", view=checkboxes(11))) == "invalid_blocks"
+    assert await refused(client.views_publish(user_id="U1", view=checkboxes(0))) == "invalid_blocks"
+    assert await refused(client.views_publish(user_id="U1", view=checkboxes(1, "x" * 150))) == "invalid_blocks"
+    twice = {"type": "home", "blocks": [{"type": "divider", "block_id": "d"}, {"type": "divider", "block_id": "d"}]}
+    assert await refused(client.views_publish(user_id="U1", view=twice)) == "invalid_blocks"
+    too_many = {"type": "home", "blocks": [{"type": "divider"}] * 101}
+    assert await refused(client.views_publish(user_id="U1", view=too_many)) == "invalid_blocks"
+
     admin, other = (await client.users_info(user="U1"))["user"], (await client.users_info(user="U2"))["user"]
     assert (admin["is_admin"], other["is_admin"], other["is_owner"]) == (True, False, False)
     assert await refused(client.users_info(user="UNOBODY")) == "user_not_found"

@@ -1,12 +1,12 @@
 """Block actions: the approval buttons (in a thread or the App Home), the Answer, Decline and Cancel
-buttons of a question, an admin's Edit button next to a tool policy, and the feedback buttons under an
-answer."""
+buttons of a question, an admin's Edit button next to a tool policy, the feedback buttons under an
+answer, and the App Home's bulk decisions (its checkboxes, "Approve selected", "Decline selected")."""
 
 from slack_bolt.async_app import AsyncApp
 
 from ...approval_builder import APPROVE, DECLINE, DECLINE_WITH_REASON, EDIT_ARGS
 from ...feedback_builder import FEEDBACK
-from ...home_builder import EDIT_POLICY
+from ...home_builder import BULK_APPROVE, BULK_DECLINE, BULK_PICK, EDIT_POLICY
 from ...question_builder import ANSWER, CANCEL_QUESTION, DECLINE_QUESTION, OPEN_URL
 from .answer import (
     handle_answer_button,
@@ -15,6 +15,7 @@ from .answer import (
     handle_question_url_button,
 )
 from .approve import handle_approve_button
+from .bulk import handle_bulk_approve_button, handle_bulk_decline_button, handle_bulk_pick
 from .decline import handle_decline_button, handle_decline_with_reason_button
 from .edit_args import handle_edit_args_button
 from .feedback import handle_feedback_button
@@ -32,3 +33,6 @@ def register(app: AsyncApp) -> None:
     app.action(OPEN_URL)(handle_question_url_button)
     app.action(EDIT_POLICY)(handle_policy_edit_button)
     app.action(FEEDBACK)(handle_feedback_button)
+    app.action(BULK_PICK)(handle_bulk_pick)
+    app.action(BULK_APPROVE)(handle_bulk_approve_button)
+    app.action(BULK_DECLINE)(handle_bulk_decline_button)

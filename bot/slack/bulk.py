@@ -1,0 +1,149 @@
+"""Bulk decisions in the App Home: several waiting approvals approved or declined at once.
+
+Each ticked approval is decided as if its own button had been clicked alone: `check_click` (the message
+it names, the call still waiting, the fingerprint the user was shown, the decision rule), then
+`Agent.decide` with via `home`, counted once and audited each; its thread message is updated as for a
+click. The Home then says, at the top, what happened to each. The selection comes from the view's state
+in the block_actions payload, which the client sends, so it is trusted no further than a button's value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot import metrics
+from bot.agent import Approve, Decision
+
+from .decisions import ClickRefused, RefusalReason, check_click, go_on, settle
+from .home_builder import BULK_PICK, read_bulk_value
+from .mrkdwn import escape
+from .services import SlackServices
+from .tables import ToolCallMessageRow
+from .waiting_messages import refresh_message
+
+MAX_SELECTED = 50
+"""At most this many ticked approvals are decided per click (the Home lists 15; more is a forged state)."""
+
+NOTHING_SELECTED = "Nothing was selected: tick the requests to decide first, then press the button again."
+
+# What the Home's result section calls each outcome, in the order it lists them.
+APPROVED, DECLINED, COUNTED = "Approved", "Declined", "Approval counted, waits for more approvers"
+ALREADY, NOT_ALLOWED, NOT_AS_SHOWN, FAILED = "Already decided", "Not allowed", "Not decided", "Failed"
+_GROUP_OF = {
+    RefusalReason.ALREADY_DECIDED: ALREADY,
+    RefusalReason.EXPIRED: ALREADY,
+    RefusalReason.NOT_ALLOWED: NOT_ALLOWED,
+    RefusalReason.NOT_AS_SHOWN: NOT_AS_SHOWN,
+    RefusalReason.UNKNOWN: NOT_AS_SHOWN,
+    RefusalReason.HELD_ELSEWHERE: FAILED,
+}
+ORDER = (APPROVED, DECLINED, COUNTED, ALREADY, NOT_ALLOWED, NOT_AS_SHOWN, FAILED)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BulkOutcome:
+    """What happened to one ticked approval."""
+
+    group: str
+    """One of `ORDER`."""
+    label: str
+    """The request in mrkdwn (tool and arguments), or what was ticked when it names no request."""
+    why: str = ""
+    """For a refusal: the explanation (mrkdwn) the clicker of a single button would have got."""
+
+
+def selection_of(body: dict[str, Any]) -> list[str]:
+    """The values of the ticked bulk checkboxes in a block_actions payload from the Home, once each."""
+    state = (body.get("view") or {}).get("state") or body.get("state") or {}
+    chosen: list[str] = []
+    for actions in (state.get("values") or {}).values():
+        picked = (actions or {}).get(BULK_PICK) if isinstance(actions, dict) else None
+        for option in (picked or {}).get("selected_options") or []:
+            value = option.get("value") if isinstance(option, dict) else None
+            if isinstance(value, str) and value not in chosen:
+                chosen.append(value)
+    return chosen
+
+
+async def decide_selected(
+    services: SlackServices, client: AsyncWebClient, decision: Decision, *, user_id: str, selected: list[str]
+) -> list[BulkOutcome]:
+    """Decide each selected approval as if clicked alone, show the outcomes at the top of the user's Home,
+    then relay the runs that go on."""
+    action = "approve" if isinstance(decision, Approve) else "decline"
+    outcomes: list[BulkOutcome] = []
+    going_on = []
+    for value in selected[:MAX_SELECTED]:
+        ref, fingerprint = read_bulk_value(value)
+        row: ToolCallMessageRow | None = None
+        try:
+            call = await check_click(
+                services, ref=ref, kind="approval", action=action, user_id=user_id, via="home", fingerprint=fingerprint
+            )
+            row = call.row
+            stream = await settle(services, client, call, decision, user_id=user_id, via="home")
+        except ClickRefused as refused:
+            metrics.refused(refused.reason)
+            if refused.row is not None:  # settled meanwhile: its message shows how, as after a click
+                await _refresh(services, client, refused.row)
+            outcomes.append(
+                BulkOutcome(
+                    group=_GROUP_OF[refused.reason], label=_label(refused.about, value), why=refused.explanation
+                )
+            )
+            continue
+        except Exception:  # noqa: BLE001 - one failure must not keep the others undecided
+            services.logger.exception("a bulk %s of %s failed", action, ref)
+            outcomes.append(BulkOutcome(group=FAILED, label=_label(row, value), why="Something went wrong; try again."))
+            continue
+        if stream is None:
+            outcomes.append(BulkOutcome(group=COUNTED, label=_label(row, value)))
+            continue
+        outcomes.append(BulkOutcome(group=APPROVED if action == "approve" else DECLINED, label=_label(row, value)))
+        going_on.append(go_on(services, client, call, stream))
+    if len(selected) > MAX_SELECTED:
+        outcomes.append(
+            BulkOutcome(group=NOT_AS_SHOWN, label=f"{len(selected) - MAX_SELECTED} more", why="Too many at once.")
+        )
+    if services.home is not None:
+        await services.home.show_bulk_result(user_id, result_text(outcomes))
+    for failed in await asyncio.gather(*going_on, return_exceptions=True):
+        if isinstance(failed, BaseException):
+            services.logger.error("relaying a run after a bulk decision failed: %r", failed)
+    return outcomes
+
+
+def result_text(outcomes: list[BulkOutcome]) -> str:
+    """The Home's result section: "*Approved 2:* … · *Already decided 1:* … · *Not allowed 1:* …", one
+    group a line, each refusal with its reason."""
+    if not outcomes:
+        return NOTHING_SELECTED
+    lines = []
+    for group in ORDER:
+        items = [o for o in outcomes if o.group == group]
+        if items:
+            shown = ", ".join(o.label + (f" ({o.why})" if o.why else "") for o in items)
+            lines.append(f"*{group} {len(items)}:* {shown}")
+    return "\n".join(lines)
+
+
+def _label(row: ToolCallMessageRow | None, value: str) -> str:
+    if row is None:
+        return f"an unknown request (`{escape(value[:40])}`)"
+    args = json.dumps(row.args, ensure_ascii=False, default=str)
+    args = args if len(args) <= 60 else args[:60] + "…"
+    return f"`{escape(row.tool_name)}` {escape(args)} from <@{row.requester}>"
+
+
+async def _refresh(services: SlackServices, client: AsyncWebClient, row: ToolCallMessageRow) -> None:
+    try:
+        fresh = await services.stores.messages.get(row.id)
+        if fresh is not None:
+            await refresh_message(services, client, fresh)
+    except Exception:  # noqa: BLE001 - the outcome is said in the Home whether or not the message is fixed
+        services.logger.warning("could not update the message of %s/%s", row.run_id, row.tool_call_id)
