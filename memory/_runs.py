@@ -488,13 +488,17 @@ class RunStore:
             conditions.append(RunRow.resource_id == resource_id)
         async with self._storage.read_session() as session:
             counted_up_to = (page + 1) * per_page + SUSPENDED_RUNS_COUNTED_AHEAD
-            some = select(RunRow.id).where(and_(*conditions)).limit(counted_up_to + 1).subquery()
-            total = await session.scalar(select(func.count()).select_from(some))
+            # The count walks the page's own index in the page's order (by agent, thread or user; see
+            # migrations 0004 and 0009) and stops `counted_up_to` past the start: without the order the
+            # planner may read every run of the user (PostgreSQL's bitmap scan) or of the table first.
+            newest_first = (RunRow.suspended_at.desc(), RunRow.id)
+            some = select(RunRow.id).where(and_(*conditions)).order_by(*newest_first).limit(counted_up_to + 1)
+            total = await session.scalar(select(func.count()).select_from(some.subquery()))
             runs = list(
                 await session.scalars(
                     select(RunRow)
                     .where(and_(*conditions))
-                    .order_by(RunRow.suspended_at.desc(), RunRow.id)
+                    .order_by(*newest_first)
                     .offset(page * per_page)
                     .limit(per_page)
                 )

@@ -69,6 +69,8 @@ class RunRow(Base):
         Index("ix_runs_parent", "parent_run_id"),
         Index("ix_runs_agent_suspended", "agent_id", "suspended_at", "id"),
         Index("ix_runs_resource_status", "resource_id", "status"),
+        Index("ix_runs_resource_agent_suspended", "resource_id", "agent_id", "suspended_at", "id"),
+        Index("ix_runs_thread_agent_suspended", "thread_id", "agent_id", "suspended_at", "id"),
     )
 
 
