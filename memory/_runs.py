@@ -489,7 +489,7 @@ class RunStore:
         async with self._storage.read_session() as session:
             counted_up_to = (page + 1) * per_page + SUSPENDED_RUNS_COUNTED_AHEAD
             # The count walks the page's own index in the page's order (by agent, thread or user; see
-            # migrations 0004 and 0009) and stops `counted_up_to` past the start: without the order the
+            # migrations 0004 and 0010) and stops `counted_up_to` past the start: without the order the
             # planner may read every run of the user (PostgreSQL's bitmap scan) or of the table first.
             newest_first = (RunRow.suspended_at.desc(), RunRow.id)
             some = select(RunRow.id).where(and_(*conditions)).order_by(*newest_first).limit(counted_up_to + 1)

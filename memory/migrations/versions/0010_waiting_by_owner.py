@@ -3,14 +3,14 @@ user) and one agent in the page's order (newest first, tie-break `id`), so the p
 index and its total counts at most `SUSPENDED_RUNS_COUNTED_AHEAD` past it, however many runs that
 thread or user has waiting (a user with 1,000 waiting runs had them all read and sorted for each page).
 
-Revision ID: 0009_waiting_by_owner
-Revises: 0008_approval_quorum
+Revision ID: 0010_waiting_by_owner
+Revises: 0009_interrupted_calls
 """
 
 from alembic import op
 
-revision = "0009_waiting_by_owner"
-down_revision = "0008_approval_quorum"
+revision = "0010_waiting_by_owner"
+down_revision = "0009_interrupted_calls"
 branch_labels = None
 depends_on = None
 
