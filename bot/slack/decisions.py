@@ -122,13 +122,36 @@ async def check_click(
     via: str = "button",
     fingerprint: str | None = None,
 ) -> WaitingCall:
-    """The waiting call a click (or a modal submission) may act on; raises `ClickRefused` otherwise.
+    """The waiting call a click may act on (`find_waiting_call`), if the decision rule lets `user_id`
+    `action` it (`check_decider`); raises `ClickRefused` otherwise. `via` (`button`, `home`) is where the
+    click came from: a click the policy refuses is audited as `refused`."""
+    call = await find_waiting_call(
+        services, ref=ref, kind=kind, channel=channel, message_ts=message_ts, thread_ts=thread_ts,
+        carried=carried, fingerprint=fingerprint,
+    )  # fmt: skip
+    await check_decider(services, call, action=action, user_id=user_id, via=via)
+    return call
+
+
+async def find_waiting_call(
+    services: SlackServices,
+    *,
+    ref: str | None,
+    kind: str,
+    channel: str | None = None,
+    message_ts: str | None = None,
+    thread_ts: str | None = None,
+    carried: bool = True,
+    fingerprint: str | None = None,
+) -> WaitingCall:
+    """The call of the message `ref` names, if it still waits in the very wait the message shows; raises
+    `ClickRefused` otherwise. Reads of the database only, no Slack call: a modal submission does this
+    before its ack (its form is validated against the call's schema), the decision rule after.
 
     `channel`/`message_ts`/`thread_ts` are those of the clicked message, `carried` whether its buttons
     carry `ref`; a modal submission has none and relies on the reference checked when the modal was
-    opened, checked again here. `via` (`button`, `home`) is where the click came from: a click the
-    policy refuses is audited as `refused`. `fingerprint`: the one the clicker was shown (a bulk
-    selection in the App Home carries it); another one decides nothing.
+    opened, checked again here. `fingerprint`: the one the clicker was shown (a bulk selection in the
+    App Home carries it); another one decides nothing.
     """
     row = await services.stores.messages.get(ref or "")
     if row is None or row.kind != kind:
@@ -150,6 +173,16 @@ async def check_click(
         raise ClickRefused(_already(kind), RefusalReason.ALREADY_DECIDED, row=row)
     if fingerprint is not None and fingerprint != (record.fingerprint or ""):
         raise ClickRefused(NOT_AS_SHOWN, RefusalReason.NOT_AS_SHOWN, about=row)
+    return WaitingCall(row=row, record=record)
+
+
+async def check_decider(
+    services: SlackServices, call: WaitingCall, *, action: str, user_id: str, via: str = "button"
+) -> None:
+    """Ask the decision rule whether `user_id` may `action` the call; a refusal is audited and raised as
+    `ClickRefused`. The rule may ask Slack (`users.info`, a user group's members), so a modal submission
+    asks it after its ack."""
+    row, record = call.row, call.record
     verdict = await services.decision_rule(
         DecisionCheck(
             user_id=user_id,
@@ -170,7 +203,6 @@ async def check_click(
         raise ClickRefused(
             verdict.explanation or "You may not decide this request.", RefusalReason.NOT_ALLOWED, about=row
         )
-    return WaitingCall(row=row, record=record)
 
 
 async def record_refusal(

@@ -1,6 +1,8 @@
-"""A submitted form of a waiting call (the answer and edit-arguments modals): checked again like the
-click that opened it, validated against its schema (errors stay in the modal, nothing is decided),
-then the call settled; what goes wrong is told to the submitter alone."""
+"""A submitted form of a waiting call (the answer and edit-arguments modals): the call found again and
+the form validated against its schema (errors stay in the modal, nothing is decided), then acked, well
+within Slack's 3 seconds: before the ack only the database is read. After the ack the decision rule (which
+may ask Slack who is who) and the decision; what goes wrong then is told to the submitter alone, in an
+ephemeral message."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent import ToolCallRecord
 
-from ...decisions import ClickRefused, WaitingCall, check_click, refuse, tell
+from ...decisions import ClickRefused, WaitingCall, check_decider, find_waiting_call, refuse, tell
 from ...form_builder import form_errors, read_form
 from ...services import SlackServices
 
@@ -38,11 +40,12 @@ async def submitted_form(
     action: str,
     schema_of: Callable[[ToolCallRecord], dict[str, Any] | None],
 ) -> SubmittedForm | None:
-    """Check the submission, read its form against `schema_of(record)`, and ack: with the errors when the
-    data does not fit (the modal stays open), plainly otherwise. None when there is nothing to settle."""
+    """Find the call, read its form against `schema_of(record)`, and ack: with the errors when the data
+    does not fit (the modal stays open), plainly otherwise; then ask the decision rule. None when there
+    is nothing to settle (a refusal is told to the submitter)."""
     user_id = body["user"]["id"]
     try:
-        call = await check_click(services, ref=view.get("private_metadata"), kind=kind, action=action, user_id=user_id)
+        call = await find_waiting_call(services, ref=view.get("private_metadata"), kind=kind)
     except ClickRefused as refused:
         await ack()
         await refuse(services, client, refused, user=user_id, channel=None)
@@ -56,6 +59,11 @@ async def submitted_form(
         await ack(response_action="errors", errors=errors)
         return None
     await ack()
+    try:
+        await check_decider(services, call, action=action, user_id=user_id)
+    except ClickRefused as refused:
+        await refuse(services, client, refused, user=user_id, channel=None)
+        return None
     return SubmittedForm(user_id=user_id, call=call, data=data)
 
 
