@@ -2,9 +2,56 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+from memory import PolicyChange
+
 _ERROR = {"$ref": "#/components/responses/Error"}
+
+
+def camel(name: str) -> str:
+    """A Python field name as the API spells it: `expires_after` -> `expiresAfter`."""
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def json_type(annotation: Any) -> dict[str, Any]:
+    """The JSON schema of a `PolicyChange` field from its annotation (a list of strings, a boolean, a
+    whole number or a string), so that a field added to `PolicyChange` appears here without more code."""
+    wanted = str(annotation)
+    if "Iterable" in wanted or "list" in wanted or "tuple" in wanted:
+        return {"type": "array", "items": {"type": "string"}}
+    if "bool" in wanted:
+        return {"type": "boolean"}
+    if "int" in wanted or "float" in wanted:
+        return {"type": "integer"}
+    return {"type": "string"}
+
+
+def _policy_change_schema() -> dict[str, Any]:
+    properties = {camel(f.name): json_type(f.type) for f in dataclasses.fields(PolicyChange)}
+    properties["actor"] = {
+        "type": "string",
+        "description": "Slack user ID of the admin who makes the change (must be a workspace admin); "
+        "without it the token holder changes it as `system`.",
+    }
+    return {"type": "object", "properties": properties, "additionalProperties": False}
+
+
+def _policy_schema() -> dict[str, Any]:
+    properties = {camel(f.name): json_type(f.type) for f in dataclasses.fields(PolicyChange)}
+    return {
+        "type": "object",
+        "properties": {
+            "tool": {"type": "string"},
+            "code": {"enum": ["always", "sometimes", "never", "unknown"]},
+            **properties,
+            "version": {"type": "integer"},
+            "updatedBy": {"type": ["string", "null"]},
+            "updatedAt": {"type": ["string", "null"], "format": "date-time"},
+        },
+    }
 
 
 def _call_operation(summary: str, body: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -93,6 +140,118 @@ def openapi_document() -> dict[str, Any]:
                     [],
                 )
             },
+            "/api/agents/{agentId}/decisions": {
+                "post": {
+                    "summary": "Several decisions by one approver, each made as if asked alone (its own policy "
+                    "check, counted once, audited each); one result per item, in order",
+                    "parameters": [{"$ref": "#/components/parameters/agentId"}],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["approver", "decisions"],
+                                    "properties": {
+                                        "approver": approver,
+                                        "decisions": {
+                                            "type": "array",
+                                            "minItems": 1,
+                                            "maxItems": 100,
+                                            "items": {
+                                                "type": "object",
+                                                "required": ["runId", "toolCallId", "action"],
+                                                "additionalProperties": False,
+                                                "properties": {
+                                                    "runId": {"type": "string"},
+                                                    "toolCallId": {"type": "string"},
+                                                    "action": {"enum": ["approve", "decline"]},
+                                                    "reason": {"type": "string"},
+                                                },
+                                            },
+                                        },
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": {
+                            "description": "Each item's result: `status` (as the single routes answer) or "
+                            "`error`, with `code` the HTTP status the item would have had alone.",
+                            "content": {
+                                "application/json": {
+                                    "schema": {
+                                        "type": "object",
+                                        "properties": {
+                                            "results": {
+                                                "type": "array",
+                                                "items": {
+                                                    "type": "object",
+                                                    "properties": {
+                                                        "runId": {"type": "string"},
+                                                        "toolCallId": {"type": "string"},
+                                                        "status": {"enum": ["approved", "declined", "waiting"]},
+                                                        "error": {"type": "string"},
+                                                        "code": {"type": "integer"},
+                                                    },
+                                                },
+                                            }
+                                        },
+                                    }
+                                }
+                            },
+                        },
+                        "400": _ERROR,
+                        "401": _ERROR,
+                        "404": _ERROR,
+                    },
+                }
+            },
+            "/api/policies": {
+                "get": {
+                    "summary": "Every tool of the agent (and every tool with a stored policy), with its policy",
+                    "responses": {
+                        "200": {
+                            "description": "The policies, by tool name.",
+                            "content": {
+                                "application/json": {
+                                    "schema": {
+                                        "type": "object",
+                                        "properties": {
+                                            "policies": {
+                                                "type": "array",
+                                                "items": {"$ref": "#/components/schemas/Policy"},
+                                            }
+                                        },
+                                    }
+                                }
+                            },
+                        },
+                        "401": _ERROR,
+                    },
+                }
+            },
+            "/api/policies/{tool}": {
+                "patch": {
+                    "summary": "Change one tool's policy (the fields given; the others are kept); audited as "
+                    "policy_changed via api",
+                    "parameters": [{"name": "tool", "in": "path", "required": True, "schema": {"type": "string"}}],
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PolicyChange"}}},
+                    },
+                    "responses": {
+                        "200": {
+                            "description": "The new policy.",
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Policy"}}},
+                        },
+                        "400": _ERROR,
+                        "401": _ERROR,
+                        "403": _ERROR,
+                    },
+                }
+            },
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "BOT_API_TOKEN"}},
@@ -115,6 +274,8 @@ def openapi_document() -> dict[str, Any]:
                 }
             },
             "schemas": {
+                "Policy": _policy_schema(),
+                "PolicyChange": _policy_change_schema(),
                 "Decided": {
                     "type": "object",
                     "properties": {

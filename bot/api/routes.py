@@ -9,6 +9,7 @@ other kind of answer). Every error body is `{"error": "<what went wrong>"}`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hmac
 import logging
 import re
@@ -18,6 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.admin import AdminInputError, agent_tools, change_policy, code_rule
 from bot.agent import (
     Agent,
     AgentStream,
@@ -36,9 +38,10 @@ from bot.agent import (
     ToolCallState,
     waits_instead,
 )
+from memory import SYSTEM, PolicyChange, ToolPolicy
 from tools import JsonValueError, clean_text, read_json
 
-from .openapi import openapi_document
+from .openapi import camel, json_type, openapi_document
 
 log = logging.getLogger("bot.api")
 
@@ -73,6 +76,9 @@ class ApiFront:
     """None when allowed; otherwise the explanation of the refusal (403), in plain text."""
     after_decision: Callable[[ApiDecision, AgentStream], Awaitable[None]] | None = None
     """Called with the decision and the run's `AgentStream` as it goes on (e.g. to update Slack)."""
+    is_admin: Callable[[str], Awaitable[bool]] | None = None
+    """Whether a person the body names as `actor` of a policy change is an admin (403 otherwise); None:
+    anyone named is taken."""
 
 
 class ApiError(Exception):
@@ -90,6 +96,9 @@ def add_api_routes(web_app: web.Application, front: ApiFront) -> None:
     web_app.router.add_post(CALL + "/approve", api.approve)
     web_app.router.add_post(CALL + "/decline", api.decline)
     web_app.router.add_post(CALL + "/resume", api.resume)
+    web_app.router.add_post(PREFIX + "/decisions", api.bulk_decisions)
+    web_app.router.add_get("/api/policies", api.policies)
+    web_app.router.add_patch("/api/policies/{tool}", api.change_policy)
     web_app.on_cleanup.append(api.finish)
 
 
@@ -117,10 +126,21 @@ class _Api:
     async def resume(self, request: web.Request) -> web.Response:
         return await self._answer(request, self._decide, "answer")
 
-    async def _answer(self, request: web.Request, handler: Callable[..., Awaitable[Any]], *args: Any) -> web.Response:
+    async def bulk_decisions(self, request: web.Request) -> web.Response:
+        return await self._answer(request, self._bulk_decisions)
+
+    async def policies(self, request: web.Request) -> web.Response:
+        return await self._answer(request, self._policies, agent=False)
+
+    async def change_policy(self, request: web.Request) -> web.Response:
+        return await self._answer(request, self._change_policy, agent=False)
+
+    async def _answer(
+        self, request: web.Request, handler: Callable[..., Awaitable[Any]], *args: Any, agent: bool = True
+    ) -> web.Response:
         try:
             self._check_token(request)
-            if (agent_id := _path(request, "agent_id")) != self.front.agent.id:
+            if agent and (agent_id := _path(request, "agent_id")) != self.front.agent.id:
                 raise ApiError(404, f"unknown agent {agent_id!r}")
             return web.json_response(await handler(request, *args))
         except ApiError as exc:
@@ -180,12 +200,19 @@ class _Api:
             user_id = _optional_text(body, "approver") or ""
             if not user_id:
                 raise ApiError(400, "approver is required: the Slack user ID of who decides")
+        await self._identify(user_id)
+        return await self._decide_call(action, _decision_of(action, body), user_id, run_id, tool_call_id)
+
+    async def _identify(self, user_id: str) -> None:
         if user_id and self.front.identify is not None:
             unknown = await self.front.identify(user_id)
             if unknown:
                 raise ApiError(400, unknown)
-        decision = _decision_of(action, body)
 
+    async def _decide_call(
+        self, action: str, decision: Decision, user_id: str, run_id: str, tool_call_id: str
+    ) -> dict[str, Any]:
+        """Decide one call for `user_id` (already identified); raises `ApiError` when nothing was decided."""
         agent = self.front.agent
         record = await agent.get_tool_call(run_id, tool_call_id)
         if record is None:
@@ -229,6 +256,85 @@ class _Api:
         status = decision.kind.outcome if refused else decision.kind.recorded_as
         return {"runId": run_id, "toolCallId": tool_call_id, "status": status}
 
+    async def _bulk_decisions(self, request: web.Request) -> dict[str, Any]:
+        """Several decisions by one approver, each made as if asked alone (its own policy check, counted
+        once, audited each): one result per item, in order, `status` or `error` with the HTTP code it
+        would have had alone. A malformed body decides nothing (400)."""
+        body = await _json_object(request)
+        user_id = _optional_text(body, "approver") or ""
+        if not user_id:
+            raise ApiError(400, "approver is required: the Slack user ID of who decides")
+        items = body.get("decisions")
+        if not isinstance(items, list) or not 1 <= len(items) <= MAX_BULK:
+            raise ApiError(400, f"decisions must be a list of 1 to {MAX_BULK} items")
+        asked = []
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise ApiError(400, f"decisions[{index}] must be an object")
+            unknown = sorted(set(item) - {"runId", "toolCallId", "action", "reason"})
+            if unknown:
+                raise ApiError(400, f"decisions[{index}] has unknown fields: {', '.join(unknown)[:200]}")
+            run_id, tool_call_id = _optional_text(item, "runId"), _optional_text(item, "toolCallId")
+            if not run_id or not tool_call_id:
+                raise ApiError(400, f"decisions[{index}] needs runId and toolCallId")
+            action = _optional_text(item, "action")
+            if action not in ("approve", "decline"):
+                raise ApiError(400, f"decisions[{index}].action must be approve or decline")
+            reason = _optional_text(item, "reason")
+            if reason is not None and action != "decline":
+                raise ApiError(400, f"decisions[{index}]: a reason goes with a decline")
+            asked.append((clean_text(run_id), clean_text(tool_call_id), action, _decision_of(action, item)))
+        await self._identify(user_id)
+        results = []
+        for run_id, tool_call_id, action, decision in asked:
+            try:
+                done = await self._decide_call(action, decision, user_id, run_id, tool_call_id)
+                results.append({**done, "code": 200})
+            except ApiError as exc:
+                results.append({"runId": run_id, "toolCallId": tool_call_id, "error": exc.message, "code": exc.status})
+        return {"results": results}
+
+    async def _policies(self, _request: web.Request) -> dict[str, Any]:
+        storage = self.front.agent.storage
+        tools = agent_tools(self.front.agent)
+        stored = {p.tool_name: p for p in await storage.policies.all()}
+        return {
+            "policies": [
+                _policy_json(stored.get(name) or ToolPolicy(tool_name=name), code_rule(tools.get(name)))
+                for name in sorted(set(tools) | set(stored))
+            ]
+        }
+
+    async def _change_policy(self, request: web.Request) -> dict[str, Any]:
+        """Patch one tool's policy with the body's fields (`PolicyChange`'s, in camelCase), as the CLI and the
+        Home do; audited `policy_changed` via `api`, by `actor` if the body names one (who must be an admin
+        of the workspace), else by `system` (the token holder, as the CLI's operator)."""
+        tool = _path(request, "tool")
+        body = await _json_object(request)
+        actor = _optional_text(body, "actor")
+        fields = {camel(f.name): f.name for f in dataclasses.fields(PolicyChange)}
+        unknown = sorted(set(body) - set(fields) - {"actor"})
+        if unknown:
+            raise ApiError(400, f"unknown fields {', '.join(unknown)[:200]}; a policy has: {', '.join(fields)}")
+        if not set(body) & set(fields):
+            raise ApiError(400, f"nothing to change: give one of {', '.join(fields)}")
+        values = {}
+        for key, name in fields.items():
+            if key in body:
+                values[name] = _policy_value(key, body[key], PolicyChange.__dataclass_fields__[name].type)
+        if actor is not None:
+            await self._identify(actor)
+            if self.front.is_admin is not None and not await self.front.is_admin(actor):
+                raise ApiError(403, f"only admins change tool policies; {actor} is not one")
+        try:
+            policy = await change_policy(
+                self.front.agent.storage, self.front.agent, tool, PolicyChange(**values),
+                actor=actor or SYSTEM, via="api", detail=None if actor else "HTTP API: the token holder",
+            )  # fmt: skip
+        except AdminInputError as exc:
+            raise ApiError(400, str(exc)) from None
+        return _policy_json(policy, code_rule(agent_tools(self.front.agent).get(policy.tool_name)))
+
     def _show(self, decision: ApiDecision, stream: AgentStream) -> None:
         """Let the front end show the decision and relay the run, after the response is sent."""
         if self.front.after_decision is None:
@@ -242,6 +348,47 @@ class _Api:
             await self.front.after_decision(decision, stream)
         except Exception:
             log.exception("showing the decision about %s/%s failed", decision.run_id, decision.tool_call_id)
+
+
+MAX_BULK = 100
+"""Items of one bulk decision request."""
+
+
+def _policy_json(policy: ToolPolicy, code: str) -> dict[str, Any]:
+    """A policy as the API shows it: every field of `ToolPolicy.fields()` in camelCase, with what the code
+    says (`always`, `sometimes`, `never`, `unknown`) and the version."""
+    return {
+        "tool": policy.tool_name,
+        "code": code,
+        **{camel(name): value for name, value in policy.fields().items()},
+        "version": policy.version,
+        "updatedBy": policy.updated_by,
+        "updatedAt": policy.updated_at.isoformat() if policy.updated_at else None,
+    }
+
+
+def _policy_value(key: str, value: Any, annotation: Any) -> Any:
+    """A body value for the `PolicyChange` field annotated `annotation`, of the JSON type it needs (a list of
+    strings for an `Iterable[str]`, a boolean, a whole number; a string where a mode or text is); the field's
+    own rules (`PolicyChange.checked`) come after."""
+    wanted = json_type(annotation)["type"]
+    if value is None:
+        raise ApiError(400, f"{key} cannot be null: leave it out to keep it")
+    if wanted == "array":
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise ApiError(400, f"{key} must be a list of strings")
+        return [clean_text(item) for item in value]
+    if wanted == "boolean":
+        if not isinstance(value, bool):
+            raise ApiError(400, f"{key} must be true or false")
+        return value
+    if wanted == "integer":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ApiError(400, f"{key} must be a whole number")
+        return value
+    if not isinstance(value, str):
+        raise ApiError(400, f"{key} must be a string")
+    return clean_text(value)
 
 
 def _decision_of(action: str, body: dict[str, Any]) -> Decision:

@@ -57,8 +57,21 @@ def slack_api_front(app: AsyncApp, *, token: str) -> ApiFront:
         else:
             await stream.result()  # nothing in Slack shows this call: the run goes on unseen
 
+    async def is_admin(user_id: str) -> bool:
+        if services.directory is None:
+            return True
+        try:
+            return await services.directory.is_admin(user_id)
+        except DirectoryError as exc:
+            raise ApiError(503, f"{exc}; nothing was changed, try again") from None
+
     return ApiFront(
-        agent=services.agent, token=token, identify=identify, authorize=authorize, after_decision=after_decision
+        agent=services.agent,
+        token=token,
+        identify=identify,
+        authorize=authorize,
+        after_decision=after_decision,
+        is_admin=is_admin,
     )
 
 
