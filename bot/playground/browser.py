@@ -15,7 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.slack_emulator import BOT_USER_ID, TEAM_ID, TEAM_NAME, Message, Modal, Workspace
-from bot.slack_emulator.app_requests import action_of, stale_button
+from bot.slack_emulator.app_requests import action_of, checkbox_state, stale_button
 
 from .delivery import Delivery
 
@@ -109,7 +109,19 @@ class BrowserApi:
         action = action_of(home, str(data.get("action_id") or ""), data.get("block_id"), data.get("value"))
         if action is None:
             raise web.HTTPNotFound(text="no such button")
-        answer = await self.delivery.home_clicked(user, view, action)
+        selected = data.get("selected") or {}  # the ticked checkboxes, by action_id: the view's state
+        values: dict[str, Any] = {}
+        try:
+            if not isinstance(selected, dict):
+                raise ValueError("selected must map action ids to lists of values")
+            for action_id, chosen in selected.items():
+                if not isinstance(chosen, list) or not all(isinstance(v, str) for v in chosen):
+                    raise ValueError(f"selected[{action_id!r}] must be a list of values")
+                for block_id, state in checkbox_state(view, str(action_id), chosen).items():
+                    values.setdefault(block_id, {}).update(state)
+        except ValueError as exc:
+            raise web.HTTPBadRequest(text=str(exc)) from None
+        answer = await self.delivery.home_clicked(user, view, action, values=values)
         return web.json_response({"ok": answer.status == 200, "bot_status": answer.status})
 
     async def submit_view(self, request: web.Request) -> web.Response:

@@ -63,10 +63,14 @@ class Delivery:
         """The person opened the bot's App Home tab (`home`) or its DM (`messages`)."""
         return await self.post_event(app_home_opened_event(user_id, tab))
 
-    async def home_clicked(self, user_id: str, view: dict[str, Any], action: dict[str, Any]) -> BotAnswer:
-        """A click on a button of the person's App Home."""
+    async def home_clicked(
+        self, user_id: str, view: dict[str, Any], action: dict[str, Any], *, values: dict[str, Any] | None = None
+    ) -> BotAnswer:
+        """A click on a button of the person's App Home; `values` is the view's state (ticked checkboxes)."""
         trigger_id = self.workspace.new_trigger(user_id)
-        return await self.post_interaction(home_block_actions(user_id, view, action, trigger_id=trigger_id))
+        return await self.post_interaction(
+            home_block_actions(user_id, view, action, trigger_id=trigger_id, values=values)
+        )
 
     async def view_submitted(self, modal: Modal, values: dict[str, Any]) -> BotAnswer:
         trigger_id = self.workspace.new_trigger(modal.user)

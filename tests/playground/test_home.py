@@ -111,3 +111,47 @@ async def test_opening_the_dm_shows_the_bots_prompts_and_greeting(page):
         what="the greeting",
     )
     assert "`issue-refund`" in greeting[0]["text"]
+
+
+def bulk_values(state: dict) -> list[str]:
+    return [
+        option["value"]
+        for block in (state.get("home") or {}).get("blocks", [])
+        if (block.get("accessory") or {}).get("type") == "checkboxes"
+        for option in block["accessory"]["options"]
+    ]
+
+
+async def test_bob_approves_two_of_three_at_once_from_his_home(page, playground):
+    await playground.storage.policies.set("delete-record", PolicyChange(approvers=["UBOB"]))
+    await page.post("/play/home/open", {"user": BOB})
+    await page.wait_for(lambda s: s.get("home"), user=BOB, what="Bob's Home")
+    asked = []
+    for record in (1, 2, 4):
+        ts = await page.say(f"@bot delete record {record}")  # Alice asks, three times
+        await page.wait_for(lambda s, ts=ts: [m for m in thread(s, ts) if action_ids(m)], what="the approval")
+        asked.append(ts)
+    state = await page.wait_for(
+        lambda s: s if len(bulk_values(s)) == 3 else None, user=BOB, what="three approvals to tick in Bob's Home"
+    )
+    picked = bulk_values(state)[:2]
+    approve = home_button(state, "home_bulk_approve")
+    assert approve is not None and home_button(state, "home_bulk_decline") is not None
+
+    forged = {"user": BOB, **approve, "selected": {"home_bulk_pick": [picked[0].split(":")[0] + ":" + "0" * 64]}}
+    status, _ = await page.post("/play/home/actions", forged)
+    assert status == 400  # the page cannot tick what the Home does not offer
+
+    status, body = await page.post(
+        "/play/home/actions", {"user": BOB, **approve, "selected": {"home_bulk_pick": picked}}
+    )
+    assert status == 200 and body["bot_status"] == 200
+    home = await page.wait_for(lambda s: s if "Approved 2" in home_text(s) else None, user=BOB, what="the result")
+    assert len(bulk_values(home)) <= 1
+
+    def approved_threads(state: dict) -> int:
+        return sum(any("Approved by <@UBOB>" in str(m.get("blocks")) for m in thread(state, ts)) for ts in asked)
+
+    state = await page.wait_for(lambda s: s if approved_threads(s) == 2 else None, what="two threads approved")
+    waiting = [ts for ts in asked if any("tool_approve" in action_ids(m) for m in thread(state, ts))]
+    assert len(waiting) == 1  # the third still waits, with its buttons

@@ -114,3 +114,67 @@ def test_the_page_draws_every_emoji_the_bot_writes():
     for source in (root / "bot" / "slack").rglob("*.py"):
         written |= set(re.findall(r"(?<![\w:]):([a-z][a-z_0-9]+):(?![\w:])", source.read_text()))
     assert written and written <= drawn, written - drawn
+
+
+NODE_DOM = """
+const fs = require("fs");
+class Node {
+  constructor(tag) { this.tag = tag; this.children = []; this.dataset = {}; this.className = ""; this.innerHTML = ""; }
+  appendChild(child) { this.children.push(child); return child; }
+  addEventListener() {}
+  insertAdjacentHTML() {}
+}
+global.document = { createElement: (tag) => new Node(tag) };
+const BlockKit = new Function(fs.readFileSync(process.argv[2], "utf8") + "; return BlockKit;")();
+const blocks = JSON.parse(fs.readFileSync(0, "utf8"));
+const found = [];
+const walk = (n) => {
+  if (n.tag === "input") found.push({ type: n.type, value: n.value, actionId: n.dataset.actionId, disabled: !!n.disabled });
+  if (String(n.className).includes("bk-unsupported")) found.push({ unsupported: n.innerHTML });
+  n.children.forEach(walk);
+};
+walk(BlockKit.blocks(blocks, { nameOf: (id) => id, channelName: (id) => id, pressed: {} }, () => Promise.resolve()));
+console.log(JSON.stringify(found));
+"""
+
+
+def test_the_page_draws_the_homes_bulk_checkboxes(tmp_path):
+    """The Home's bulk selection (a checkboxes accessory per approval) is drawn as ticking boxes that carry
+    their value and action id, which the page sends as the view's state; blockkit.js drew "[checkboxes]"."""
+    import json
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    import pytest
+
+    from bot.slack.home_builder import HomeApproval, HomeView, build_home_view
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    approvals = [
+        HomeApproval(
+            ref=f"ref{i}",
+            tool_name="delete-record",
+            args={"id": i},
+            requester="UALICE",
+            channel="C1",
+            fingerprint=f"{i:064d}",
+        )  # fmt: skip
+        for i in range(3)
+    ]
+    view = build_home_view(HomeView(user_id="UBOB", waiting_for_you=approvals, your_requests=[]))
+    script = tmp_path / "draw.js"
+    script.write_text(NODE_DOM)
+    blockkit = Path(__file__).resolve().parents[2] / "bot" / "playground" / "static" / "blockkit.js"
+    drawn = subprocess.run(
+        [node, str(script), str(blockkit)], input=json.dumps(view["blocks"]), capture_output=True, text=True
+    )
+    assert drawn.returncode == 0, drawn.stderr
+    inputs = json.loads(drawn.stdout)
+    assert [i for i in inputs if "unsupported" in i] == []
+    assert inputs == [
+        {"type": "checkbox", "value": f"ref{i}:{i:064d}", "actionId": "home_bulk_pick", "disabled": False}
+        for i in range(3)
+    ]

@@ -11,6 +11,7 @@ const ui = {
   poll: null, // AbortController of the running long poll
   modalKey: null,
   pressed: {}, // feedback buttons pressed, by pressedKey
+  ticked: new Set(), // values of the Home's ticked bulk checkboxes
 };
 
 const $ = (id) => document.getElementById(id);
@@ -150,6 +151,11 @@ function renderChannel(data) {
     $("channel-title").textContent = `${botName()} · Home`;
     $("channel-hint").textContent = "your approvals; tool policies if you are an admin";
     if (data.home) list.appendChild(BlockKit.blocks(data.home.blocks, ctx, (block, element, value) => clickHome(block, element, value)));
+    // the ticked bulk checkboxes survive the page's re-rendering, as a Slack client keeps a view's state
+    for (const box of list.querySelectorAll("input[type=checkbox][data-action-id]")) {
+      box.checked = ui.ticked.has(box.value);
+      box.addEventListener("change", () => (box.checked ? ui.ticked.add(box.value) : ui.ticked.delete(box.value)));
+    }
     $("composer").hidden = true;
     $("suggestions").hidden = true;
     return;
@@ -286,8 +292,13 @@ function messageNode(message) {
 }
 
 async function clickHome(block, element, value) {
+  const selected = {};  // the view's state: the ticked checkboxes, by action_id
+  for (const box of $("messages").querySelectorAll("input[type=checkbox][data-action-id]:checked")) {
+    (selected[box.dataset.actionId] ||= []).push(box.value);
+  }
   try {
-    await send("/play/home/actions", { block_id: block.block_id, action_id: element.action_id, value });
+    await send("/play/home/actions", { block_id: block.block_id, action_id: element.action_id, value, selected });
+    if (Object.keys(selected).length) ui.ticked.clear();
   } catch (error) {
     alert(error.message);
   }

@@ -144,6 +144,22 @@ const BlockKit = (() => {
       else select.addEventListener("change", () => select.value && onAction(element, select.value));
       return select;
     }
+    if (element.type === "checkboxes") {
+      // ticking decides nothing: the page reads the ticked boxes when a button is pressed (the view's state)
+      const group = el("div", "bk-choices bk-checkboxes");
+      const initial = new Set((element.initial_options || []).map((o) => o.value));
+      for (const o of element.options || []) {
+        const line = el("label", "bk-choice");
+        const box = el("input");
+        box.type = "checkbox"; box.value = o.value; box.checked = initial.has(o.value);
+        box.dataset.actionId = element.action_id || "";
+        if (!onAction) box.disabled = true;
+        line.appendChild(box);
+        line.appendChild(el("span", "", textObject(o.text, ctx)));
+        group.appendChild(line);
+      }
+      return group;
+    }
     if (element.type === "image") {
       const img = el("img", "bk-accessory-image");
       img.src = element.image_url; img.alt = element.alt_text || "";
