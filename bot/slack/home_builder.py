@@ -7,6 +7,7 @@ its policy and an Edit button that opens the policy modal.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,7 @@ from slack_sdk.models.views import View
 from memory import PolicyMode, ToolPolicy
 
 from .approval_builder import APPROVE, DECLINE, DECLINE_WITH_REASON, EDIT_ARGS, format_args, slack_date
+from .modal_builder import REASON_ACTION, REASON_BLOCK_ID
 from .mrkdwn import escape
 from .stores.answer_feedback import NO_TOOL, ToolFeedback
 
@@ -53,6 +55,8 @@ BULK_PICK = "home_bulk_pick"
 """The checkbox next to each approval waiting for you: its option's value is `bulk_value(ref, fingerprint)`."""
 BULK_APPROVE, BULK_DECLINE = "home_bulk_approve", "home_bulk_decline"
 """The "Approve selected" and "Decline selected" buttons under the waiting list."""
+BULK_DECLINE_WITH_REASON = "home_bulk_decline_with_reason"
+"""The "Decline selected with reason" button: a modal asks one (optional) reason for all of them."""
 BULK_DECLINE_REASON_CALLBACK = "home_bulk_decline_reason"
 """The modal "Decline selected" opens for an optional reason (its private_metadata: the selection)."""
 BULK_RESULT_BLOCK = "home_bulk_result"
@@ -124,6 +128,9 @@ def build_home_view(home: HomeView) -> dict[str, Any]:
                 elements=[
                     ButtonElement(text="Approve selected", action_id=BULK_APPROVE, value="approve", style="primary"),
                     ButtonElement(text="Decline selected", action_id=BULK_DECLINE, value="decline", style="danger"),
+                    ButtonElement(
+                        text="Decline selected with reason", action_id=BULK_DECLINE_WITH_REASON, value="decline"
+                    ),
                 ],
             )
         )
@@ -262,6 +269,45 @@ def approvals_so_far(approval: HomeApproval) -> str:
 
 def _mention(approver: str) -> str:
     return f"<!subteam^{approver}>" if approver.startswith("S") else f"<@{approver}>"
+
+
+def build_bulk_decline_modal(selected: list[str]) -> dict[str, Any]:
+    """The modal "Decline selected with reason" opens: one optional reason for every selected approval;
+    `private_metadata` is the selection (JSON), checked again item by item when it is submitted."""
+    kept: list[str] = []
+    for value in selected:  # private_metadata holds at most 3000 characters
+        if len(json.dumps([*kept, value])) > 3000:
+            break
+        kept.append(value)
+    count = f"{len(kept)} request{'s' if len(kept) != 1 else ''}"
+    return View(
+        type="modal",
+        callback_id=BULK_DECLINE_REASON_CALLBACK,
+        private_metadata=json.dumps(kept),
+        title="Decline selected",
+        submit="Decline",
+        close="Cancel",
+        blocks=[
+            SectionBlock(
+                text=MarkdownTextObject(text=f"Decline the {count} you selected; the model reads the reason.")
+            ),
+            InputBlock(
+                block_id=REASON_BLOCK_ID,
+                label="Reason",
+                optional=True,
+                element=PlainTextInputElement(action_id=REASON_ACTION, multiline=True, max_length=1000),
+            ),
+        ],
+    ).to_dict()
+
+
+def read_bulk_decline_modal(private_metadata: str | None) -> list[str]:
+    """The selection a submitted "Decline selected with reason" modal carries ([] if it is not one)."""
+    try:
+        selected = json.loads(private_metadata or "[]")
+    except ValueError:
+        return []
+    return [v for v in selected if isinstance(v, str)] if isinstance(selected, list) else []
 
 
 def build_policy_modal(policy: ToolPolicy) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from slack_bolt.async_app import AsyncApp
 
 from ...approval_builder import APPROVE, DECLINE, DECLINE_WITH_REASON, EDIT_ARGS
 from ...feedback_builder import FEEDBACK
-from ...home_builder import BULK_APPROVE, BULK_DECLINE, BULK_PICK, EDIT_POLICY
+from ...home_builder import BULK_APPROVE, BULK_DECLINE, BULK_DECLINE_WITH_REASON, BULK_PICK, EDIT_POLICY
 from ...question_builder import ANSWER, CANCEL_QUESTION, DECLINE_QUESTION, OPEN_URL
 from .answer import (
     handle_answer_button,
@@ -15,7 +15,12 @@ from .answer import (
     handle_question_url_button,
 )
 from .approve import handle_approve_button
-from .bulk import handle_bulk_approve_button, handle_bulk_decline_button, handle_bulk_pick
+from .bulk import (
+    handle_bulk_approve_button,
+    handle_bulk_decline_button,
+    handle_bulk_decline_with_reason_button,
+    handle_bulk_pick,
+)
 from .decline import handle_decline_button, handle_decline_with_reason_button
 from .edit_args import handle_edit_args_button
 from .feedback import handle_feedback_button
@@ -36,3 +41,4 @@ def register(app: AsyncApp) -> None:
     app.action(BULK_PICK)(handle_bulk_pick)
     app.action(BULK_APPROVE)(handle_bulk_approve_button)
     app.action(BULK_DECLINE)(handle_bulk_decline_button)
+    app.action(BULK_DECLINE_WITH_REASON)(handle_bulk_decline_with_reason_button)

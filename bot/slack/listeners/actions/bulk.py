@@ -1,5 +1,5 @@
 """The App Home's bulk decisions: the checkbox next to each waiting approval, "Approve selected" and
-"Decline selected"."""
+"Decline selected" (and "Decline selected with reason", which opens a modal for the reason)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent import Approve, Decline
 
-from ...bulk import decide_selected, selection_of
+from ...bulk import NOTHING_SELECTED, decide_selected, selection_of
+from ...home_builder import build_bulk_decline_modal
 from ...services import services_of
 
 
@@ -34,3 +35,18 @@ async def handle_bulk_decline_button(
     await ack()
     user_id = (body.get("user") or {}).get("id", "")
     await decide_selected(services_of(context), client, Decline(), user_id=user_id, selected=selection_of(body))
+
+
+async def handle_bulk_decline_with_reason_button(
+    ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
+) -> None:
+    """Open the modal that asks one reason for every selected approval (nothing is decided yet)."""
+    await ack()
+    services = services_of(context)
+    user_id = (body.get("user") or {}).get("id", "")
+    selected = selection_of(body)
+    if not selected:
+        if services.home is not None:
+            await services.home.show_bulk_result(user_id, NOTHING_SELECTED)
+        return
+    await client.views_open(trigger_id=body.get("trigger_id"), view=build_bulk_decline_modal(selected))

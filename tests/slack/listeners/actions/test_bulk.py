@@ -63,7 +63,7 @@ async def three_waiting(bot: RunningBot, model):
     answers(model, 3)
     view = await home_saying(bot, "U2", "ORD-7")
     assert len(bulk_options(view)) == 3
-    assert ["Approve selected", "Decline selected"] == [
+    assert ["Approve selected", "Decline selected", "Decline selected with reason"] == [
         e["text"]["text"] for b in view["blocks"] if b.get("block_id") == "home_bulk" for e in b["elements"]
     ]
     return first, second, refund, view
@@ -183,3 +183,29 @@ async def test_the_home_shows_a_quorum_calls_count(database_url, slack, model, c
         await home_saying(bot, "U3", "Approved 1")
         await bot.slack.wait_for("chat.stopStream")
         assert await record_ids(bot) == [1, 2, 4, 5]
+
+
+async def test_bulk_decline_with_one_reason(bot: RunningBot, model):
+    first, second, refund, view = await three_waiting(bot, model)
+    chosen = bulk_options(view)[1:]
+    await home_bulk_click(bot, "U2", "home_bulk_decline_with_reason", view=view, chosen=chosen)
+    opened = await bot.slack.wait_for("views.open")
+    modal = opened[-1].params["view"]
+    modal = json.loads(modal) if isinstance(modal, str) else modal
+    assert modal["callback_id"] == "home_bulk_decline_reason" and "2 requests" in text_of(modal)
+    assert first.action_ids()[0] == "tool_approve"  # opening the modal decides nothing
+
+    reason = "Pas maintenant — 今は駄目, بعداً"
+    values = {"reason": {"value": {"type": "plain_text_input", "value": reason}}}
+    status, _ = await bot.sender.submit(modal, values, user="U2")
+    assert status == 200
+    await home_saying(bot, "U2", "Declined 2")
+    for message in (second, refund):
+        await bot.slack.wait_for("chat.update", lambda c, m=message: c.params.get("ts") == m.ts)
+        assert "Declined" in message.all_text and message.action_ids() == []
+    assert first.action_ids()[0] == "tool_approve"
+    entries = await bot.storage.audit_log.entries()
+    declined = [(e.tool_call_id, e.via, e.detail) for e in entries if e.action == "declined"]
+    assert sorted(declined) == [("call_2", "home", reason), ("call_3", "home", reason)]
+    await bot.slack.wait_for("chat.stopStream", count=2)
+    assert await record_ids(bot) == [1, 2, 3, 4, 5]
