@@ -161,3 +161,27 @@ async def test_the_policy_routes(admin_bot: RunningBot):
     assert {"/api/agents/{agentId}/decisions", "/api/policies", "/api/policies/{tool}"} <= set(document["paths"])
     fields = document["components"]["schemas"]["PolicyChange"]["properties"]
     assert {"mode", "approvers", "selfApproval", "expiresAfter", "approvalsRequired", "actor"} <= set(fields)
+
+
+async def test_bulk_approvals_of_a_four_eyes_call_count_one_by_one(admin_bot: RunningBot, model):
+    bot = admin_bot
+    await bot.storage.policies.set("delete-record", PolicyChange(approvals_required=2))
+    model.chat.push(tool_calls(call("delete-record", {"id": 3}, id="call_1")), reply("Done."))
+    await bot.mention("delete record 3")
+    message = await bot.approval_message()
+    status, page = await request(bot, "GET", "/api/agents/demo-agent/suspended-runs")
+    item = {"runId": page["runs"][0]["runId"], "toolCallId": "call_1", "action": "approve"}
+
+    status, body = await request(bot, "POST", BULK, body={"approver": "U2", "decisions": [item, item]})
+    assert status == 200
+    assert [(r["code"], r.get("status")) for r in body["results"]] == [(200, "waiting"), (403, None)]
+    assert "U2 already approved it" in body["results"][1]["error"]
+    await bot.slack.wait_for("chat.update", lambda c: c.params.get("ts") == message.ts and "1 of 2" in str(c.params))
+    assert await record_ids(bot) == [1, 2, 3, 4, 5]
+
+    status, body = await request(bot, "POST", BULK, body={"approver": "U3", "decisions": [item]})
+    assert [(r["code"], r.get("status")) for r in body["results"]] == [(200, "approved")]
+    await bot.slack.wait_for("chat.stopStream")
+    assert await record_ids(bot) == [1, 2, 4, 5]
+    approvals = [e.detail for e in await bot.storage.audit_log.entries() if e.action == "approved"]
+    assert approvals == ["approval 1 of 2; waits for 1 more", "approval 2 of 2"]

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from bot.slack_emulator.app_requests import home_block_actions
 from memory import PolicyChange
 from tests.slack.harness import (
     RunningBot,
@@ -208,4 +209,17 @@ async def test_bulk_decline_with_one_reason(bot: RunningBot, model):
     declined = [(e.tool_call_id, e.via, e.detail) for e in entries if e.action == "declined"]
     assert sorted(declined) == [("call_2", "home", reason), ("call_3", "home", reason)]
     await bot.slack.wait_for("chat.stopStream", count=2)
+    assert await record_ids(bot) == [1, 2, 3, 4, 5]
+
+
+async def test_ticking_a_box_is_acknowledged_and_decides_nothing(bot: RunningBot, model):
+    first, *_, view = await three_waiting(bot, model)
+    value = bulk_options(view)[0]
+    tick = {"type": "checkboxes", "action_id": "home_bulk_pick", "block_id": "home_pick_x",
+            "selected_options": [{"value": value}]}  # fmt: skip
+    payload = home_block_actions("U2", view, tick, trigger_id=bot.sender.trigger_for("U2"))
+    status, _ = await bot.sender.interaction(payload)
+    assert status == 200  # Slack sends a block_actions for each tick; unanswered, Slack shows an error
+    await bot.slack.settle()
+    assert first.action_ids()[0] == "tool_approve" and bot.slack.calls_of("chat.update") == []
     assert await record_ids(bot) == [1, 2, 3, 4, 5]
