@@ -122,8 +122,14 @@ class Storage:
         """A session inside one transaction, committed on success."""
         if not self._migrated:
             await self.migrate()
-        async with self.sessionmaker() as session, session.begin():
+        session = self.sessionmaker()
+        committing = False
+        try:
+            await session.begin()
             yield session
+            committing = True
+        finally:
+            await _ended_quietly(session, commit=committing)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncConnection]:
@@ -131,16 +137,25 @@ class Storage:
         success: the runtime's hot path, where every state transition is one of these."""
         if not self._migrated:
             await self.migrate()
-        async with self.engine.begin() as connection:
+        connection = await self.engine.connect()
+        committing = False
+        try:
+            await connection.begin()
             yield connection
+            committing = True
+        finally:
+            await _ended_quietly(connection, commit=committing)
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
         """A plain connection for reads alone, outside any write transaction (see `read_session`)."""
         if not self._migrated:
             await self.migrate()
-        async with self._read_engine.connect() as connection:
+        connection = await self._read_engine.connect()
+        try:
             yield connection
+        finally:
+            await _ended_quietly(connection, commit=False)
 
     @asynccontextmanager
     async def read_session(self) -> AsyncIterator[AsyncSession]:
@@ -151,8 +166,11 @@ class Storage:
         """
         if not self._migrated:
             await self.migrate()
-        async with self._reader() as session:
+        session = self._reader()
+        try:
             yield session
+        finally:
+            await _ended_quietly(session, commit=False)
 
     async def notify(self, channel: str, payload: str = "") -> None:
         """Tell the processes that `listen` on `channel` (PostgreSQL `NOTIFY`); nothing on SQLite, whose
@@ -196,6 +214,39 @@ class Storage:
             if self._shared.users > 0:
                 return
         await self.engine.dispose()  # the engine stays usable: a later Storage opens new connections
+
+
+async def _ended_quietly(held: AsyncSession | AsyncConnection, *, commit: bool) -> None:
+    """End a session's or connection's work (commit it, or roll back what is uncommitted) and give its
+    connection back to the pool, even when the task is cancelled meanwhile; then go on being cancelled.
+
+    A turn is cancelled (a shutdown, a burst's client gone) while it holds a session; the end of its work
+    then awaits the rollback and the pool's return, and the pool closes a connection beyond `pool_size`
+    with an awaited driver close. A cancellation landing in there (the task cancelled again, or a timeout
+    around it) interrupted that close: SQLAlchemy logged `Exception closing connection ...
+    CancelledError` with its traceback and left the connection half closed. Here the end runs in a task
+    of its own that a cancellation does not reach; the caller waits for it and is cancelled after. A
+    commit that fails still raises (after the connection is given back).
+    """
+
+    async def end() -> None:
+        try:
+            if commit:
+                await held.commit()
+        finally:
+            await held.close()
+
+    ending = asyncio.ensure_future(end())
+    cancelled = False
+    while not ending.done():
+        try:
+            await asyncio.shield(ending)
+        except asyncio.CancelledError:
+            if not ending.done():
+                cancelled = True  # wait for the end, then be cancelled
+    if cancelled or ending.cancelled():
+        raise asyncio.CancelledError
+    ending.result()
 
 
 @dataclass
