@@ -71,6 +71,7 @@ def describe(policy: ToolPolicy) -> dict[str, str]:
         "self_approval": "allowed" if policy.self_approval else "refused",
         "expires": f"{policy.expires_after}s" if policy.expires_after else "never",
         "approvals": str(policy.approvals_required),
+        "grants": f"{policy.grant_seconds}s" if policy.grant_seconds else "none",
         "version": str(policy.version),
     }
 
@@ -80,7 +81,7 @@ async def list_policies(storage: Storage, agent: Any, out: TextIO = sys.stdout) 
     tools = agent_tools(agent)
     stored = {p.tool_name: p for p in await storage.policies.all()}
     names = sorted(set(tools) | set(stored))
-    header = ("TOOL", "CODE", "MODE", "APPROVERS", "SELF-APPROVAL", "EXPIRES", "VERSION", "APPROVALS", "FROM")
+    header = ("TOOL", "CODE", "MODE", "APPROVERS", "SELF-APPROVAL", "EXPIRES", "VERSION", "APPROVALS", "GRANTS", "FROM")
     lines = [header]
     for name in names:
         words = describe(stored.get(name) or ToolPolicy(tool_name=name))
@@ -94,6 +95,7 @@ async def list_policies(storage: Storage, agent: Any, out: TextIO = sys.stdout) 
                 words["expires"],
                 words["version"],
                 words["approvals"],
+                words["grants"],
                 tool_origin(tools.get(name)),
             )
         )
@@ -158,7 +160,7 @@ async def set_policy(
     print(
         f"{policy.tool_name}: mode {words['mode']}, approvers {words['approvers']}, "
         f"self-approval {words['self_approval']}, expires {words['expires']}, "
-        f"approvals required {words['approvals']} (version {policy.version})",
+        f"approvals required {words['approvals']}, grants {words['grants']} (version {policy.version})",
         file=out,
     )
     return policy

@@ -98,6 +98,13 @@ def _add_policy_commands(commands: Any) -> tuple[argparse.ArgumentParser, argpar
         type=_approvals,
         help="distinct approvers a call needs before it runs (four eyes: 2; the requester never counts); 1 to 10",
     )
+    policy_set.add_argument(
+        "--grants",
+        dest="grant_seconds",
+        metavar="SECONDS",
+        type=_grant_seconds,
+        help="let an approver allow the tool for this long in one thread (standing grant; 60 to 604800); 0: no grants",
+    )
     return policy_list, policy_set
 
 
@@ -141,6 +148,15 @@ def _approvals(value: str) -> int:
 
     try:
         return approvals_count(value)
+    except PolicyError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _grant_seconds(value: str) -> int:
+    from memory import PolicyError, grant_seconds_of
+
+    try:
+        return grant_seconds_of(value)
     except PolicyError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -407,6 +423,7 @@ async def _admin(options: argparse.Namespace, settings: Settings, named: Any = N
             self_approval=options.self_approval,
             expires_after=options.expires,
             approvals_required=options.approvals_required,
+            grant_seconds=options.grant_seconds,
         )
         await admin.set_policy(storage, agent, options.tool, change)
     finally:

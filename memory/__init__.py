@@ -5,10 +5,12 @@ Imports nothing from `bot`; the runtime imports this package.
 """
 
 from ._audit import SYSTEM, AuditAction, AuditEntry, AuditLog, AuditVia
+from ._grants import Grant, GrantStore, new_grant_values
 from ._memory import Memory, pair_tool_results
 from ._policies import (
     APPROVALS_LIMIT,
     EXPIRY_LIMIT,
+    GRANT_LIMIT,
     PolicyChange,
     PolicyMode,
     PolicyStore,
@@ -16,17 +18,19 @@ from ._policies import (
     UnreadablePolicy,
     approvals_count,
     expiry_seconds,
+    grant_seconds_of,
 )
 from ._runs import Audit, RunStore
 from ._storage import Storage
 from .clock import Clock, SystemClock
 from .exceptions import AgentError, PolicyError, ThreadOwnerError
-from .protocols import PolicyReader, RunStorage
+from .protocols import GrantReader, PolicyReader, RunStorage
 from .states import RunStatus, ToolCallState
 
 __all__ = [
     "APPROVALS_LIMIT",
     "EXPIRY_LIMIT",
+    "GRANT_LIMIT",
     "SYSTEM",
     "AgentError",
     "Audit",
@@ -35,6 +39,9 @@ __all__ = [
     "AuditLog",
     "AuditVia",
     "Clock",
+    "Grant",
+    "GrantReader",
+    "GrantStore",
     "Memory",
     "PolicyChange",
     "PolicyError",
@@ -52,5 +59,7 @@ __all__ = [
     "UnreadablePolicy",
     "approvals_count",
     "expiry_seconds",
+    "grant_seconds_of",
+    "new_grant_values",
     "pair_tool_results",
 ]

@@ -2,6 +2,8 @@
 
 Requested, approved, declined, edited, resumed, expired, executed, failed, interrupted; refused (a
 click or an API call the policy did not allow), blocked (a call the model made to a disabled tool);
+granted, grant_used, grant_revoked (a standing grant given with an approval, a call it let run without
+asking, its early end);
 and every change of who may do what (`policy_changed`, which belongs to no run). Each says who did
 it (a Slack user ID, or `system`), through what (a button, the App Home, the HTTP API, the thread,
 the expiry sweep, recovery, the runtime itself, the command line), when, the fingerprint of the
@@ -41,6 +43,9 @@ class AuditAction(StrEnum):
     REFUSED = "refused"
     BLOCKED = "blocked"
     POLICY_CHANGED = "policy_changed"
+    GRANTED = "granted"
+    GRANT_USED = "grant_used"
+    GRANT_REVOKED = "grant_revoked"
 
 
 class AuditVia(StrEnum):

@@ -34,6 +34,26 @@ APPROVALS_LIMIT = 10
 _APPROVALS_BOUNDS = f"the approvals required are a whole number from 1 to {APPROVALS_LIMIT}"
 
 
+GRANT_LIMIT = 7 * 24 * 3600
+"""The longest standing grant a policy may allow: 7 days, in seconds."""
+_GRANT_BOUNDS = f"a grant lasts 60 seconds to 7 days ({GRANT_LIMIT} seconds), or 0 for no grants"
+
+
+def grant_seconds_of(value: str | int) -> int:
+    """The longest standing grant `value` names, in seconds (0: no grants); the one rule of the command
+    line, the App Home and storage. Raises `PolicyError` (one line) for anything else."""
+    if isinstance(value, bool):
+        raise PolicyError(f"{value!r} is not a number of seconds: {_GRANT_BOUNDS}")
+    if isinstance(value, str):
+        text = value.strip()
+        if not (text.isascii() and text.isdigit()) or len(text) > 9:
+            raise PolicyError(f"{text[:40]!r} is not a whole number of seconds: {_GRANT_BOUNDS}")
+        value = int(text)
+    if not isinstance(value, int) or not (value == 0 or 60 <= value <= GRANT_LIMIT):
+        raise PolicyError(f"{value!r}: {_GRANT_BOUNDS}")
+    return value
+
+
 def approvals_count(value: str | int) -> int:
     """The number of approvals `value` names (1 to `APPROVALS_LIMIT`); the one rule of the command line,
     the App Home, the HTTP API and storage. Raises `PolicyError` (one line) for anything else."""
@@ -98,6 +118,10 @@ class ToolPolicy:
     approvals_required: int = 1
     """Distinct approvers a call needs before it runs (four eyes: 2); the requester never counts toward
     more than one, and one decline declines."""
+    grant_seconds: int | None = None
+    """The longest standing grant an approver may give ("Approve and allow for 1 hour in this thread"),
+    in seconds; None: no grants (the default). Grants are never offered or used while
+    `approvals_required` > 1."""
     version: int = 0
     """0 for the defaults; every stored change adds one."""
     updated_by: str | None = None
@@ -115,8 +139,15 @@ class ToolPolicy:
             "self_approval": self.self_approval,
             "expires_after": self.expires_after,
             "approvals_required": self.approvals_required,
+            "grant_seconds": self.grant_seconds,
             "version": self.version,
         }
+
+    @property
+    def allows_grants(self) -> bool:
+        """Whether an approver may give a standing grant now (and a live grant may be used): grants are
+        allowed, the tool is not disabled, and one approval is enough (a grant would bypass a quorum)."""
+        return bool(self.grant_seconds) and not self.disabled and self.approvals_required <= 1
 
     @property
     def adds_approval(self) -> bool:
@@ -152,6 +183,8 @@ class PolicyChange:
     """Seconds; 0 removes the expiry."""
     approvals_required: int | None = None
     """Distinct approvers a call needs, 1 to `APPROVALS_LIMIT`."""
+    grant_seconds: int | None = None
+    """The longest standing grant, 60 s to `GRANT_LIMIT`; 0 allows no grants."""
 
     def checked(self) -> dict[str, object]:
         """The columns this change sets, validated; raises `PolicyError`."""
@@ -176,6 +209,8 @@ class PolicyChange:
             values["expires_after"] = expiry_seconds(self.expires_after) or None
         if self.approvals_required is not None:
             values["approvals_required"] = approvals_count(self.approvals_required)
+        if self.grant_seconds is not None:
+            values["grant_seconds"] = grant_seconds_of(self.grant_seconds) or None
         return values
 
 
@@ -242,6 +277,7 @@ class PolicyStore:
                     self_approval=defaults.self_approval,
                     expires_after=None,
                     approvals_required=1,
+                    grant_seconds=None,
                     version=0,
                     updated_at=utcnow(),
                 )
@@ -287,6 +323,7 @@ def policy_of(row: Any) -> ToolPolicy:
         self_approval=row.self_approval,
         expires_after=row.expires_after,
         approvals_required=row.approvals_required or 1,
+        grant_seconds=row.grant_seconds or None,
         version=row.version,
         updated_by=row.updated_by,
         updated_at=row.updated_at,
@@ -296,6 +333,7 @@ def policy_of(row: Any) -> ToolPolicy:
 __all__ = [
     "APPROVALS_LIMIT",
     "EXPIRY_LIMIT",
+    "GRANT_LIMIT",
     "PolicyChange",
     "PolicyError",
     "PolicyMode",
@@ -304,4 +342,5 @@ __all__ = [
     "UnreadablePolicy",
     "approvals_count",
     "expiry_seconds",
+    "grant_seconds_of",
 ]

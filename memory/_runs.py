@@ -37,7 +37,7 @@ from .states import (
     run_sources_of,
     sources_of,
 )
-from .tables import AuditRow, MessageRow, PolicyRow, RunRow, ThreadRow, ToolCallRow, utcnow
+from .tables import AuditRow, GrantRow, MessageRow, PolicyRow, RunRow, ThreadRow, ToolCallRow, utcnow
 
 if TYPE_CHECKING:
     from ._database import Database
@@ -314,9 +314,12 @@ class RunStore:
         audit: Audit | Iterable[Audit] | None = None,
         lease: str | None = None,
         approvals_seen: int | None = None,
+        grant: dict[str, Any] | None = None,
         **fields: Any,
     ) -> bool:
         """Move `call` to `to` if it is still in a state that may go there; True if this caller won.
+        With `grant` (the row of a standing grant, `memory._grants.new_grant_values`) the grant is stored
+        too, only if this caller won: the approval that gives a grant is counted once, and so is the grant.
         With `approvals_seen` (the last approval a four-eyes call needs) it moves only while exactly that
         many approvals are counted and its arguments are still those of `call.fingerprint`.
 
@@ -325,9 +328,12 @@ class RunStore:
         On success the in-memory `call` is updated too, so the caller goes on with what was stored.
         """
         async with self._storage.transaction() as connection:
-            return await self._transition(
+            won = await self._transition(
                 connection, call, to, allowed_from, messages, run, audit, lease, fields, approvals_seen=approvals_seen
             )
+            if won and grant is not None:
+                await connection.execute(_INSERT_GRANT, [grant])
+            return won
 
     async def count_approval(
         self, call: ToolCallRow, approval: dict[str, Any], *, audit: Audit, lease: str | None = None
@@ -541,6 +547,7 @@ class RunStore:
 _RUN = select(RUNS).where(RUNS.c.id == bindparam("b_run"))
 _CALL = select(CALLS).where(CALLS.c.run_id == bindparam("b_run"), CALLS.c.tool_call_id == bindparam("b_call"))
 _RUN_MESSAGES = select(MESSAGES).where(MESSAGES.c.run_id == bindparam("b_run")).order_by(MESSAGES.c.id)
+_INSERT_GRANT = insert(GrantRow.__table__)
 _INSERT_RUN, _INSERT_CALL, _INSERT_MESSAGES, _INSERT_AUDIT = (
     insert(RUNS),
     insert(CALLS),

@@ -75,12 +75,14 @@ class Storage:
         self._migrated = False
         self._migrate_lock = asyncio.Lock()
         from ._audit import AuditLog
+        from ._grants import GrantStore
         from ._policies import PolicyStore
         from ._runs import RunStore
 
         self.audit_log = AuditLog(self)
         self.runs = RunStore(self)
         self.policies = PolicyStore(self)
+        self.grants = GrantStore(self)
 
     @classmethod
     def temporary(cls) -> Storage:

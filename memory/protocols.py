@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from ._grants import Grant
     from ._policies import ToolPolicy, UnreadablePolicy
     from ._runs import Audit
     from .states import NextMove, RunStatus, ToolCallState
@@ -122,11 +123,13 @@ class RunStorage(Protocol):
         audit: Audit | Iterable[Audit] | None = None,
         lease: str | None = None,
         approvals_seen: int | None = None,
+        grant: dict[str, Any] | None = None,
         **fields: Any,
     ) -> bool:
         """Move `call` to `to` if it is still in a state that may go there; True if this caller won. With
         `approvals_seen` (four eyes, the last approval): only while exactly that many approvals are counted
-        and the arguments are still those of `call.fingerprint`."""
+        and the arguments are still those of `call.fingerprint`. With `grant`: a standing grant's row,
+        stored in the same transaction only if this caller won."""
         ...
 
     async def count_approval(
@@ -165,4 +168,21 @@ class PolicyReader(Protocol):
 
     async def with_expiry(self) -> list[ToolPolicy | UnreadablePolicy]:
         """The stored policies that set an expiry (what the expiry sweep looks at)."""
+        ...
+
+
+class GrantReader(Protocol):
+    """Standing grants, as the runtime looks them up when a call is proposed."""
+
+    async def matching(
+        self,
+        *,
+        agent_id: str,
+        tool_name: str,
+        thread_id: str,
+        fingerprint: str | None,
+        longest: int,
+        not_granted_by: str | None = None,
+    ) -> Grant | None:
+        """A live grant covering a call of `tool_name` in `thread_id` with these arguments, or None."""
         ...

@@ -196,6 +196,36 @@ class PolicyRow(Base):
     self_approval: Mapped[bool] = mapped_column(Boolean, default=True)
     expires_after: Mapped[int | None] = mapped_column(Integer)
     approvals_required: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    grant_seconds: Mapped[int | None] = mapped_column(Integer)
+    """The longest standing grant an approver may give, in seconds; None: no grants."""
     version: Mapped[int] = mapped_column(Integer, default=0)
     updated_by: Mapped[str | None] = mapped_column(String(255))
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class GrantRow(Base):
+    """A standing grant: an approver's "Approve and allow for 1 hour in this thread". Later calls of the
+    same tool in the same thread (with the same arguments, when `args_fingerprint` is set) run without
+    asking while it is live (not revoked, not past `expires_at`) and the tool's policy still allows grants."""
+
+    __tablename__ = "tool_grants"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    agent_id: Mapped[str] = mapped_column(String(255))
+    tool_name: Mapped[str] = mapped_column(String(255))
+    thread_id: Mapped[str] = mapped_column(String(255))
+    resource_id: Mapped[str | None] = mapped_column(String(255))
+    granted_by: Mapped[str] = mapped_column(String(255))
+    run_id: Mapped[str] = mapped_column(String(64))
+    """The run of the call whose approval made the grant."""
+    tool_call_id: Mapped[str] = mapped_column(String(255))
+    """The call whose approval made the grant."""
+    args_fingerprint: Mapped[str | None] = mapped_column(String(64))
+    """Set: the grant covers only calls with these arguments; None: any arguments."""
+    policy_version: Mapped[int] = mapped_column(Integer)
+    """The version of the tool's policy the grant was given under."""
+    granted_at: Mapped[datetime] = mapped_column()
+    expires_at: Mapped[datetime] = mapped_column()
+    revoked_at: Mapped[datetime | None] = mapped_column()
+    revoked_by: Mapped[str | None] = mapped_column(String(255))
+
+    __table_args__ = (Index("ix_tool_grants_scope", "agent_id", "tool_name", "thread_id", "expires_at"),)

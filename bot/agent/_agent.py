@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from bot.defaults import DEFAULT_MODEL, LIVE_QUESTION_POLL, LIVE_QUESTION_POLL_NOTIFIED, MCP_ELICITATION_WAIT
-from memory import Audit, Memory, RunStatus, Storage, ToolCallState, ToolPolicy, UnreadablePolicy
+from memory import Audit, Memory, RunStatus, Storage, ToolCallState, ToolPolicy, UnreadablePolicy, new_grant_values
 from memory.states import (
     FINISHED_RUN_STATUSES,
     RUN_STARTS_IN,
@@ -36,6 +36,7 @@ from ._stream import AgentStream
 from .exceptions import (
     AmbiguousSuspendedRunsError,
     ApprovalNotCountedError,
+    GrantNotAllowedError,
     NoSuspendedRunError,
     QuestionHeldElsewhereError,
     ResumeDataInvalidError,
@@ -214,6 +215,7 @@ class Agent:
             model_client=self.model_client,
             runs=self.storage.runs,
             policies=self.storage.policies,
+            grants=self.storage.grants,
             memory=self.memory,
             find_tool=self._find_tool,
             tool_names=self._tool_names,
@@ -408,6 +410,7 @@ class Agent:
             raise QuestionHeldElsewhereError(run.id, call.tool_call_id)
         decision, edit = self._checked_decision(call, decision)
         policy = await self.storage.policies.get(call.displayed_tool_name)  # in force at the decision
+        grant = self._new_grant(run, call, decision, policy, decided_by, edit)  # None unless one is asked for
         won = WonDecision(decision=decision, decided_by=decided_by, via=via)
         quorum: tuple[int, int] | None = None  # four eyes, the last approval: (approvals counted before it, needed)
         if isinstance(decision, Approve) and policy.approvals_required > 1:
@@ -422,7 +425,7 @@ class Agent:
         try:
             await self._store_decision(
                 run, call, won, edit, policy_version=policy.version, user_messages=user_messages,
-                lease=None if held_elsewhere else self.owner, quorum=quorum,
+                lease=None if held_elsewhere else self.owner, quorum=quorum, grant=grant,
             )  # fmt: skip
         except ToolCallNotSuspendedError as exc:
             if held_here:
@@ -547,6 +550,7 @@ class Agent:
         user_messages: Sequence[dict[str, Any]],
         lease: str | None,
         quorum: tuple[int, int] | None = None,
+        grant: dict[str, Any] | None = None,
     ) -> None:
         """Win the decision in storage: one conditional UPDATE of the call out of its waiting state, with
         its audit lines, the tool message of a refusal (a crash right after loses nothing) and the run's
@@ -555,7 +559,8 @@ class Agent:
         `ToolCallNotSuspendedError` when another caller won.
 
         `quorum` (the last approval a four-eyes call needs: how many were counted before it, how many are
-        needed): the UPDATE also requires exactly that many counted and the same arguments."""
+        needed): the UPDATE also requires exactly that many counted and the same arguments. `grant` (a
+        standing grant's row): stored in the same transaction, audited as `granted`, only if this caller won."""
         kind = won.kind
         target = next_state_after(kind, passes_down=call.child_run_id is not None)
         fields: dict[str, Any] = {
@@ -572,6 +577,11 @@ class Agent:
         if edit:
             audit.insert(0, Audit(action="edited", actor=won.decided_by, via=won.via, policy_version=policy_version,
                                   before=call.args, after=edit["args"]))  # fmt: skip
+        if grant is not None:
+            scope = "same arguments only" if grant["args_fingerprint"] else "any arguments"
+            audit.append(Audit(action="granted", actor=won.decided_by, via=won.via, policy_version=policy_version,
+                               detail=f"grant {grant['id']}: {grant['tool_name']} in this thread, {scope}, "
+                               f"until {grant['expires_at'].isoformat(timespec='seconds')}"))  # fmt: skip
         approvals_seen = None
         if quorum is not None:
             approvals_seen, needed = quorum
@@ -592,11 +602,54 @@ class Agent:
             audit=audit,
             lease=lease,
             approvals_seen=approvals_seen,
+            grant=grant,
             **fields,
         )
         if not won_it:
             latest = await self.storage.runs.get_tool_call(run.id, call.tool_call_id)
             raise ToolCallNotSuspendedError(run.id, call.tool_call_id, latest.state if latest else None)
+
+    def _new_grant(
+        self,
+        run: RunRow,
+        call: ToolCallRow,
+        decision: Decision,
+        policy: ToolPolicy,
+        decided_by: str | None,
+        edit: dict[str, Any],
+    ) -> dict[str, Any] | None:
+        """The row of the standing grant an `Approve(grant=...)` asks for, checked against the tool's policy
+        as it is now; None when no grant is asked for. Raises `GrantNotAllowedError` before anything is stored."""
+        asked = decision.grant if isinstance(decision, Approve) else None
+        if asked is None:
+            return None
+        name = call.displayed_tool_name
+        if not policy.grant_seconds:
+            raise GrantNotAllowedError(name, "its policy allows no grants (an admin sets grant_seconds)")
+        if policy.approvals_required > 1:
+            raise GrantNotAllowedError(name, f"its policy needs {policy.approvals_required} approvals for every call")
+        if not decided_by:
+            raise GrantNotAllowedError(name, "a grant needs the approver's name")
+        if call.child_run_id is not None or call.tool_name != name:
+            raise GrantNotAllowedError(name, "a sub-agent's call cannot be granted")
+        if not run.thread_id:
+            raise GrantNotAllowedError(name, "the run has no thread")
+        seconds = policy.grant_seconds if asked.seconds is None else asked.seconds
+        if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= policy.grant_seconds:
+            raise GrantNotAllowedError(name, f"a grant lasts 1 to {policy.grant_seconds} seconds")
+        return new_grant_values(
+            agent_id=self.id,
+            tool_name=name,
+            thread_id=run.thread_id,
+            resource_id=run.resource_id,
+            granted_by=decided_by,
+            run_id=run.id,
+            tool_call_id=call.tool_call_id,
+            args_fingerprint=(edit.get("fingerprint") or call.fingerprint) if asked.same_arguments else None,
+            policy_version=policy.version,
+            now=self.storage.clock.now(),
+            seconds=seconds,
+        )
 
     async def _held_elsewhere_below(self, call: ToolCallRow) -> bool:
         """Whether the inner call a supervisor's call passes decisions down to is a live question held by

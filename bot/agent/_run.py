@@ -20,7 +20,18 @@ from typing import TYPE_CHECKING, Any
 
 from bot import metrics, telemetry
 from bot.concurrency import waiting
-from memory import Audit, Memory, PolicyReader, RunStatus, RunStorage, ToolCallState, ToolPolicy, pair_tool_results
+from memory import (
+    Audit,
+    Grant,
+    GrantReader,
+    Memory,
+    PolicyReader,
+    RunStatus,
+    RunStorage,
+    ToolCallState,
+    ToolPolicy,
+    pair_tool_results,
+)
 from memory.states import (
     IN_PROGRESS_STATES,
     INTERRUPTED_FROM,
@@ -124,6 +135,8 @@ class RunDeps:
     runs: RunStorage
     policies: PolicyReader
     """The admins' tool policies, read when a call is proposed and again right before it runs."""
+    grants: GrantReader | None = None
+    """Standing grants, looked up when a call that would wait for approval is proposed; None: no grants."""
     memory: Memory | None
     """Thread history, for runs that use memory."""
     find_tool: Callable[[str], Tool | None]
@@ -163,6 +176,8 @@ class RunDriver:
         """Tool call id -> the version of its tool's policy when it was proposed (for the audit trail)."""
         self._blocked_ids: set[str] = set()
         """Tool call ids of the calls the model made to a disabled tool (audited as `blocked`)."""
+        self._granted: dict[str, Grant] = {}
+        """Tool call id -> the standing grant that lets it run without asking (audited as `grant_used`)."""
         self._holds_run = run.status == RunStatus.RUNNING
         """True while this driver is the run's worker (the run is `running` on its behalf)."""
 
@@ -380,11 +395,31 @@ class RunDriver:
             return _failed(row, disabled_error(name))
         # a policy adds an approval; it never removes one the code asks for
         if policy.adds_approval or await self._approval_required(tool, row.args):
+            grant = await self._live_grant(row, policy)
+            if grant is not None:  # an approver allowed this tool in this thread for a while: it runs now
+                self._granted[row.tool_call_id] = grant
+                return row
             row.state = str(ToolCallState.AWAITING_APPROVAL)
             row.requires_approval = True
             row.suspended_at = utcnow()
             telemetry.waits_for_approval(row, policy)
         return row
+
+    async def _live_grant(self, row: ToolCallRow, policy: ToolPolicy) -> Grant | None:
+        """The live standing grant that covers this call, read now with the policy as it is now: none when
+        the policy no longer allows grants (or needs several approvals), in a run without a thread, or when
+        the only grant was given by the requester while the policy refuses self-approval."""
+        if self.deps.grants is None or not policy.allows_grants or not self.run.thread_id:
+            return None
+        requester = self.options.request_context.get("requester") or self.run.resource_id
+        return await self.deps.grants.matching(
+            agent_id=self.deps.agent_id,
+            tool_name=row.tool_name,
+            thread_id=self.run.thread_id,
+            fingerprint=row.fingerprint,
+            longest=policy.grant_seconds or 0,
+            not_granted_by=None if policy.self_approval else requester,
+        )
 
     async def _preview(self, row: ToolCallRow) -> None:
         """Run the tool's dry run (`preview=`) for a call that will wait for approval, bounded by the tool's
@@ -422,8 +457,8 @@ class RunDriver:
             row.preview = {"ok": False, "error": "the preview returned something that is not JSON"}
 
     def _requested(self, rows: list[ToolCallRow]) -> list[tuple[ToolCallRow, Audit]]:
-        """The audit lines of a step's calls: requested by the speaker (those that wait for approval), or
-        blocked (those the model made to a disabled tool)."""
+        """The audit lines of a step's calls: requested by the speaker (those that wait for approval, and
+        those a standing grant lets run, with `grant_used`), or blocked (those the model made to a disabled tool)."""
         context = self.options.request_context
         requester = context.get("requester") or self.run.resource_id
         audits = []
@@ -432,6 +467,13 @@ class RunDriver:
             if row.state == ToolCallState.AWAITING_APPROVAL:
                 detail = preview_line(row.preview)
                 audits.append((row, Audit(action="requested", actor=requester, policy_version=version, detail=detail)))
+            elif row.tool_call_id in self._granted:
+                grant = self._granted[row.tool_call_id]
+                detail = "runs without asking: " + grant.describe()
+                audits.append((row, Audit(action="requested", actor=requester, policy_version=version, detail=detail)))
+                audits.append(
+                    (row, Audit(action="grant_used", actor=grant.granted_by, policy_version=version, detail=detail))
+                )
             elif row.tool_call_id in self._blocked_ids:
                 detail = "an admin's policy disabled the tool, so the call was not run"
                 audits.append((row, Audit(action="blocked", actor=requester, policy_version=version, detail=detail)))

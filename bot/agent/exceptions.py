@@ -68,6 +68,17 @@ class ApprovalNotCountedError(AgentError, PermissionError):
         super().__init__(f"{tool_name} needs {needed} approvals from different people: {why}")
 
 
+class GrantNotAllowedError(AgentError, PermissionError):
+    """An approval that asked for a standing grant the tool's policy does not allow (no `grant_seconds`,
+    several approvals required, a longer grant than the policy's, no approver named, a sub-agent's call,
+    a run without a thread). Nothing changed; the call still waits."""
+
+    def __init__(self, tool_name: str, why: str):
+        self.tool_name = tool_name
+        self.why = why
+        super().__init__(f"no standing grant for {tool_name}: {why}")
+
+
 class NoSuspendedRunError(AgentError):
     """`send_tool_approval` found no run waiting for a decision in that thread."""
 
@@ -144,6 +155,7 @@ __all__ = [
     "AgentError",
     "QuestionHeldElsewhereError",
     "ApprovalNotCountedError",
+    "GrantNotAllowedError",
     "AmbiguousSuspendedRunsError",
     "ModelError",
     "NoSuspendedRunError",

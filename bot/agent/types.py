@@ -334,6 +334,17 @@ class Decision:
         return None
 
 
+@dataclass(frozen=True, kw_only=True)
+class GrantRequest:
+    """What an approver asks for with `Approve(grant=...)`: a standing grant ("allow for 1 hour in this
+    thread") of the call's tool in the run's thread, as long as the tool's policy allows (`grant_seconds`)."""
+
+    same_arguments: bool = False
+    """True: the grant covers only later calls with exactly these arguments."""
+    seconds: int | None = None
+    """How long, at most the policy's `grant_seconds`; None: the policy's `grant_seconds`."""
+
+
 @dataclass(frozen=True)
 class Approve(Decision):
     """Run the call that waits for approval, with the arguments it was shown, or with edited `args`."""
@@ -341,6 +352,8 @@ class Approve(Decision):
     args: Any = None
     """Edited arguments, checked against the tool's `input_schema` (only a direct tool call can be
     edited); None runs the call as shown."""
+    grant: GrantRequest | None = None
+    """Also give a standing grant (the policy must allow grants; refused with `GrantNotAllowedError`)."""
     kind: ClassVar[DecisionKind] = DecisionKind.APPROVE
 
 

@@ -23,8 +23,8 @@ async def test_policy_set_patches_and_list_shows_every_tool(database_url):
     assert code == 0, err
     rows = table(out)
     assert set(rows) == {"delete-record", "get-weather", "issue-refund", "list-records"}
-    assert rows["delete-record"] == ["always", "inherit", "anyone", "allowed", "never", "0", "1"]
-    assert rows["list-records"] == ["never", "inherit", "anyone", "allowed", "never", "0", "1"]
+    assert rows["delete-record"] == ["always", "inherit", "anyone", "allowed", "never", "0", "1", "none"]
+    assert rows["list-records"] == ["never", "inherit", "anyone", "allowed", "never", "0", "1", "none"]
 
     code, out, err = await bot_command(
         "policy", "set", "list-records", "--mode", "require_approval", "--approvers", "U1,S2",
@@ -35,7 +35,7 @@ async def test_policy_set_patches_and_list_shows_every_tool(database_url):
     code, out, err = await bot_command("policy", "set", "list-records", "--mode", "disabled", database_url=database_url)
     assert code == 0, err
     rows = table((await bot_command("policy", "list", database_url=database_url))[1])
-    assert rows["list-records"] == ["never", "disabled", "U1,S2", "refused", "300s", "2", "1"]
+    assert rows["list-records"] == ["never", "disabled", "U1,S2", "refused", "300s", "2", "1", "none"]
 
     code, out, err = await bot_command(
         "policy", "set", "list-records", "--approvers", "", "--expires", "0", "--self-approval",
@@ -43,14 +43,24 @@ async def test_policy_set_patches_and_list_shows_every_tool(database_url):
     )  # fmt: skip
     assert code == 0, err
     rows = table((await bot_command("policy", "list", database_url=database_url))[1])
-    assert rows["list-records"] == ["never", "disabled", "anyone", "allowed", "never", "3", "1"]
+    assert rows["list-records"] == ["never", "disabled", "anyone", "allowed", "never", "3", "1", "none"]
 
     code, out, err = await bot_command(
         "policy", "set", "list-records", "--approvals-required", "2", database_url=database_url
     )
     assert code == 0, err
     rows = table((await bot_command("policy", "list", database_url=database_url))[1])
-    assert rows["list-records"] == ["never", "disabled", "anyone", "allowed", "never", "4", "2"]
+    assert rows["list-records"] == ["never", "disabled", "anyone", "allowed", "never", "4", "2", "none"]
+
+    code, out, err = await bot_command("policy", "set", "list-records", "--grants", "3600", database_url=database_url)
+    assert code == 0 and "grants 3600s" in out, err
+    rows = table((await bot_command("policy", "list", database_url=database_url))[1])
+    assert rows["list-records"][4:] == ["never", "5", "2", "3600s"]
+    for bad in ("59", "604801", "an hour", "３６００"):
+        code, out, err = await bot_command("policy", "set", "list-records", "--grants", bad, database_url=database_url)
+        assert code != 0 and "a grant lasts 60 seconds to 7 days" in err, (bad, err)
+    code, out, err = await bot_command("policy", "set", "list-records", "--grants", "0", database_url=database_url)
+    assert code == 0 and "grants none" in out, err
     for bad in ("0", "²"):
         code, out, err = await bot_command(
             "policy", "set", "list-records", "--approvals-required", bad, database_url=database_url

@@ -7,8 +7,8 @@ import inspect
 
 import pytest
 
-from memory import PolicyStore, RunStore
-from memory.protocols import PolicyReader, RunStorage
+from memory import GrantStore, PolicyStore, RunStore
+from memory.protocols import GrantReader, PolicyReader, RunStorage
 
 
 def methods_of(protocol: type) -> dict[str, inspect.Signature]:
@@ -36,7 +36,9 @@ def mismatches(protocol: type, implementation: type) -> dict[str, str]:
     return found
 
 
-@pytest.mark.parametrize(("protocol", "implementation"), [(RunStorage, RunStore), (PolicyReader, PolicyStore)])
+@pytest.mark.parametrize(
+    ("protocol", "implementation"), [(RunStorage, RunStore), (PolicyReader, PolicyStore), (GrantReader, GrantStore)]
+)
 def test_the_sqlalchemy_store_offers_every_method_of_its_protocol(protocol, implementation):
     assert methods_of(protocol)
     assert mismatches(protocol, implementation) == {}
