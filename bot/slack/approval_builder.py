@@ -25,6 +25,10 @@ APPROVE = "tool_approve"
 DECLINE = "tool_decline"
 DECLINE_WITH_REASON = "tool_decline_with_reason"
 EDIT_ARGS = "tool_edit_args"
+APPROVE_AND_GRANT = "tool_approve_grant"
+"""Approve, and allow the tool in this thread for the policy's grant time (a standing grant)."""
+APPROVE_AND_GRANT_SAME_ARGS = "tool_approve_grant_same_args"
+"""The same, for later calls with exactly these arguments only."""
 ACTIONS_BLOCK_ID = "tool_call_decision"
 
 ARGS_LIMIT = 2500
@@ -68,6 +72,8 @@ class ApprovalView:
     """Distinct approvers the tool's policy needs (four eyes: 2), as it says now."""
     approvals: tuple[str, ...] = ()
     """Who approved so far (Slack user IDs), when several approvals are needed."""
+    grant_seconds: int | None = None
+    """The standing grant the tool's policy allows now, in seconds (None: no grant buttons)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,6 +161,16 @@ def build_approval_blocks(view: ApprovalView) -> list[Block]:
     ]
     if not view.interrupted and view.approvals_required <= 1:  # several approvers approve the same arguments
         buttons.append(ButtonElement(text="Edit arguments", action_id=EDIT_ARGS, value=view.ref))
+    if not view.interrupted and view.approvals_required <= 1 and view.grant_seconds:  # a grant would bypass a quorum
+        lasting = duration_words(view.grant_seconds)
+        buttons.insert(
+            1, ButtonElement(text=f"Approve and allow for {lasting} in this thread", action_id=APPROVE_AND_GRANT,
+                             value=view.ref)
+        )  # fmt: skip
+        buttons.insert(
+            2, ButtonElement(text=f"Approve and allow these arguments for {lasting}",
+                             action_id=APPROVE_AND_GRANT_SAME_ARGS, value=view.ref)
+        )  # fmt: skip
     if view.approvals_required > 1:
         blocks.append(SectionBlock(text=MarkdownTextObject(text=approvals_line(view))))
     rule = policy_line(view)
@@ -162,6 +178,15 @@ def build_approval_blocks(view: ApprovalView) -> list[Block]:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=rule)]))
     blocks.append(ActionsBlock(block_id=ACTIONS_BLOCK_ID, elements=buttons))
     return blocks
+
+
+def duration_words(seconds: int) -> str:
+    """A grant's length for people: "1 hour", "90 minutes", "2 days", "45 seconds"."""
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            count = seconds // size
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    return f"{seconds} seconds"
 
 
 def approvals_line(view: ApprovalView) -> str:

@@ -20,6 +20,7 @@ from bot.agent import (
     ApprovalNotCountedError,
     Approve,
     Decision,
+    GrantNotAllowedError,
     QuestionHeldElsewhereError,
     Resume,
     SnapshotNotFoundError,
@@ -271,6 +272,12 @@ async def settle(
     except ApprovalNotCountedError as exc:
         raise ClickRefused(
             f"Your approval does not count: {exc.why}.", RefusalReason.NOT_ALLOWED, about=call.row
+        ) from None
+    except GrantNotAllowedError as exc:
+        raise ClickRefused(
+            f"No standing grant for `{exc.tool_name}`: {exc.why}. Nothing was changed; the request still waits.",
+            RefusalReason.NOT_ALLOWED,
+            about=call.row,
         ) from None
     outcome = decision.kind.outcome
     context = {"run_id": call.row.run_id, "thread_id": call.row.thread_id, "tool": call.row.tool_name}

@@ -23,8 +23,9 @@ from bot.admin import agent_tools, code_rule
 from memory import ToolPolicy
 
 from .directory import DirectoryError
-from .home_builder import HomeApproval, HomePolicy, HomeView, build_home_view
+from .home_builder import HomeApproval, HomeGrant, HomePolicy, HomeView, build_home_view
 from .permissions import DecisionCheck
+from .threads import channel_of_thread
 from .waiting_messages import record_of, still_waits
 
 if TYPE_CHECKING:
@@ -141,11 +142,28 @@ class HomePublisher:
                 user_id=user_id,
                 waiting_for_you=waiting_for_you,
                 your_requests=your_requests,
+                grants=await self._grants(user_id, admin=policies_shown is not None),
                 policies=policies_shown,
                 feedback=await services.stores.feedback.counts_per_tool() if policies_shown is not None else None,
                 bulk_result=self._bulk_results.get(user_id),
             )
         )
+
+    async def _grants(self, user_id: str, *, admin: bool) -> list[HomeGrant]:
+        """The live standing grants of this agent: every one for an admin, their own for anyone else."""
+        agent = self.services.agent
+        found = await agent.storage.grants.live(agent_id=agent.id, granted_by=None if admin else user_id)
+        return [
+            HomeGrant(
+                id=grant.id,
+                tool_name=grant.tool_name,
+                granted_by=grant.granted_by,
+                same_arguments=grant.same_arguments,
+                expires_at=grant.expires_at,
+                channel=channel_of_thread(grant.thread_id),
+            )
+            for grant in found
+        ]
 
     async def _in_conversation(self, user_id: str, channel: str) -> bool:
         """Whether an approval anyone in the conversation may decide is shown in `user_id`'s Home: when

@@ -8,7 +8,8 @@ its policy and an Edit button that opens the policy modal.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from slack_sdk.models.blocks import (
@@ -36,13 +37,16 @@ from .mrkdwn import escape
 from .stores.answer_feedback import NO_TOOL, ToolFeedback
 
 EDIT_POLICY = "policy_edit"
+REVOKE_GRANT = "grant_revoke"
+"""The Revoke button next to a standing grant (its value: the grant's id)."""
 POLICY_CALLBACK = "policy_modal"
-MODE_BLOCK, APPROVERS_BLOCK, SELF_APPROVAL_BLOCK, EXPIRY_BLOCK, APPROVALS_BLOCK = (
+MODE_BLOCK, APPROVERS_BLOCK, SELF_APPROVAL_BLOCK, EXPIRY_BLOCK, APPROVALS_BLOCK, GRANTS_BLOCK = (
     "policy_mode",
     "policy_approvers",
     "policy_self_approval",
     "policy_expiry",
     "policy_approvals_required",
+    "policy_grant_seconds",
 )
 MODE_LABELS = {
     PolicyMode.INHERIT: "As the code says",
@@ -91,10 +95,25 @@ class HomePolicy:
 
 
 @dataclass(frozen=True, kw_only=True)
+class HomeGrant:
+    """A live standing grant as the Home lists it (an admin sees every one, a granter their own)."""
+
+    id: str
+    tool_name: str
+    granted_by: str
+    same_arguments: bool
+    expires_at: datetime
+    channel: str | None = None
+    """The channel of the thread it covers, when known."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class HomeView:
     user_id: str
     waiting_for_you: list[HomeApproval]
     your_requests: list[HomeApproval]
+    grants: list[HomeGrant] = field(default_factory=list)
+    """The live standing grants this user may see and revoke."""
     policies: list[HomePolicy] | None = None
     """None: not an admin (no policy section)."""
     feedback: list[ToolFeedback] | None = None
@@ -146,6 +165,9 @@ def build_home_view(home: HomeView) -> dict[str, Any]:
         )
     blocks.append(DividerBlock())
     blocks += _approvals("*Your requests still waiting*", home.your_requests, empty="None of your requests waits.")
+    if home.grants:
+        blocks.append(DividerBlock())
+        blocks += grants_section(home.grants)
     if home.policies is not None:
         blocks.append(DividerBlock())
         blocks.append(HeaderBlock(text="Tool policies"))
@@ -163,6 +185,28 @@ def build_home_view(home: HomeView) -> dict[str, Any]:
     if home.feedback is not None:
         blocks += feedback_section(home.feedback)
     return View(type="home", blocks=blocks[:100]).to_dict()
+
+
+def grants_section(grants: list[HomeGrant]) -> list[Block]:
+    """The live standing grants, each with a Revoke button (it ends the grant for the very next call)."""
+    blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text="*Standing grants*"))]
+    for grant in grants[:HOME_LIMIT]:
+        where = f" in a thread of <#{grant.channel}>" if grant.channel else " in one thread"
+        scope = "these arguments only" if grant.same_arguments else "any arguments"
+        text = (
+            f"`{escape(grant.tool_name)}` runs without asking{where} ({scope}), allowed by <@{grant.granted_by}>, "
+            f"until {slack_date(grant.expires_at)}"
+        )
+        blocks.append(
+            SectionBlock(
+                block_id=f"grant_{grant.id}"[:255],
+                text=MarkdownTextObject(text=text),
+                accessory=ButtonElement(text="Revoke", action_id=REVOKE_GRANT, value=grant.id, style="danger"),
+            )
+        )
+    if len(grants) > HOME_LIMIT:
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f"…and {len(grants) - HOME_LIMIT} more.")]))
+    return blocks
 
 
 FEEDBACK_LIMIT = 20
@@ -201,6 +245,9 @@ def policy_text(item: HomePolicy) -> str:
     ]
     if policy.approvals_required > 1:
         lines.append(f"Approvals required: {policy.approvals_required} different people (not the requester)")
+    if policy.grant_seconds:
+        note = "" if policy.allows_grants else " (not offered while several approvals are required)"
+        lines.append(f"Standing grants: up to {policy.grant_seconds} s in one thread{note}")
     return "\n".join(lines)
 
 
@@ -358,6 +405,17 @@ def build_policy_modal(policy: ToolPolicy) -> dict[str, Any]:
             "counts. Empty or 1: one approval.",
             element=PlainTextInputElement(action_id="value", initial_value=str(policy.approvals_required)),
         ),
+        InputBlock(
+            block_id=GRANTS_BLOCK,
+            label="Standing grants (seconds)",
+            optional=True,
+            hint="The longest an approver may allow this tool in one thread without asking again (3600: "
+            '"Approve and allow for 1 hour in this thread"); 60 to 604800. Empty or 0: no grants. '
+            "Never offered while several approvals are required.",
+            element=PlainTextInputElement(
+                action_id="value", initial_value=str(policy.grant_seconds) if policy.grant_seconds else None
+            ),
+        ),
     ]
     return View(
         type="modal",
@@ -385,4 +443,5 @@ def read_policy_modal(values: dict[str, Any]) -> dict[str, Any]:
         "self_approval": any(option.get("value") == "allowed" for option in checked),
         "expiry": (field(EXPIRY_BLOCK).get("value") or "").strip(),
         "approvals_required": (field(APPROVALS_BLOCK).get("value") or "").strip(),
+        "grant_seconds": (field(GRANTS_BLOCK).get("value") or "").strip(),
     }

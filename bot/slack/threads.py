@@ -23,3 +23,9 @@ class SlackThread:
 def thread_of_message(event: dict[str, Any], team_id: str) -> SlackThread:
     """The thread a message event belongs to; a top-level message starts its own thread."""
     return SlackThread(team_id=team_id, channel=event["channel"], thread_ts=event.get("thread_ts") or event["ts"])
+
+
+def channel_of_thread(thread_id: str) -> str | None:
+    """The channel of a memory thread id this adapter made (`slack:<team>:<channel>:<ts>`); None for another."""
+    parts = thread_id.split(":")
+    return parts[2] if len(parts) == 4 and parts[0] == "slack" else None

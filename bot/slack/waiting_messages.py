@@ -138,7 +138,11 @@ async def with_policy(services: SlackServices, view: ApprovalView, record: ToolC
     if policy.expires_after:
         expires_at = (since or datetime.now(UTC)) + timedelta(seconds=policy.expires_after)
     return dataclasses.replace(
-        view, who_may_approve=who, expires_at=expires_at, approvals_required=policy.approvals_required
+        view,
+        who_may_approve=who,
+        expires_at=expires_at,
+        approvals_required=policy.approvals_required,
+        grant_seconds=policy.grant_seconds if policy.allows_grants else None,
     )
 
 

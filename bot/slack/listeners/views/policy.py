@@ -12,10 +12,17 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 
 from bot.admin import AdminInputError, change_policy
-from memory import PolicyChange, PolicyError, approvals_count, expiry_seconds
+from memory import PolicyChange, PolicyError, approvals_count, expiry_seconds, grant_seconds_of
 
 from ...directory import DirectoryError
-from ...home_builder import APPROVALS_BLOCK, APPROVERS_BLOCK, EXPIRY_BLOCK, MODE_BLOCK, read_policy_modal
+from ...home_builder import (
+    APPROVALS_BLOCK,
+    APPROVERS_BLOCK,
+    EXPIRY_BLOCK,
+    GRANTS_BLOCK,
+    MODE_BLOCK,
+    read_policy_modal,
+)
 from ...services import home_changed, services_of
 
 
@@ -43,12 +50,18 @@ async def handle_policy_submission(
     except PolicyError as exc:
         await ack(response_action="errors", errors={APPROVALS_BLOCK: str(exc)[:150]})
         return
+    try:
+        grants = grant_seconds_of(fields["grant_seconds"] or "0")
+    except PolicyError as exc:
+        await ack(response_action="errors", errors={GRANTS_BLOCK: str(exc)[:150]})
+        return
     change = PolicyChange(
         mode=fields["mode"],
         approvers=fields["approvers"],
         self_approval=fields["self_approval"],
         expires_after=expiry,
         approvals_required=approvals,
+        grant_seconds=grants,
     )
     tool_name = view.get("private_metadata") or ""
     try:
