@@ -383,7 +383,7 @@ class RunStore:
             return False, row.disabled_by
         return False, None
 
-    async def settle(
+    async def store_result_and_next_move(
         self,
         call: ToolCallRow,
         to: ToolCallState,

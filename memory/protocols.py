@@ -143,7 +143,7 @@ class RunStorage(Protocol):
         """Mark `call` running (the durable "the tool started" mark) unless its tool was disabled."""
         ...
 
-    async def settle(
+    async def store_result_and_next_move(
         self,
         call: ToolCallRow,
         to: ToolCallState,

@@ -511,12 +511,33 @@ class RunDriver:
                 row, ToolCallState.FAILED, {"error": reason}, is_error=True, decides_next=decides_next
             )
         policy = policy or await self.deps.policies.get(row.tool_name)
+        sub_agent = self.deps.sub_agent_for(row.tool_name)
+        not_started = await self._mark_started(row, policy, sub_agent, decides_next=decides_next)
+        if not_started is not None:
+            return not_started
+        if sub_agent is not None:
+            return await self._run_sub_agent(row, sub_agent, decides_next=decides_next)
+        context = _tool_context_for(row, tool)
+        try:
+            output = await self._call_tool(row, tool, policy, context)
+        except Exception as exc:  # noqa: BLE001 - a failing tool is a result the model should see
+            log.info("tool %s failed in run %s: %r", row.tool_name, self.run.id, exc)
+            return await self._store_result(
+                row, ToolCallState.FAILED, {"error": f"{type(exc).__name__}: {exc}"}, True, decides_next=decides_next
+            )
+        return await self._store_tool_outcome(row, tool, context, output, decides_next=decides_next)
+
+    async def _mark_started(
+        self, row: ToolCallRow, policy: ToolPolicy, sub_agent: SubAgent | None, *, decides_next: bool
+    ) -> list[Chunk] | None:
+        """Mark the call `running` unless its policy disables the tool or the `before_tool_call` hook answers
+        for it: None once this caller holds the mark and runs the call; else the chunks of what became of
+        it (blocked, answered by the hook, or none when another caller took it)."""
         if policy.disabled:
             return await self._blocked(row, policy.version, decides_next=decides_next)
         skipped, output = await self._before_tool_call(row)
         if skipped:
             return await self._store_result(row, ToolCallState.DONE, to_jsonable(output), decides_next=decides_next)
-        sub_agent = self.deps.sub_agent_for(row.tool_name)
         # a sub-agent's run is named with the mark, so a recovery finds it and goes on with it
         child = {"child_run_id": uuid.uuid4().hex, "child_tool_call_id": None} if sub_agent is not None else {}
         started, disabled_by = await self.runs.start(row, held_by=None, **child)
@@ -524,55 +545,37 @@ class RunDriver:
             return await self._blocked(row, disabled_by, decides_next=decides_next)
         if not started:
             return []  # someone else took it: a call runs once
-        if sub_agent is not None:
-            return await self._run_sub_agent(row, sub_agent, decides_next=decides_next)
-        decided = DecisionKind.of_recorded(row.decision)
-        answer_action = decided.answer_action if decided is not None and decided.answers else None
-        answered = row.resume_data is not None or answer_action is not None
-        context = AgentToolContext(
-            tool.suspend_schema,
-            resume_data=row.resume_data,
-            suspend_payload=_suspended_with(row) if answered else None,
-            answer_action=answer_action,
-        )
-        try:
-            with telemetry.tool_call(row, policy, context):  # off: a no-op
-                async with waiting():  # a tool's work is a wait for the turn: its work slot serves another
-                    output = await tool.execute(
-                        tool.parse_args(row.args),
-                        ToolContext(
-                            run_id=self.run.id,
-                            tool_call_id=row.tool_call_id,
-                            thread_id=self.run.thread_id,
-                            resource_id=self.run.resource_id,
-                            request_context=self.options.request_context,
-                            agent=context,
-                            idempotency_key=f"{self.run.id}:{row.tool_call_id}",
-                        ),
-                    )
-        except Exception as exc:  # noqa: BLE001 - a failing tool is a result the model should see
-            log.info("tool %s failed in run %s: %r", row.tool_name, self.run.id, exc)
-            return await self._store_result(
-                row, ToolCallState.FAILED, {"error": f"{type(exc).__name__}: {exc}"}, True, decides_next=decides_next
-            )
+        return None
+
+    async def _call_tool(self, row: ToolCallRow, tool: Tool, policy: ToolPolicy, context: AgentToolContext) -> Any:
+        """The tool's `execute` on the call's arguments, traced, while the run's turn serves others."""
+        with telemetry.tool_call(row, policy, context):  # off: a no-op
+            async with waiting():  # a tool's work is a wait for the turn: its work slot serves another
+                return await tool.execute(
+                    tool.parse_args(row.args),
+                    ToolContext(
+                        run_id=self.run.id,
+                        tool_call_id=row.tool_call_id,
+                        thread_id=self.run.thread_id,
+                        resource_id=self.run.resource_id,
+                        request_context=self.options.request_context,
+                        agent=context,
+                        idempotency_key=f"{self.run.id}:{row.tool_call_id}",
+                    ),
+                )
+
+    async def _store_tool_outcome(
+        self, row: ToolCallRow, tool: Tool, context: AgentToolContext, output: Any, *, decides_next: bool
+    ) -> list[Chunk]:
+        """Store what `execute` came back with: a suspension (the call waits), or its output checked
+        against the tool's `output_schema` (done, or failed when it does not fit)."""
         if context.suspend_error is not None:
             error = f"the tool suspended with a payload that does not fit its suspend_schema: {context.suspend_error}"
             return await self._store_result(
                 row, ToolCallState.FAILED, {"error": error}, True, decides_next=decides_next
             )
         if context.suspended:
-            await self.runs.transition(
-                row,
-                ToolCallState.SUSPENDED,
-                suspend_payload=context.suspended_with,
-                resume_schema=context.resume_schema or (tool.resume_schema.json_schema if tool.resume_schema else None),
-                resume_data=None,
-                requires_approval=False,
-                held_by=self.deps.owner if context.live else None,
-            )
-            if context.live:
-                self.deps.hold(row)
-            metrics.tool_run(row.tool_name, "suspended")
+            await self._store_suspension(row, tool, context)
             return []
         output = to_jsonable(output)
         if tool.output_schema is not None:
@@ -583,6 +586,22 @@ class RunDriver:
                     row, ToolCallState.FAILED, {"error": f"output does not fit: {exc}"}, True, decides_next=decides_next
                 )
         return await self._store_result(row, ToolCallState.DONE, output, decides_next=decides_next)
+
+    async def _store_suspension(self, row: ToolCallRow, tool: Tool, context: AgentToolContext) -> None:
+        """The call waits for resume data with what the tool suspended with; a live suspension (its call
+        stays open here, an MCP server's question) is held by this process."""
+        await self.runs.transition(
+            row,
+            ToolCallState.SUSPENDED,
+            suspend_payload=context.suspended_with,
+            resume_schema=context.resume_schema or (tool.resume_schema.json_schema if tool.resume_schema else None),
+            resume_data=None,
+            requires_approval=False,
+            held_by=self.deps.owner if context.live else None,
+        )
+        if context.live:
+            self.deps.hold(row)
+        metrics.tool_run(row.tool_name, "suspended")
 
     async def _before_tool_call(self, row: ToolCallRow) -> tuple[bool, Any]:
         hook = self.deps.hooks.get("before_tool_call")
@@ -633,7 +652,7 @@ class RunDriver:
             audit = Audit(action=action, detail=error and str(error)[:500])
         stored = {"result": result, "is_error": is_error}
         if decides_next:
-            won, self._next_move = await self.runs.settle(
+            won, self._next_move = await self.runs.store_result_and_next_move(
                 row, to, run=self.run, messages=[message], audit=audit, owner=self.deps.owner,
                 holds_run=self._holds_run, **stored,
             )  # fmt: skip
@@ -866,6 +885,20 @@ def _suspended_with(call: ToolCallRow) -> Any:
     if call.interrupted and isinstance(call.suspend_payload, dict):
         return call.suspend_payload.get("suspended_with")
     return call.suspend_payload
+
+
+def _tool_context_for(row: ToolCallRow, tool: Tool) -> AgentToolContext:
+    """What the tool is handed of its call's wait: the resume data, what it suspended with when it was
+    answered, and the answer's action (an MCP server's `accept`, `decline`, `cancel`)."""
+    decided = DecisionKind.of_recorded(row.decision)
+    answer_action = decided.answer_action if decided is not None and decided.answers else None
+    answered = row.resume_data is not None or answer_action is not None
+    return AgentToolContext(
+        tool.suspend_schema,
+        resume_data=row.resume_data,
+        suspend_payload=_suspended_with(row) if answered else None,
+        answer_action=answer_action,
+    )
 
 
 def internal_failure(run_id: str) -> str:

@@ -19,7 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import metrics
 from bot.agent import Approve, Decision
 
-from .decisions import ClickRefused, RefusalReason, check_click, go_on, settle
+from .decisions import ClickRefused, RefusalReason, check_click, decide_and_show, go_on
 from .home_builder import BULK_PICK, read_bulk_value
 from .mrkdwn import escape
 from .services import SlackServices
@@ -86,7 +86,7 @@ async def decide_selected(
                 services, ref=ref, kind="approval", action=action, user_id=user_id, via="home", fingerprint=fingerprint
             )
             row = call.row
-            stream = await settle(services, client, call, decision, user_id=user_id, via="home")
+            stream = await decide_and_show(services, client, call, decision, user_id=user_id, via="home")
         except ClickRefused as refused:
             metrics.refused(refused.reason)
             if refused.row is not None:  # settled meanwhile: its message shows how, as after a click

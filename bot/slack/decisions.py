@@ -245,12 +245,12 @@ async def decide(
 
     Raises `ClickRefused` when another click won; `ToolArgsInvalidError` and `ResumeDataInvalidError`
     pass through (nothing decided, the call still waits)."""
-    stream = await settle(services, client, call, decision, user_id=user_id, via=via)
+    stream = await decide_and_show(services, client, call, decision, user_id=user_id, via=via)
     if stream is not None:
         await go_on(services, client, call, stream)
 
 
-async def settle(
+async def decide_and_show(
     services: SlackServices,
     client: AsyncWebClient,
     call: WaitingCall,
