@@ -8,6 +8,22 @@ from typing import Any
 from memory import PolicyChange
 
 _ERROR = {"$ref": "#/components/responses/Error"}
+_GRANT = {
+    "type": "object",
+    "properties": {
+        **{
+            name: {"type": "string"} for name in ("grantId", "toolName", "threadId", "grantedBy", "runId", "toolCallId")
+        },
+        "sameArguments": {"type": "boolean"},
+        "argsFingerprint": {"type": ["string", "null"]},
+        "policyVersion": {"type": "integer"},
+        "grantedAt": {"type": "string", "format": "date-time"},
+        "expiresAt": {"type": "string", "format": "date-time"},
+        "revokedAt": {"type": ["string", "null"], "format": "date-time"},
+        "revokedBy": {"type": ["string", "null"]},
+    },
+}
+"""A standing grant as the API shows it."""
 
 
 def camel(name: str) -> str:
@@ -119,7 +135,90 @@ def openapi_document() -> dict[str, Any]:
                 }
             },
             "/api/agents/{agentId}/runs/{runId}/tool-calls/{toolCallId}/approve": {
-                "post": _call_operation("Approve a waiting call", {"approver": approver}, ["approver"])
+                "post": _call_operation(
+                    "Approve a waiting call; with `grant`, also allow later calls of its tool in its thread without "
+                    "asking for the policy's `grantSeconds` (a standing grant; 403 when the policy allows none)",
+                    {
+                        "approver": approver,
+                        "grant": {
+                            "oneOf": [
+                                {"type": "boolean"},
+                                {
+                                    "type": "object",
+                                    "additionalProperties": False,
+                                    "properties": {
+                                        "sameArguments": {"type": "boolean"},
+                                        "seconds": {"type": "integer", "minimum": 1},
+                                    },
+                                },
+                            ]
+                        },
+                    },
+                    ["approver"],
+                )
+            },
+            "/api/agents/{agentId}/grants": {
+                "get": {
+                    "summary": "The agent's live standing grants, soonest to end first",
+                    "parameters": [
+                        {"$ref": "#/components/parameters/agentId"},
+                        {"name": "grantedBy", "in": "query", "schema": {"type": "string"}},
+                    ],
+                    "responses": {
+                        "200": {
+                            "description": "The live grants",
+                            "content": {
+                                "application/json": {
+                                    "schema": {
+                                        "type": "object",
+                                        "properties": {"grants": {"type": "array", "items": _GRANT}},
+                                    }
+                                }
+                            },
+                        },
+                        "401": _ERROR,
+                        "404": _ERROR,
+                    },
+                }
+            },
+            "/api/agents/{agentId}/grants/{grantId}/revoke": {
+                "post": {
+                    "summary": "End a live standing grant now (by its granter or an admin); audited grant_revoked",
+                    "parameters": [
+                        {"$ref": "#/components/parameters/agentId"},
+                        {"name": "grantId", "in": "path", "required": True, "schema": {"type": "string"}},
+                    ],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["revokedBy"],
+                                    "properties": {"revokedBy": approver},
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": {
+                            "description": "Revoked",
+                            "content": {
+                                "application/json": {
+                                    "schema": {
+                                        "type": "object",
+                                        "properties": {"status": {"const": "revoked"}, "grant": _GRANT},
+                                    }
+                                }
+                            },
+                        },
+                        "400": _ERROR,
+                        "401": _ERROR,
+                        "403": _ERROR,
+                        "404": _ERROR,
+                        "409": _ERROR,
+                    },
+                }
             },
             "/api/agents/{agentId}/runs/{runId}/tool-calls/{toolCallId}/decline": {
                 "post": _call_operation(

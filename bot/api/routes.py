@@ -30,6 +30,8 @@ from bot.agent import (
     DecisionKind,
     Decline,
     DeclineQuestion,
+    GrantNotAllowedError,
+    GrantRequest,
     QuestionHeldElsewhereError,
     Resume,
     ResumeDataInvalidError,
@@ -38,7 +40,7 @@ from bot.agent import (
     ToolCallState,
     waits_instead,
 )
-from memory import SYSTEM, PolicyChange, ToolPolicy
+from memory import SYSTEM, Grant, PolicyChange, ToolPolicy
 from tools import JsonValueError, clean_text, read_json
 
 from .openapi import camel, json_type, openapi_document
@@ -77,8 +79,10 @@ class ApiFront:
     after_decision: Callable[[ApiDecision, AgentStream], Awaitable[None]] | None = None
     """Called with the decision and the run's `AgentStream` as it goes on (e.g. to update Slack)."""
     is_admin: Callable[[str], Awaitable[bool]] | None = None
-    """Whether a person the body names as `actor` of a policy change is an admin (403 otherwise); None:
-    anyone named is taken."""
+    """Whether a person the body names as `actor` of a policy change (or `revokedBy` of someone else's
+    standing grant) is an admin (403 otherwise); None: anyone named is taken."""
+    grants_changed: Callable[[], None] | None = None
+    """Called after a standing grant was revoked (e.g. to refresh the App Homes that list it)."""
 
 
 class ApiError(Exception):
@@ -97,6 +101,8 @@ def add_api_routes(web_app: web.Application, front: ApiFront) -> None:
     web_app.router.add_post(CALL + "/decline", api.decline)
     web_app.router.add_post(CALL + "/resume", api.resume)
     web_app.router.add_post(PREFIX + "/decisions", api.bulk_decisions)
+    web_app.router.add_get(PREFIX + "/grants", api.grants)
+    web_app.router.add_post(PREFIX + "/grants/{grant_id}/revoke", api.revoke_grant)
     web_app.router.add_get("/api/policies", api.policies)
     web_app.router.add_patch("/api/policies/{tool}", api.change_policy)
     web_app.on_cleanup.append(api.finish)
@@ -128,6 +134,12 @@ class _Api:
 
     async def bulk_decisions(self, request: web.Request) -> web.Response:
         return await self._answer(request, self._bulk_decisions)
+
+    async def grants(self, request: web.Request) -> web.Response:
+        return await self._answer(request, self._grants)
+
+    async def revoke_grant(self, request: web.Request) -> web.Response:
+        return await self._answer(request, self._revoke_grant)
 
     async def policies(self, request: web.Request) -> web.Response:
         return await self._answer(request, self._policies, agent=False)
@@ -245,6 +257,8 @@ class _Api:
             raise ApiError(409, str(exc)) from None
         except ApprovalNotCountedError as exc:
             raise ApiError(403, f"this approval does not count: {exc.why}") from None
+        except GrantNotAllowedError as exc:
+            raise ApiError(403, str(exc)) from None
         self._show(asked, stream)
         if isinstance(decision, Approve):
             after = await agent.get_tool_call(run_id, tool_call_id)
@@ -254,7 +268,41 @@ class _Api:
                         "approvals": list(after.approvals)}  # fmt: skip
         refused = isinstance(decision, DeclineQuestion | CancelQuestion)  # said as the question's outcome
         status = decision.kind.outcome if refused else decision.kind.recorded_as
-        return {"runId": run_id, "toolCallId": tool_call_id, "status": status}
+        answer: dict[str, Any] = {"runId": run_id, "toolCallId": tool_call_id, "status": status}
+        if isinstance(decision, Approve) and decision.grant is not None:
+            given = [g for g in await agent.storage.grants.live(agent_id=agent.id, granted_by=user_id)
+                     if g.run_id == run_id and g.tool_call_id == tool_call_id]  # fmt: skip
+            answer["grant"] = _grant_json(given[0]) if given else None
+        return answer
+
+    async def _grants(self, request: web.Request) -> dict[str, Any]:
+        """The agent's live standing grants, soonest to end first; `grantedBy=U...` for one granter's."""
+        agent = self.front.agent
+        granted_by = _query(request, "grantedBy") or None
+        found = await agent.storage.grants.live(agent_id=agent.id, granted_by=granted_by)
+        return {"grants": [_grant_json(grant) for grant in found]}
+
+    async def _revoke_grant(self, request: web.Request) -> dict[str, Any]:
+        """End a live standing grant now, for `revokedBy` (the granter, or an admin of the workspace);
+        audited `grant_revoked` via `api`. The very next proposed call no longer finds it."""
+        body = await _json_object(request)
+        user_id = _optional_text(body, "revokedBy") or ""
+        if not user_id:
+            raise ApiError(400, "revokedBy is required: the Slack user ID of who revokes the grant")
+        await self._identify(user_id)
+        agent = self.front.agent
+        grant_id = _path(request, "grant_id")
+        grant = await agent.storage.grants.get(grant_id)
+        if grant is None or grant.agent_id != agent.id:
+            raise ApiError(404, f"no standing grant {grant_id!r}")
+        if grant.granted_by != user_id and self.front.is_admin is not None and not await self.front.is_admin(user_id):
+            raise ApiError(403, f"only {grant.granted_by}, who gave it, or an admin may revoke this grant")
+        revoked = await agent.storage.grants.revoke(grant.id, by=user_id, via="api")
+        if revoked is None:
+            raise ApiError(409, "this grant already ended (revoked or past its end)")
+        if self.front.grants_changed is not None:
+            self.front.grants_changed()
+        return {"status": "revoked", "grant": _grant_json(revoked)}
 
     async def _bulk_decisions(self, request: web.Request) -> dict[str, Any]:
         """Several decisions by one approver, each made as if asked alone (its own policy check, counted
@@ -391,11 +439,51 @@ def _policy_value(key: str, value: Any, annotation: Any) -> Any:
     return clean_text(value)
 
 
+def _grant_json(grant: Grant) -> dict[str, Any]:
+    return {
+        "grantId": grant.id,
+        "toolName": grant.tool_name,
+        "threadId": grant.thread_id,
+        "grantedBy": grant.granted_by,
+        "runId": grant.run_id,
+        "toolCallId": grant.tool_call_id,
+        "sameArguments": grant.same_arguments,
+        "argsFingerprint": grant.args_fingerprint,
+        "policyVersion": grant.policy_version,
+        "grantedAt": grant.granted_at.isoformat(),
+        "expiresAt": grant.expires_at.isoformat(),
+        "revokedAt": grant.revoked_at.isoformat() if grant.revoked_at else None,
+        "revokedBy": grant.revoked_by,
+    }
+
+
+def _grant_request(body: dict[str, Any]) -> GrantRequest | None:
+    """The body's `grant` on approve: absent or false (none), true, or {"sameArguments": bool, "seconds": int}."""
+    asked = body.get("grant", False)
+    if asked is False or asked is None:
+        return None
+    if asked is True:
+        return GrantRequest()
+    if not isinstance(asked, dict):
+        raise ApiError(400, 'grant must be true or an object {"sameArguments": true|false, "seconds": N}')
+    unknown = sorted(set(asked) - {"sameArguments", "seconds"})
+    if unknown:
+        raise ApiError(400, f"unknown grant fields {', '.join(unknown)[:200]}; a grant has sameArguments, seconds")
+    same = asked.get("sameArguments", False)
+    if not isinstance(same, bool):
+        raise ApiError(400, "grant.sameArguments must be true or false")
+    seconds = asked.get("seconds")
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 1):
+        raise ApiError(400, "grant.seconds must be a whole number of seconds, 1 or more")
+    return GrantRequest(same_arguments=same, seconds=seconds)
+
+
 def _decision_of(action: str, body: dict[str, Any]) -> Decision:
-    """The decision a route is asked for: `approve`, `decline` (with the body's `reason`), `answer` (a resume,
-    or with `"action": "decline" | "cancel"` a live question's refusal)."""
+    """The decision a route is asked for: `approve` (with the body's `grant`, a standing grant), `decline`
+    (with the body's `reason`), `answer` (a resume, or with `"action": "decline" | "cancel"` a live question's
+    refusal)."""
     if action == "approve":
-        return Approve()
+        return Approve(grant=_grant_request(body))
     if action == "decline":
         return Decline(reason=_optional_text(body, "reason"))
     refusal = _optional_text(body, "action")

@@ -14,7 +14,7 @@ from .conversation import continue_run
 from .decisions import record_refusal, thread_of_row
 from .directory import DirectoryError, is_user_id
 from .permissions import DecisionCheck
-from .services import SlackServices, services_of_app
+from .services import SlackServices, home_changed, services_of_app
 from .waiting_messages import refresh_tool_call_messages
 
 
@@ -72,6 +72,7 @@ def slack_api_front(app: AsyncApp, *, token: str) -> ApiFront:
         authorize=authorize,
         after_decision=after_decision,
         is_admin=is_admin,
+        grants_changed=lambda: home_changed(services),
     )
 
 

@@ -12,17 +12,21 @@ import pytest
 from memory import PolicyChange
 from tests.support.scripted_model import call, reply, tool_calls
 
+from .harness import API_TOKEN as TOKEN
 from .harness import (
     RunningBot,
     ask_to_delete,
+    decide_path,
     home_click,
     home_of,
     modal_values,
     open_home,
     opened_policy_modal,
     record_ids,
+    request,
     running_bot,
     text_of,
+    waiting_call,
 )
 
 GRANT, SAME_ARGS = "tool_approve_grant", "tool_approve_grant_same_args"
@@ -245,3 +249,54 @@ async def test_an_admin_allows_grants_in_the_home_policy_form(database_url, slac
         await bot.mention("delete record 3")
         message = await bot.approval_message()
         assert "Approve and allow for 2 hours in this thread" in str(message.blocks)
+
+
+async def test_the_http_api_approves_with_a_grant_lists_and_revokes_it(database_url, slack, model, clock):
+    async with running_bot(database_url=database_url, slack=slack, api_token=TOKEN, clock=clock) as bot:
+        await bot.storage.policies.set("delete-record", PolicyChange(grant_seconds=3600))
+        ask_to_delete(model)
+        event = await bot.mention("delete record 3")
+        message = await bot.approval_message()
+        run_id, call_id = await waiting_call(bot)
+        path = decide_path(run_id, call_id, "approve")
+        for bad, error in [
+            ({"approver": "U2", "grant": "yes"}, "grant must be true or an object"),
+            ({"approver": "U2", "grant": {"sameArgs": True}}, "unknown grant fields sameArgs"),
+            ({"approver": "U2", "grant": {"sameArguments": "ja"}}, "sameArguments must be true or false"),
+            ({"approver": "U2", "grant": {"seconds": 0}}, "whole number of seconds"),
+        ]:
+            status, body = await request(bot, "POST", path, body=bad)
+            assert (status, error in body["error"]) == (400, True), body
+        status, body = await request(bot, "POST", path, body={"approver": "U2", "grant": {"seconds": 7200}})
+        assert status == 403 and "a grant lasts 1 to 3600 seconds" in body["error"]
+        assert await record_ids(bot) == [1, 2, 3, 4, 5]  # nothing was decided
+
+        status, body = await request(bot, "POST", path, body={"approver": "U2", "grant": {"sameArguments": False}})
+        assert (status, body["status"], body["grant"]["grantedBy"]) == (200, "approved", "U2")
+        grant_id = body["grant"]["grantId"]
+        await bot.slack.wait_for("chat.stopStream")
+        assert "Approved" in message.all_text
+        status, body = await request(bot, "GET", "/api/agents/demo-agent/grants")
+        assert status == 200 and [g["grantId"] for g in body["grants"]] == [grant_id]
+
+        ask_to_delete_next(model, 4, "call_2")
+        await bot.say("delete record 4", user="U1", thread_ts=event["ts"])
+        await bot.slack.wait_for("chat.stopStream", count=2)
+        assert await record_ids(bot) == [1, 2, 5] and approval_posts(bot) == 1
+
+        revoke = f"/api/agents/demo-agent/grants/{grant_id}/revoke"
+        status, body = await request(bot, "POST", revoke, body={})
+        assert status == 400 and "revokedBy is required" in body["error"]
+        status, body = await request(bot, "POST", "/api/agents/demo-agent/grants/nope/revoke", body={"revokedBy": "U2"})
+        assert status == 404
+        status, body = await request(bot, "POST", revoke, body={"revokedBy": "U2"})
+        assert (status, body["status"]) == (200, "revoked")
+        status, body = await request(bot, "POST", revoke, body={"revokedBy": "U2"})
+        assert status == 409
+        status, body = await request(bot, "GET", "/api/agents/demo-agent/grants")
+        assert body["grants"] == []
+        ask_to_delete_next(model, 5, "call_3")
+        await bot.say("delete record 5", user="U1", thread_ts=event["ts"])
+        await bot.approval_message(count=2)
+        revoked = [e for e in await bot.storage.audit_log.entries() if e.action == "grant_revoked"]
+        assert [(e.actor, e.via) for e in revoked] == [("U2", "api")]
