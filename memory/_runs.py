@@ -222,15 +222,28 @@ class RunStore:
             owner = await connection.scalar(select(ThreadRow.resource_id).where(ThreadRow.id == thread_id))
         if owner is not None and (resource_id is None or owner == resource_id):
             return  # the usual case, every turn after the first: nothing to write
-        async with self._storage.session() as session:
-            thread = await session.get(ThreadRow, thread_id)
-            if thread is None:
-                session.add(ThreadRow(id=thread_id, resource_id=resource_id or ""))
-            elif resource_id is not None and not thread.resource_id:
-                thread.resource_id = resource_id  # a thread started without an owner takes its first one
-            elif resource_id is not None and thread.resource_id != resource_id:
+        async with self._storage.transaction() as connection:
+            # A new thread (a top-level mention: most turns of a burst) is one INSERT, not a read of the
+            # row the same transaction then writes; another replica that created it first wins.
+            created = await connection.scalar(
+                self._storage.dialect.insert(ThreadRow.__table__)
+                .values(id=thread_id, resource_id=resource_id or "")
+                .on_conflict_do_nothing(index_elements=[ThreadRow.id])
+                .returning(ThreadRow.id)
+            )
+            if created is not None:
+                return
+            owner = await connection.scalar(
+                self._storage.dialect.locked(select(ThreadRow.resource_id).where(ThreadRow.id == thread_id))
+            )
+            if resource_id is not None and not owner:
+                # a thread started without an owner takes its first one
+                await connection.execute(
+                    update(ThreadRow).where(ThreadRow.id == thread_id).values(resource_id=resource_id)
+                )
+            elif resource_id is not None and owner != resource_id:
                 raise ThreadOwnerError(
-                    f"thread {thread_id!r} belongs to resource {thread.resource_id!r}, not {resource_id!r}; "
+                    f"thread {thread_id!r} belongs to resource {owner!r}, not {resource_id!r}; "
                     "use the owner's resource_id or another thread"
                 )
 

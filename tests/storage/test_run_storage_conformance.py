@@ -112,3 +112,15 @@ async def test_a_thread_belongs_to_its_first_resource(storage):
     await storage.runs.ensure_thread("thread-1", "user-1")
     with pytest.raises(ThreadOwnerError):
         await storage.runs.ensure_thread("thread-1", "user-2")
+
+
+async def test_a_thread_started_without_an_owner_takes_its_first_one(storage):
+    """Created with no resource (one INSERT), the thread belongs to the first resource that uses it, and
+    then to that one only; the others at once are refused as for any owned thread."""
+    await storage.runs.ensure_thread("スレッド-ü", None)
+    await storage.runs.ensure_thread("スレッド-ü", None)
+    await storage.runs.ensure_thread("스레드-user", "utilisateur-é")
+    await storage.runs.ensure_thread("スレッド-ü", "utilisateur-é")
+    await storage.runs.ensure_thread("スレッド-ü", "utilisateur-é")
+    with pytest.raises(ThreadOwnerError, match="utilisateur-é"):
+        await storage.runs.ensure_thread("スレッド-ü", "用户-2")
