@@ -169,3 +169,26 @@ def home_button(state: dict[str, Any], action_id: str, value: str | None = None)
             if element.get("action_id") == action_id and value in (None, element.get("value")):
                 return {"block_id": block.get("block_id"), "action_id": action_id, "value": element.get("value")}
     return None
+
+
+# --- drawing blocks with the page's blockkit.js under node --------------------------------------
+NODE_DOM = """
+const fs = require("fs");
+class Node {
+  constructor(tag) { this.tag = tag; this.children = []; this.dataset = {}; this.className = ""; this.innerHTML = ""; }
+  appendChild(child) { this.children.push(child); return child; }
+  addEventListener() {}
+  insertAdjacentHTML() {}
+}
+global.document = { createElement: (tag) => new Node(tag) };
+const BlockKit = new Function(fs.readFileSync(process.argv[2], "utf8") + "; return BlockKit;")();
+const blocks = JSON.parse(fs.readFileSync(0, "utf8"));
+const found = [];
+const walk = (n) => {
+  if (n.tag === "input") found.push({ type: n.type, value: n.value, actionId: n.dataset.actionId, disabled: !!n.disabled });
+  if (String(n.className).includes("bk-unsupported")) found.push({ unsupported: n.innerHTML });
+  n.children.forEach(walk);
+};
+walk(BlockKit.blocks(blocks, { nameOf: (id) => id, channelName: (id) => id, pressed: {} }, () => Promise.resolve()));
+console.log(JSON.stringify(found));
+"""

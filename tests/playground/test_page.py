@@ -5,6 +5,8 @@ from __future__ import annotations
 from bot.playground.browser import state_values, to_slack_text
 from bot.slack_emulator import Workspace
 
+from .browser import NODE_DOM
+
 
 async def test_the_page_and_its_scripts_are_served(page):
     for path, expected in [
@@ -114,28 +116,6 @@ def test_the_page_draws_every_emoji_the_bot_writes():
     for source in (root / "bot" / "slack").rglob("*.py"):
         written |= set(re.findall(r"(?<![\w:]):([a-z][a-z_0-9]+):(?![\w:])", source.read_text()))
     assert written and written <= drawn, written - drawn
-
-
-NODE_DOM = """
-const fs = require("fs");
-class Node {
-  constructor(tag) { this.tag = tag; this.children = []; this.dataset = {}; this.className = ""; this.innerHTML = ""; }
-  appendChild(child) { this.children.push(child); return child; }
-  addEventListener() {}
-  insertAdjacentHTML() {}
-}
-global.document = { createElement: (tag) => new Node(tag) };
-const BlockKit = new Function(fs.readFileSync(process.argv[2], "utf8") + "; return BlockKit;")();
-const blocks = JSON.parse(fs.readFileSync(0, "utf8"));
-const found = [];
-const walk = (n) => {
-  if (n.tag === "input") found.push({ type: n.type, value: n.value, actionId: n.dataset.actionId, disabled: !!n.disabled });
-  if (String(n.className).includes("bk-unsupported")) found.push({ unsupported: n.innerHTML });
-  n.children.forEach(walk);
-};
-walk(BlockKit.blocks(blocks, { nameOf: (id) => id, channelName: (id) => id, pressed: {} }, () => Promise.resolve()));
-console.log(JSON.stringify(found));
-"""
 
 
 def test_the_page_draws_the_homes_bulk_checkboxes(tmp_path):
