@@ -72,6 +72,7 @@ def describe(policy: ToolPolicy) -> dict[str, str]:
         "expires": f"{policy.expires_after}s" if policy.expires_after else "never",
         "approvals": str(policy.approvals_required),
         "grants": f"{policy.grant_seconds}s" if policy.grant_seconds else "none",
+        "escalation": f"{policy.escalate_to}@{policy.escalate_after}s" if policy.escalates else "none",
         "version": str(policy.version),
     }
 
@@ -81,7 +82,19 @@ async def list_policies(storage: Storage, agent: Any, out: TextIO = sys.stdout) 
     tools = agent_tools(agent)
     stored = {p.tool_name: p for p in await storage.policies.all()}
     names = sorted(set(tools) | set(stored))
-    header = ("TOOL", "CODE", "MODE", "APPROVERS", "SELF-APPROVAL", "EXPIRES", "VERSION", "APPROVALS", "GRANTS", "FROM")
+    header = (
+        "TOOL",
+        "CODE",
+        "MODE",
+        "APPROVERS",
+        "SELF-APPROVAL",
+        "EXPIRES",
+        "VERSION",
+        "APPROVALS",
+        "GRANTS",
+        "ESCALATION",
+        "FROM",
+    )
     lines = [header]
     for name in names:
         words = describe(stored.get(name) or ToolPolicy(tool_name=name))
@@ -96,6 +109,7 @@ async def list_policies(storage: Storage, agent: Any, out: TextIO = sys.stdout) 
                 words["version"],
                 words["approvals"],
                 words["grants"],
+                words["escalation"],
                 tool_origin(tools.get(name)),
             )
         )
@@ -160,7 +174,8 @@ async def set_policy(
     print(
         f"{policy.tool_name}: mode {words['mode']}, approvers {words['approvers']}, "
         f"self-approval {words['self_approval']}, expires {words['expires']}, "
-        f"approvals required {words['approvals']}, grants {words['grants']} (version {policy.version})",
+        f"approvals required {words['approvals']}, grants {words['grants']}, "
+        f"escalation {words['escalation']} (version {policy.version})",
         file=out,
     )
     return policy

@@ -105,6 +105,21 @@ def _add_policy_commands(commands: Any) -> tuple[argparse.ArgumentParser, argpar
         type=_grant_seconds,
         help="let an approver allow the tool for this long in one thread (standing grant; 60 to 604800); 0: no grants",
     )
+    policy_set.add_argument(
+        "--escalate-to",
+        dest="escalate_to",
+        metavar="S…|C…",
+        type=_escalation_target,
+        help="bring an approval still waiting after --escalate-after to this user group (a DM to each member) "
+        'or channel (one post); "" removes',
+    )
+    policy_set.add_argument(
+        "--escalate-after",
+        dest="escalate_after",
+        metavar="SECONDS",
+        type=_escalation_seconds,
+        help="seconds an approval waits before it is escalated (shorter than --expires); 0 removes",
+    )
     return policy_list, policy_set
 
 
@@ -157,6 +172,24 @@ def _grant_seconds(value: str) -> int:
 
     try:
         return grant_seconds_of(value)
+    except PolicyError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _escalation_target(value: str) -> str:
+    from memory import PolicyError, escalation_target
+
+    try:
+        return escalation_target(value) or ""
+    except PolicyError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _escalation_seconds(value: str) -> int:
+    from memory import PolicyError, escalation_seconds
+
+    try:
+        return escalation_seconds(value)
     except PolicyError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -424,6 +457,8 @@ async def _admin(options: argparse.Namespace, settings: Settings, named: Any = N
             expires_after=options.expires,
             approvals_required=options.approvals_required,
             grant_seconds=options.grant_seconds,
+            escalate_to=options.escalate_to,
+            escalate_after=options.escalate_after,
         )
         await admin.set_policy(storage, agent, options.tool, change)
     finally:

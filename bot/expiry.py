@@ -1,6 +1,7 @@
-"""The expiry sweep: every replica declines, every few seconds, the approvals that waited longer than
-their tool policy's expiry (`Agent.expire_waiting_approvals`; with several replicas each call is
-expired once)."""
+"""The expiry and escalation sweeps: every replica, every few seconds, brings the approvals that waited
+longer than their tool policy's `escalate_after` to its `escalate_to` (`Agent.escalate_waiting_approvals`)
+and declines those that waited longer than its expiry (`Agent.expire_waiting_approvals`); with several
+replicas each call is escalated once and expired once."""
 
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ EXPIRY_INTERVAL = 5.0
 async def expire_forever(agent: Agent, *, every: float = EXPIRY_INTERVAL) -> None:
     """Sweep now and then every `every` seconds, until cancelled; a failed sweep is logged and retried."""
     while True:
+        try:
+            await agent.escalate_waiting_approvals()
+        except Exception:  # noqa: BLE001 - as below: the next sweep tries again
+            log.warning("the escalation sweep failed; it runs again in %gs", every, exc_info=True)
         try:
             await agent.expire_waiting_approvals()
         except Exception:  # noqa: BLE001 - the database may be away for a moment; the next sweep tries again

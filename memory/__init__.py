@@ -17,6 +17,8 @@ from ._policies import (
     ToolPolicy,
     UnreadablePolicy,
     approvals_count,
+    escalation_seconds,
+    escalation_target,
     expiry_seconds,
     grant_seconds_of,
 )
@@ -58,6 +60,8 @@ __all__ = [
     "ToolPolicy",
     "UnreadablePolicy",
     "approvals_count",
+    "escalation_seconds",
+    "escalation_target",
     "expiry_seconds",
     "grant_seconds_of",
     "new_grant_values",

@@ -46,6 +46,10 @@ class AuditAction(StrEnum):
     GRANTED = "granted"
     GRANT_USED = "grant_used"
     GRANT_REVOKED = "grant_revoked"
+    ESCALATED = "escalated"
+    """A call still waiting after its policy's `escalate_after` was brought to `escalate_to`."""
+    ESCALATION_FAILED = "escalation_failed"
+    """The escalation could not be delivered for good (a group with no members, an unknown channel)."""
 
 
 class AuditVia(StrEnum):
@@ -57,6 +61,7 @@ class AuditVia(StrEnum):
     RECOVERY = "recovery"
     RUNTIME = "runtime"
     CLI = "cli"
+    ESCALATION = "escalation"
 
 
 @dataclass(frozen=True, kw_only=True)

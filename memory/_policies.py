@@ -33,6 +33,30 @@ APPROVALS_LIMIT = 10
 """The most distinct approvers a policy may require for one call."""
 _APPROVALS_BOUNDS = f"the approvals required are a whole number from 1 to {APPROVALS_LIMIT}"
 
+_ESCALATION_TARGET = re.compile(r"^[SC][A-Z0-9]+$")
+_ESCALATION_BOUNDS = f"an escalation delay is 1 second to 365 days ({EXPIRY_LIMIT} seconds), or 0 for none"
+
+
+def escalation_target(value: str) -> str | None:
+    """The escalation target `value` names: a user-group ID (`S…`: a DM to each member) or a channel ID
+    (`C…`: one post there); "" clears it (None). Raises `PolicyError` (one line) for anything else."""
+    text = (value or "").strip()
+    if not text:
+        return None
+    if not _ESCALATION_TARGET.match(text):
+        raise PolicyError(f"{text[:40]!r} is not a Slack user-group ID (S…) or channel ID (C…) to escalate to")
+    return text
+
+
+def escalation_seconds(value: str | int) -> int:
+    """The escalation delay `value` names, in seconds (0: none), bounded like an expiry."""
+    try:
+        return expiry_seconds(value)
+    except PolicyError as exc:
+        raise PolicyError(
+            str(exc).replace("the expiry", "the escalation delay").replace(_EXPIRY_BOUNDS, _ESCALATION_BOUNDS)
+        ) from None
+
 
 GRANT_LIMIT = 7 * 24 * 3600
 """The longest standing grant a policy may allow: 7 days, in seconds."""
@@ -122,6 +146,11 @@ class ToolPolicy:
     """The longest standing grant an approver may give ("Approve and allow for 1 hour in this thread"),
     in seconds; None: no grants (the default). Grants are never offered or used while
     `approvals_required` > 1."""
+    escalate_to: str | None = None
+    """Where a call still waiting after `escalate_after` is brought: a user-group ID (`S…`, a DM to each
+    member) or a channel ID (`C…`, one post there); None: no escalation. Who may approve does not change."""
+    escalate_after: int | None = None
+    """Seconds a call waits for approval before it is escalated (shorter than `expires_after`); None: never."""
     version: int = 0
     """0 for the defaults; every stored change adds one."""
     updated_by: str | None = None
@@ -140,6 +169,8 @@ class ToolPolicy:
             "expires_after": self.expires_after,
             "approvals_required": self.approvals_required,
             "grant_seconds": self.grant_seconds,
+            "escalate_to": self.escalate_to,
+            "escalate_after": self.escalate_after,
             "version": self.version,
         }
 
@@ -148,6 +179,10 @@ class ToolPolicy:
         """Whether an approver may give a standing grant now (and a live grant may be used): grants are
         allowed, the tool is not disabled, and one approval is enough (a grant would bypass a quorum)."""
         return bool(self.grant_seconds) and not self.disabled and self.approvals_required <= 1
+
+    @property
+    def escalates(self) -> bool:
+        return bool(self.escalate_to and self.escalate_after)
 
     @property
     def adds_approval(self) -> bool:
@@ -185,6 +220,10 @@ class PolicyChange:
     """Distinct approvers a call needs, 1 to `APPROVALS_LIMIT`."""
     grant_seconds: int | None = None
     """The longest standing grant, 60 s to `GRANT_LIMIT`; 0 allows no grants."""
+    escalate_to: str | None = None
+    """A user-group ID (`S…`) or channel ID (`C…`); "" removes the escalation target."""
+    escalate_after: int | None = None
+    """Seconds; 0 removes the escalation delay."""
 
     def checked(self) -> dict[str, object]:
         """The columns this change sets, validated; raises `PolicyError`."""
@@ -211,6 +250,10 @@ class PolicyChange:
             values["approvals_required"] = approvals_count(self.approvals_required)
         if self.grant_seconds is not None:
             values["grant_seconds"] = grant_seconds_of(self.grant_seconds) or None
+        if self.escalate_to is not None:
+            values["escalate_to"] = escalation_target(self.escalate_to)
+        if self.escalate_after is not None:
+            values["escalate_after"] = escalation_seconds(self.escalate_after) or None
         return values
 
 
@@ -249,6 +292,25 @@ class PolicyStore:
                     found.append(policy)
             return found
 
+    async def with_escalation(self) -> list[ToolPolicy | UnreadablePolicy]:
+        """The stored policies that escalate (a target and a delay): what the escalation sweep looks at;
+        a row that does not make a policy is an `UnreadablePolicy`, so the others are still swept."""
+        async with self._storage.read_session() as session:
+            rows = await session.scalars(
+                select(PolicyRow).where(PolicyRow.escalate_after.is_not(None), PolicyRow.escalate_to.is_not(None))
+            )
+            found: list[ToolPolicy | UnreadablePolicy] = []
+            for row in rows:
+                try:
+                    policy = policy_of(row)
+                    escalation_seconds(policy.escalate_after or 0)
+                    escalation_target(policy.escalate_to or "")
+                except (ValueError, TypeError) as exc:
+                    found.append(UnreadablePolicy(tool_name=row.tool_name, version=row.version, problem=str(exc)))
+                else:
+                    found.append(policy)
+            return found
+
     async def set(
         self,
         tool_name: str,
@@ -278,6 +340,8 @@ class PolicyStore:
                     expires_after=None,
                     approvals_required=1,
                     grant_seconds=None,
+                    escalate_to=None,
+                    escalate_after=None,
                     version=0,
                     updated_at=utcnow(),
                 )
@@ -294,6 +358,7 @@ class PolicyStore:
             )
             row = await session.get(PolicyRow, tool_name, populate_existing=True)
             after = policy_of(row)
+            check_escalation(after)  # raised inside the transaction: nothing is changed
             session.add(
                 AuditRow(
                     run_id=None,
@@ -312,6 +377,15 @@ class PolicyStore:
             return after
 
 
+def check_escalation(policy: ToolPolicy) -> None:
+    """Refuse (one line) an escalation delay that is not shorter than the policy's expiry."""
+    if policy.escalate_after and policy.expires_after and policy.escalate_after >= policy.expires_after:
+        raise PolicyError(
+            f"the escalation delay ({policy.escalate_after} s) must be shorter than the expiry "
+            f"({policy.expires_after} s): a call would expire before anyone is asked"
+        )
+
+
 _POLICY = select(PolicyRow.__table__).where(PolicyRow.__table__.c.tool_name == bindparam("b_tool"))
 
 
@@ -324,6 +398,8 @@ def policy_of(row: Any) -> ToolPolicy:
         expires_after=row.expires_after,
         approvals_required=row.approvals_required or 1,
         grant_seconds=row.grant_seconds or None,
+        escalate_to=row.escalate_to,
+        escalate_after=row.escalate_after,
         version=row.version,
         updated_by=row.updated_by,
         updated_at=row.updated_at,
@@ -341,6 +417,8 @@ __all__ = [
     "ToolPolicy",
     "UnreadablePolicy",
     "approvals_count",
+    "escalation_seconds",
+    "escalation_target",
     "expiry_seconds",
     "grant_seconds_of",
 ]

@@ -482,6 +482,61 @@ class RunStore:
         async with self._storage.read_session() as session:
             return [(row.run_id, row.tool_call_id) for row in await session.execute(statement)]
 
+    async def approvals_to_escalate(
+        self, agent_id: str, tool_name: str, *, before: datetime, limit: int = 100
+    ) -> list[tuple[str, str, datetime]]:
+        """(run id, tool call id, waiting since) of the top-level calls of one agent that wait for approval
+        of `tool_name` since before `before` and whose current wait was not escalated: what the
+        escalation sweep brings to its policy's `escalate_to`."""
+        statement = (
+            select(ToolCallRow.run_id, ToolCallRow.tool_call_id, ToolCallRow.suspended_at)
+            .join(RunRow, RunRow.id == ToolCallRow.run_id)
+            .where(
+                ToolCallRow.agent_id == agent_id,
+                ToolCallRow.state == str(ToolCallState.AWAITING_APPROVAL),
+                func.coalesce(ToolCallRow.shown_tool_name, ToolCallRow.tool_name) == tool_name,
+                ToolCallRow.suspended_at < before,
+                _NOT_ESCALATED,
+                RunRow.parent_run_id.is_(None),
+            )
+            .order_by(ToolCallRow.suspended_at)
+            .limit(limit)
+        )
+        async with self._storage.read_session() as session:
+            return [(row.run_id, row.tool_call_id, row.suspended_at) for row in await session.execute(statement)]
+
+    async def claim_escalation(self, run_id: str, tool_call_id: str, *, waiting_since: datetime, at: datetime) -> bool:
+        """Take on escalating this wait of the call: one conditional UPDATE (still waiting for approval, in
+        the same wait, not escalated), so of several replicas exactly one escalates it; True if this one."""
+        statement = (
+            update(ToolCallRow)
+            .where(
+                ToolCallRow.run_id == run_id,
+                ToolCallRow.tool_call_id == tool_call_id,
+                ToolCallRow.state == str(ToolCallState.AWAITING_APPROVAL),
+                ToolCallRow.suspended_at == waiting_since,
+                _NOT_ESCALATED,
+            )
+            .values(escalated_at=at)
+        )
+        async with self._storage.transaction() as connection:
+            return (await connection.execute(statement)).rowcount == 1
+
+    async def release_escalation(self, run_id: str, tool_call_id: str, *, claimed_at: datetime) -> bool:
+        """Give back a claim whose delivery failed for now (Slack 429/5xx), so a later sweep tries again;
+        only the claim made at `claimed_at` is given back."""
+        statement = (
+            update(ToolCallRow)
+            .where(
+                ToolCallRow.run_id == run_id,
+                ToolCallRow.tool_call_id == tool_call_id,
+                ToolCallRow.escalated_at == claimed_at,
+            )
+            .values(escalated_at=None)
+        )
+        async with self._storage.transaction() as connection:
+            return (await connection.execute(statement)).rowcount == 1
+
     # --- discovery --------------------------------------------------------------------------
     async def suspended_runs(
         self,
@@ -561,6 +616,10 @@ _RUN = select(RUNS).where(RUNS.c.id == bindparam("b_run"))
 _CALL = select(CALLS).where(CALLS.c.run_id == bindparam("b_run"), CALLS.c.tool_call_id == bindparam("b_call"))
 _RUN_MESSAGES = select(MESSAGES).where(MESSAGES.c.run_id == bindparam("b_run")).order_by(MESSAGES.c.id)
 _INSERT_GRANT = insert(GrantRow.__table__)
+
+_NOT_ESCALATED = or_(ToolCallRow.escalated_at.is_(None), ToolCallRow.escalated_at < ToolCallRow.suspended_at)
+"""The call's current wait was not escalated (an escalation of an earlier wait is older than this one)."""
+
 _INSERT_RUN, _INSERT_CALL, _INSERT_MESSAGES, _INSERT_AUDIT = (
     insert(RUNS),
     insert(CALLS),

@@ -136,6 +136,9 @@ class ToolCallRow(Base):
     """The process (`runs.owner`) that holds a live suspension of this call (an MCP server's question,
     whose call stays open there): only it can carry the answer on; if it stops, the call is interrupted."""
     interrupted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    escalated_at: Mapped[datetime | None]
+    """When a replica took on escalating the current wait (its policy's `escalate_to`); None: not
+    escalated. Set by one conditional UPDATE, so one replica escalates each wait."""
     """It waits for a human again (`awaiting_approval`) because its tool started, or its live question was
     held, when its process stopped, and no result was stored: it may or may not have taken effect. Set by
     the recovery's move (`memory.states.INTERRUPTED_FROM`); a move that stores a new `suspend_payload`
@@ -198,6 +201,8 @@ class PolicyRow(Base):
     approvals_required: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     grant_seconds: Mapped[int | None] = mapped_column(Integer)
     """The longest standing grant an approver may give, in seconds; None: no grants."""
+    escalate_to: Mapped[str | None] = mapped_column(String(32))
+    escalate_after: Mapped[int | None] = mapped_column(Integer)
     version: Mapped[int] = mapped_column(Integer, default=0)
     updated_by: Mapped[str | None] = mapped_column(String(255))
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -52,6 +52,9 @@ from .types import (
     Decision,
     Decline,
     DeclineQuestion,
+    Escalation,
+    EscalationOutcome,
+    EscalationResult,
     Expire,
     Resume,
     RunRecord,
@@ -825,13 +828,80 @@ class Agent:
             expired.append((run_id, call_id))
         return expired
 
-    def _skip_in_sweep(self, tool_name: str, version: int, problem: str) -> None:
-        key = (tool_name, version, problem)
+    async def escalate_waiting_approvals(self) -> list[tuple[str, str]]:
+        """Bring every call of this agent still waiting for approval longer than its policy's
+        `escalate_after` (and not yet escalated in this wait) to the policy's `escalate_to`, through the
+        front end's `on_escalation` hook; returns the (run id, tool call id) of the calls it escalated.
+
+        Safe to call from several processes at once: one conditional UPDATE (`tool_calls.escalated_at`)
+        lets exactly one escalate each wait. A delivery that fails for now is given back (a later sweep
+        tries again); one that cannot be delivered is audited `escalation_failed`. Without the hook
+        nothing is claimed. Who may approve does not change, and the expiry still applies."""
+        hook = self.hooks.get("on_escalation")
+        if hook is None:
+            return []
+        escalated: list[tuple[str, str]] = []
+        now = self.storage.clock.now()
+        for policy in await self.storage.policies.with_escalation():
+            if isinstance(policy, UnreadablePolicy):
+                self._skip_in_sweep(policy.tool_name, policy.version, policy.problem, sweep="escalation")
+                continue
+            try:
+                escalated += await self._escalate_calls_of(policy, now, hook)
+            except Exception as exc:  # noqa: BLE001 - one policy the sweep cannot handle never stops the others
+                self._skip_in_sweep(
+                    policy.tool_name, policy.version, f"{type(exc).__name__}: {exc}", sweep="escalation"
+                )
+        return escalated
+
+    async def _escalate_calls_of(
+        self, policy: ToolPolicy, now: datetime, hook: Callable[[Escalation], Awaitable[EscalationOutcome]]
+    ) -> list[tuple[str, str]]:
+        escalated: list[tuple[str, str]] = []
+        runs = self.storage.runs
+        before = now - timedelta(seconds=policy.escalate_after or 0)
+        for run_id, call_id, since in await runs.approvals_to_escalate(self.id, policy.tool_name, before=before):
+            if not await runs.claim_escalation(run_id, call_id, waiting_since=since, at=now):
+                continue  # decided meanwhile, or another replica escalates it
+            record = await self.get_tool_call(run_id, call_id)
+            if record is None:
+                continue
+            escalation = Escalation(
+                call=record, target=policy.escalate_to or "", after=policy.escalate_after or 0,
+                policy_version=policy.version,
+            )  # fmt: skip
+            try:
+                outcome = await hook(escalation)
+            except Exception as exc:  # noqa: BLE001 - a front end's failure is retried on a later sweep
+                log.warning("escalating %s/%s failed; a later sweep tries again", run_id, call_id, exc_info=True)
+                outcome = EscalationOutcome(result=EscalationResult.RETRY, detail=f"{type(exc).__name__}: {exc}")
+            if outcome.result == EscalationResult.RETRY:
+                await runs.release_escalation(run_id, call_id, claimed_at=now)
+                continue
+            delivered = outcome.result == EscalationResult.DELIVERED
+            await self.storage.audit_log.record(
+                run_id=run_id,
+                tool_call_id=call_id,
+                tool_name=record.tool_name,
+                action="escalated" if delivered else "escalation_failed",
+                actor=None,
+                via="escalation",
+                args_fingerprint=record.fingerprint,
+                policy_version=policy.version,
+                detail=outcome.detail,
+            )
+            log.info("escalation of %s/%s (%s): %s", run_id, call_id, policy.tool_name, outcome.detail)
+            if delivered:
+                escalated.append((run_id, call_id))
+        return escalated
+
+    def _skip_in_sweep(self, tool_name: str, version: int, problem: str, *, sweep: str = "expiry") -> None:
+        key = (tool_name, version, f"{sweep}: {problem}")
         if key not in self._unswept:
             self._unswept.add(key)
             log.error(
-                "the expiry sweep skips the policy of %r (version %s): %s; fix it with `python -m bot policy set`",
-                tool_name, version, problem,
+                "the %s sweep skips the policy of %r (version %s): %s; fix it with `python -m bot policy set`",
+                sweep, tool_name, version, problem,
             )  # fmt: skip
 
     # --- recovery ---------------------------------------------------------------------------
@@ -977,6 +1047,7 @@ class Agent:
             live_question=row.held_by is not None and row.state == ToolCallState.SUSPENDED,
             approvals=tuple(a.get("by", "") for a in row.approvals or () if isinstance(a, dict)),
             interrupted=row.interrupted,
+            escalated_at=escalated_at(row),
         )
 
     def _shown_tool(self, name: str) -> Tool | None:
@@ -1073,7 +1144,14 @@ def _suspended_call(call: ToolCallRow) -> SuspendedToolCall:
         requires_approval=call.requires_approval,
         suspend_payload=shown_suspend_payload(call.suspend_payload, interrupted=call.interrupted),
         preview=ToolPreview.of(call.preview),
+        escalated_at=escalated_at(call),
     )
+
+
+def escalated_at(call: ToolCallRow) -> datetime | None:
+    """When the call's current wait was escalated; None if it was not (an older wait's does not count)."""
+    at, since = call.escalated_at, call.suspended_at
+    return at if at is not None and (since is None or at >= since) else None
 
 
 def _approval(won: WonDecision, call: ToolCallRow) -> dict[str, Any]:

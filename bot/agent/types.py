@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, ClassVar, Literal, NotRequired, TypedDict
 
 from memory.states import DecisionKind, RunStatus, ToolCallState, outcome_of, waiting_state_for
@@ -203,6 +204,8 @@ class SuspendedToolCall:
     suspend_payload: Any = None
     preview: ToolPreview | None = None
     """What the tool's dry run said before the approval was shown (None: no preview)."""
+    escalated_at: datetime | None = None
+    """When its wait was escalated to its policy's `escalate_to`; None: not escalated."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -304,6 +307,8 @@ class ToolCallRecord:
     approvals: tuple[str, ...] = ()
     """Who approved it so far, in order, when its policy needs several distinct approvers (four eyes);
     empty before the first (and for a call decided by one approval)."""
+    escalated_at: datetime | None = None
+    """When its current wait was escalated (its policy's `escalate_to`); None: not escalated."""
 
     @property
     def outcome(self) -> str | None:
@@ -419,3 +424,35 @@ class RunRecord:
     """The `request_context` it was started with (what a front end put there, e.g. who asked)."""
     suspended_at: datetime | None = None
     """When it last began to wait."""
+
+
+class EscalationResult(StrEnum):
+    """What became of one escalation a front end was asked to deliver."""
+
+    DELIVERED = "delivered"
+    """Brought to the target (audited `escalated`)."""
+    RETRY = "retry"
+    """Not delivered now (the chat service was busy or failing): a later sweep tries again."""
+    FAILED = "failed"
+    """Cannot be delivered (a group with no members, an unknown channel): audited `escalation_failed`,
+    not tried again for this wait."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Escalation:
+    """A call still waiting for approval after its policy's delay, to be brought to `target`; what the
+    runtime hands to the front end's `on_escalation` hook (which returns an `EscalationOutcome`)."""
+
+    call: ToolCallRecord
+    target: str
+    """The policy's `escalate_to`: a user-group ID (`S…`) or a channel ID (`C…`)."""
+    after: int
+    """The policy's `escalate_after`, in seconds."""
+    policy_version: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class EscalationOutcome:
+    result: EscalationResult
+    detail: str
+    """For the audit line: the target it reached, or why not."""

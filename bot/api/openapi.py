@@ -410,6 +410,12 @@ def openapi_document() -> dict[str, Any]:
                         "args": {},
                         "requiresApproval": {"type": "boolean"},
                         "suspendPayload": {},
+                        "escalatedAt": {
+                            "description": "When the waiting approval was escalated to its policy's escalate_to; "
+                            "null when it was not",
+                            "type": ["string", "null"],
+                            "format": "date-time",
+                        },
                         "preview": {
                             "description": "What the tool's dry run said before the approval was shown; "
                             "null when the tool has no preview",

@@ -188,6 +188,7 @@ class _Api:
                             "requiresApproval": call.requires_approval,
                             "suspendPayload": call.suspend_payload,
                             "preview": call.preview.as_json() if call.preview is not None else None,
+                            "escalatedAt": call.escalated_at.isoformat() if call.escalated_at else None,
                         }
                         for call in run.tool_calls
                     ],

@@ -24,6 +24,7 @@ from bot.slack import build_web_app, create_slack_app, run_slack_recovery
 from bot.slack.http_api import slack_api_front
 from bot.slack.migrations import SCHEMA as SLACK_SCHEMA
 from bot.slack_emulator import SlackWebApi, Workspace
+from bot.slack_emulator.workspace import UserGroup
 from memory import Storage
 from tools import Tool
 
@@ -40,6 +41,11 @@ STOP_GRACE = 0.5
 """Seconds the server gives requests still running when it stops (a long poll is answered at once)."""
 PORTS_TRIED = 10
 """When the asked port is taken, the next ones are tried (the port used is printed)."""
+
+
+PLAYGROUND_GROUP = UserGroup(id="S0LEADS", handle="leads", users=("UALICE", "UBOB"))
+"""The playground's user group, Alice and Bob: an approver group and an escalation target to try
+(`policy set delete-record --escalate-to S0LEADS --escalate-after 20 --playground`)."""
 
 
 class Playground:
@@ -62,7 +68,7 @@ class Playground:
         self.given_agent = agent
         self.given_tools = tuple(tools)
         """More tools for the agent (the MCP servers')."""
-        self.workspace = Workspace()
+        self.workspace = Workspace(usergroups=[PLAYGROUND_GROUP])
         self.port = 0
         self.agent: Agent | None = None
         self.storage: Storage | None = None
@@ -93,7 +99,7 @@ class Playground:
             self.storage = Storage(self.database_url)
             await self.storage.migrate(SLACK_SCHEMA, PLAYGROUND_SCHEMA)
             self.agent = await self._build_agent(self.storage)
-            self.workspace = Workspace(bot_name=self.agent.name)
+            self.workspace = Workspace(bot_name=self.agent.name, usergroups=[PLAYGROUND_GROUP])
             self._workspace_store = WorkspaceStore(self.storage, self.workspace)
             await self._workspace_store.load()  # the conversation of the last run, and its open modals
             web_app = self._build_web_app(self.agent, self.storage)

@@ -23,6 +23,7 @@ from bot.defaults import DEFAULT_MAX_CONCURRENT_TURNS, DEFAULT_SLACK_API_URL
 from memory import Storage
 
 from .directory import Directory
+from .escalation import escalation_hook
 from .home import HomePublisher
 from .intake import RECORDED, EventIntake, record_event
 from .listeners import register_listeners
@@ -137,6 +138,8 @@ def create_slack_app(
     register_listeners(app)
     # Runs the runtime continues on its own (recovery, expiry, an unread continuation) show in their thread.
     agent.hooks["on_background_stream"] = background_stream_hook(services, app.client)
+    # The escalation sweep (bot/expiry.py) brings a call waiting too long to its policy's escalate_to here.
+    agent.hooks["on_escalation"] = escalation_hook(services, app.client)
     return app
 
 

@@ -70,6 +70,8 @@ class ApprovalView:
     """What the tool's dry run said (None: the tool has no preview)."""
     approvals_required: int = 1
     """Distinct approvers the tool's policy needs (four eyes: 2), as it says now."""
+    escalated: str | None = None
+    """On a copy posted by the escalation sweep: why it is brought here (mrkdwn); None elsewhere."""
     approvals: tuple[str, ...] = ()
     """Who approved so far (Slack user IDs), when several approvals are needed."""
     grant_seconds: int | None = None
@@ -154,6 +156,8 @@ def build_approval_blocks(view: ApprovalView) -> list[Block]:
     else:
         blocks = _describe(view, headline=f":raised_hand: *Approval needed* to run `{escape(view.tool_name)}`")
         approve_text = "Approve"
+    if view.escalated:
+        blocks.insert(0, ContextBlock(elements=[MarkdownTextObject(text=view.escalated)]))
     buttons = [
         ButtonElement(text=approve_text, action_id=APPROVE, value=view.ref, style="primary"),
         ButtonElement(text="Decline", action_id=DECLINE, value=view.ref, style="danger"),

@@ -157,9 +157,10 @@ async def find_waiting_call(
     row = await services.stores.messages.get(ref or "")
     if row is None or row.kind != kind:
         raise ClickRefused(UNKNOWN, RefusalReason.UNKNOWN)
-    if channel is not None and row.channel != channel:
-        raise ClickRefused(UNKNOWN, RefusalReason.UNKNOWN)
-    if message_ts is not None and message_ts != row.ts:
+    elsewhere = channel is not None and row.channel != channel
+    if elsewhere and not (message_ts and await services.stores.messages.is_copy_elsewhere(row.id, channel, message_ts)):
+        raise ClickRefused(UNKNOWN, RefusalReason.UNKNOWN)  # only an escalation's recorded copy is elsewhere
+    if message_ts is not None and message_ts != row.ts and not elsewhere:
         # Only the bot posts messages with its buttons, so another message in the row's thread carrying
         # the reference is a copy (a retried post, the recovery): it decides the call like the first,
         # and is remembered so that it is updated with the decision.

@@ -48,6 +48,7 @@ MODE_BLOCK, APPROVERS_BLOCK, SELF_APPROVAL_BLOCK, EXPIRY_BLOCK, APPROVALS_BLOCK,
     "policy_approvals_required",
     "policy_grant_seconds",
 )
+ESCALATE_TO_BLOCK, ESCALATE_AFTER_BLOCK = "policy_escalate_to", "policy_escalate_after"
 MODE_LABELS = {
     PolicyMode.INHERIT: "As the code says",
     PolicyMode.REQUIRE_APPROVAL: "Always ask for approval",
@@ -248,6 +249,13 @@ def policy_text(item: HomePolicy) -> str:
     if policy.grant_seconds:
         note = "" if policy.allows_grants else " (not offered while several approvals are required)"
         lines.append(f"Standing grants: up to {policy.grant_seconds} s in one thread{note}")
+    if policy.escalates:
+        target = (
+            f"<!subteam^{policy.escalate_to}>"
+            if (policy.escalate_to or "").startswith("S")
+            else f"<#{policy.escalate_to}>"
+        )
+        lines.append(f"Escalates to {target} after {policy.escalate_after} s without a decision")
     return "\n".join(lines)
 
 
@@ -416,6 +424,23 @@ def build_policy_modal(policy: ToolPolicy) -> dict[str, Any]:
                 action_id="value", initial_value=str(policy.grant_seconds) if policy.grant_seconds else None
             ),
         ),
+        InputBlock(
+            block_id=ESCALATE_TO_BLOCK,
+            label="Escalate to",
+            optional=True,
+            hint="A user-group ID (S…: a DM to each member) or channel ID (C…: one post) that an approval still "
+            "waiting after the delay below is brought to, with the same buttons. Empty: no escalation.",
+            element=PlainTextInputElement(action_id="value", initial_value=policy.escalate_to or None),
+        ),
+        InputBlock(
+            block_id=ESCALATE_AFTER_BLOCK,
+            label="Escalate after (seconds)",
+            optional=True,
+            hint="Seconds without a decision before it is escalated; shorter than the expiry. Empty or 0: never.",
+            element=PlainTextInputElement(
+                action_id="value", initial_value=str(policy.escalate_after) if policy.escalate_after else None
+            ),
+        ),
     ]
     return View(
         type="modal",
@@ -444,4 +469,6 @@ def read_policy_modal(values: dict[str, Any]) -> dict[str, Any]:
         "expiry": (field(EXPIRY_BLOCK).get("value") or "").strip(),
         "approvals_required": (field(APPROVALS_BLOCK).get("value") or "").strip(),
         "grant_seconds": (field(GRANTS_BLOCK).get("value") or "").strip(),
+        "escalate_to": (field(ESCALATE_TO_BLOCK).get("value") or "").strip(),
+        "escalate_after": (field(ESCALATE_AFTER_BLOCK).get("value") or "").strip(),
     }

@@ -150,6 +150,11 @@ class ToolCallMessageCopyRow(SlackTable):
     )
     ts: Mapped[str] = mapped_column(String(32), primary_key=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    channel: Mapped[str | None] = mapped_column(String(32))
+    """The channel the copy is in, when not the first message's (an escalation's DM or channel post)."""
+    escalated_to: Mapped[str | None] = mapped_column(String(32))
+    """For a copy the escalation posted: whom it was posted to (a member's user ID, or the channel ID),
+    so a retried escalation never posts to them twice."""
 
 
 class AnswerFeedbackRow(SlackTable):

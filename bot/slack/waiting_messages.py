@@ -227,7 +227,7 @@ async def refresh_message(
         return False
     if row.maybe_copies:
         await find_copies(services, client, row)
-    shown = await services.stores.messages.every_ts(await services.stores.messages.get(row.id) or row)
+    shown = await services.stores.messages.every_message(await services.stores.messages.get(row.id) or row)
     if not shown:
         return False
     if row.kind == "approval":
@@ -243,9 +243,9 @@ async def refresh_message(
         )
         text, blocks = f"Answered: {row.tool_name}", build_answered_question_blocks(question_view_of(row), answer)
     failures = []
-    for ts in shown:
+    for channel, ts in shown:
         try:
-            await client.chat_update(channel=row.channel, ts=ts, text=text, blocks=blocks)
+            await client.chat_update(channel=channel, ts=ts, text=text, blocks=blocks)
         except SlackApiError as exc:
             if exc.response.get("error") != "message_not_found":  # a copy someone deleted needs no update
                 failures.append(exc)
@@ -265,9 +265,9 @@ async def _show_approvals_so_far(
     """Four eyes: every copy of a waiting approval shows who approved so far, its buttons kept."""
     view = await with_policy(services, approval_view_of(row, record), record)
     text, blocks = approval_text(view), build_approval_blocks(view)
-    for ts in await services.stores.messages.every_ts(await services.stores.messages.get(row.id) or row):
+    for channel, ts in await services.stores.messages.every_message(await services.stores.messages.get(row.id) or row):
         try:
-            await client.chat_update(channel=row.channel, ts=ts, text=text, blocks=blocks)
+            await client.chat_update(channel=channel, ts=ts, text=text, blocks=blocks)
         except SlackApiError as exc:
             if exc.response.get("error") != "message_not_found":
                 services.logger.warning("could not show the approvals of %s/%s", row.run_id, row.tool_call_id)

@@ -23,8 +23,8 @@ async def test_policy_set_patches_and_list_shows_every_tool(database_url):
     assert code == 0, err
     rows = table(out)
     assert set(rows) == {"delete-record", "get-weather", "issue-refund", "list-records"}
-    assert rows["delete-record"] == ["always", "inherit", "anyone", "allowed", "never", "0", "1", "none"]
-    assert rows["list-records"] == ["never", "inherit", "anyone", "allowed", "never", "0", "1", "none"]
+    assert rows["delete-record"] == ["always", "inherit", "anyone", "allowed", "never", "0", "1", "none", "none"]
+    assert rows["list-records"] == ["never", "inherit", "anyone", "allowed", "never", "0", "1", "none", "none"]
 
     code, out, err = await bot_command(
         "policy", "set", "list-records", "--mode", "require_approval", "--approvers", "U1,S2",
@@ -35,7 +35,7 @@ async def test_policy_set_patches_and_list_shows_every_tool(database_url):
     code, out, err = await bot_command("policy", "set", "list-records", "--mode", "disabled", database_url=database_url)
     assert code == 0, err
     rows = table((await bot_command("policy", "list", database_url=database_url))[1])
-    assert rows["list-records"] == ["never", "disabled", "U1,S2", "refused", "300s", "2", "1", "none"]
+    assert rows["list-records"] == ["never", "disabled", "U1,S2", "refused", "300s", "2", "1", "none", "none"]
 
     code, out, err = await bot_command(
         "policy", "set", "list-records", "--approvers", "", "--expires", "0", "--self-approval",
@@ -43,19 +43,19 @@ async def test_policy_set_patches_and_list_shows_every_tool(database_url):
     )  # fmt: skip
     assert code == 0, err
     rows = table((await bot_command("policy", "list", database_url=database_url))[1])
-    assert rows["list-records"] == ["never", "disabled", "anyone", "allowed", "never", "3", "1", "none"]
+    assert rows["list-records"] == ["never", "disabled", "anyone", "allowed", "never", "3", "1", "none", "none"]
 
     code, out, err = await bot_command(
         "policy", "set", "list-records", "--approvals-required", "2", database_url=database_url
     )
     assert code == 0, err
     rows = table((await bot_command("policy", "list", database_url=database_url))[1])
-    assert rows["list-records"] == ["never", "disabled", "anyone", "allowed", "never", "4", "2", "none"]
+    assert rows["list-records"] == ["never", "disabled", "anyone", "allowed", "never", "4", "2", "none", "none"]
 
     code, out, err = await bot_command("policy", "set", "list-records", "--grants", "3600", database_url=database_url)
     assert code == 0 and "grants 3600s" in out, err
     rows = table((await bot_command("policy", "list", database_url=database_url))[1])
-    assert rows["list-records"][4:] == ["never", "5", "2", "3600s"]
+    assert rows["list-records"][4:] == ["never", "5", "2", "3600s", "none"]
     for bad in ("59", "604801", "an hour", "３６００"):
         code, out, err = await bot_command("policy", "set", "list-records", "--grants", bad, database_url=database_url)
         assert code != 0 and "a grant lasts 60 seconds to 7 days" in err, (bad, err)
@@ -66,6 +66,37 @@ async def test_policy_set_patches_and_list_shows_every_tool(database_url):
             "policy", "set", "list-records", "--approvals-required", bad, database_url=database_url
         )
         assert code != 0 and "approvals required are a whole number from 1 to 10" in err, (bad, err)
+
+
+async def test_policy_set_escalation_and_its_bounds(database_url):
+    code, out, err = await bot_command(
+        "policy", "set", "delete-record", "--escalate-to", "S1", "--escalate-after", "600", "--expires", "3600",
+        database_url=database_url,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "escalation S1@600s" in out
+    rows = table((await bot_command("policy", "list", database_url=database_url))[1])
+    assert rows["delete-record"][-1] == "S1@600s" and rows["delete-record"][4] == "3600s"
+    for args, expected in [
+        (("--escalate-after", "3600"), "must be shorter than the expiry (3600 s)"),
+        (("--expires", "600"), "must be shorter than the expiry (600 s)"),
+        (("--escalate-to", "U1"), "not a Slack user-group ID (S…) or channel ID (C…)"),
+        (("--escalate-after", "31536001"), "more than 365 days"),
+    ]:
+        code, out, err = await bot_command("policy", "set", "delete-record", *args, database_url=database_url)
+        assert code != 0 and expected in err.strip().splitlines()[-1], (args, err)
+        assert "Traceback" not in err
+    code, out, err = await bot_command("policy", "set", "delete-record", "--escalate-to", "", database_url=database_url)
+    assert code == 0, err
+    rows = table((await bot_command("policy", "list", database_url=database_url))[1])
+    assert rows["delete-record"][-1] == "none"
+    storage = Storage(database_url)
+    try:
+        changes = [e for e in await storage.audit_log.entries() if e.action == "policy_changed"]
+        assert [(c.before["escalate_to"], c.after["escalate_to"]) for c in changes] == [(None, "S1"), ("S1", None)]
+        assert changes[0].after["escalate_after"] == 600 and changes[0].via == "cli"
+    finally:
+        await storage.close()
 
 
 async def test_bad_input_is_one_line_and_changes_nothing(database_url):
@@ -86,7 +117,7 @@ async def test_bad_input_is_one_line_and_changes_nothing(database_url):
         assert expected in err.strip().splitlines()[-1], (args, err)
         assert "Traceback" not in err
     rows = table((await bot_command("policy", "list", database_url=database_url))[1])
-    assert rows["delete-record"] == ["always", "inherit", "U1", "allowed", "never", "1", "1"]
+    assert rows["delete-record"] == ["always", "inherit", "U1", "allowed", "never", "1", "1", "none", "none"]
 
 
 async def test_audit_prints_the_trail_as_table_jsonl_and_csv(database_url):

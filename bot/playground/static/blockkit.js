@@ -9,6 +9,7 @@ const BlockKit = (() => {
     lock: "🔒", wave: "👋", tada: "🎉", sunny: "☀️", cloud: "☁️", rain_cloud: "🌧️", memo: "📝",
     wastebasket: "🗑️", moneybag: "💰", robot_face: "🤖", bust_in_silhouette: "👤", pencil2: "✏️",
     information_source: "ℹ️", speech_balloon: "💬", thinking_face: "🤔", eyes: "👀", mag: "🔍", busts_in_silhouette: "👥",
+    rotating_light: "🚨",
   };
 
   const esc = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
@@ -38,6 +39,7 @@ const BlockKit = (() => {
       const [, seconds, format] = target.split("^");
       return formatDate(seconds, format || "{date}", label);
     }
+    if (target.startsWith("!subteam^")) return `<span class="mention">@${esc(label || target.slice(9))}</span>`;
     if (target.startsWith("!")) return `<span class="mention">@${esc(target.slice(1).split("^")[0])}</span>`;
     const url = unescapeSlack(target);
     const safe = /^(https?:|mailto:)/i.test(url) ? url : "#";

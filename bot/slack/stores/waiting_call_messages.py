@@ -154,29 +154,62 @@ class WaitingCallMessages(TableStore):
         if result.rowcount == 0:
             await self.add_copy(ref, ts)
 
-    async def add_copy(self, ref: str, ts: str) -> bool:
-        """Remember another message showing `ref`'s call; False if it was known."""
+    async def add_copy(self, ref: str, ts: str, *, channel: str | None = None, escalated_to: str | None = None) -> bool:
+        """Remember another message showing `ref`'s call (in `channel` when not the first message's: an
+        escalation's copy, posted to `escalated_to`); False if it was known."""
         row = await self.get(ref)
-        if row is None or row.ts == ts:
+        if row is None or (row.ts == ts and channel in (None, row.channel)):
             return False
         statement = (
             self._insert(ToolCallMessageCopyRow)
-            .values(message_id=ref, ts=ts, created_at=utcnow())
+            .values(
+                message_id=ref,
+                ts=ts,
+                created_at=utcnow(),
+                channel=None if channel == row.channel else channel,
+                escalated_to=escalated_to,
+            )
             .on_conflict_do_nothing(index_elements=["message_id", "ts"])
         )
         async with self._writing() as session:
             return (await session.execute(statement)).rowcount == 1
 
-    async def every_ts(self, row: ToolCallMessageRow) -> list[str]:
-        """The ts of every known message that shows `row`'s call: its own first, then the copies."""
+    async def escalated_to(self, ref: str) -> set[str]:
+        """Whom the escalation already posted a copy of `ref`'s message to (user IDs, channel IDs)."""
         async with self._writing() as session:
-            copies = await session.scalars(
-                select(ToolCallMessageCopyRow.ts)
+            result = await session.scalars(
+                select(ToolCallMessageCopyRow.escalated_to).where(
+                    ToolCallMessageCopyRow.message_id == ref, ToolCallMessageCopyRow.escalated_to.is_not(None)
+                )
+            )
+            return set(result)
+
+    async def is_copy_elsewhere(self, ref: str, channel: str, ts: str) -> bool:
+        """Whether the message `ts` in `channel` is a recorded copy of `ref`'s in another channel (escalated)."""
+        async with self._writing() as session:
+            found = await session.scalar(
+                select(ToolCallMessageCopyRow.ts).where(
+                    ToolCallMessageCopyRow.message_id == ref,
+                    ToolCallMessageCopyRow.channel == channel,
+                    ToolCallMessageCopyRow.ts == ts,
+                )
+            )
+            return found is not None
+
+    async def every_message(self, row: ToolCallMessageRow) -> list[tuple[str, str]]:
+        """(channel, ts) of every known message that shows `row`'s call: its own first, then the copies
+        (an escalation's in their own channels)."""
+        async with self._writing() as session:
+            copies = await session.execute(
+                select(ToolCallMessageCopyRow.channel, ToolCallMessageCopyRow.ts)
                 .where(ToolCallMessageCopyRow.message_id == row.id)
                 .order_by(ToolCallMessageCopyRow.created_at)
             )
-            found = [row.ts] if row.ts else []
-            return found + [ts for ts in copies if ts not in found]
+            found = [(row.channel, row.ts)] if row.ts else []
+            for channel, ts in copies:
+                if (channel or row.channel, ts) not in found:
+                    found.append((channel or row.channel, ts))
+            return found
 
     async def mark_maybe_copies(self, ref: str) -> None:
         """A post of `ref` may have gone out without its answer (a copy may show in Slack)."""

@@ -12,12 +12,22 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 
 from bot.admin import AdminInputError, change_policy
-from memory import PolicyChange, PolicyError, approvals_count, expiry_seconds, grant_seconds_of
+from memory import (
+    PolicyChange,
+    PolicyError,
+    approvals_count,
+    escalation_seconds,
+    escalation_target,
+    expiry_seconds,
+    grant_seconds_of,
+)
 
 from ...directory import DirectoryError
 from ...home_builder import (
     APPROVALS_BLOCK,
     APPROVERS_BLOCK,
+    ESCALATE_AFTER_BLOCK,
+    ESCALATE_TO_BLOCK,
     EXPIRY_BLOCK,
     GRANTS_BLOCK,
     MODE_BLOCK,
@@ -55,6 +65,16 @@ async def handle_policy_submission(
     except PolicyError as exc:
         await ack(response_action="errors", errors={GRANTS_BLOCK: str(exc)[:150]})
         return
+    try:
+        escalate_to = escalation_target(fields["escalate_to"]) or ""
+    except PolicyError as exc:
+        await ack(response_action="errors", errors={ESCALATE_TO_BLOCK: str(exc)[:150]})
+        return
+    try:
+        escalate_after = escalation_seconds(fields["escalate_after"] or "0")
+    except PolicyError as exc:
+        await ack(response_action="errors", errors={ESCALATE_AFTER_BLOCK: str(exc)[:150]})
+        return
     change = PolicyChange(
         mode=fields["mode"],
         approvers=fields["approvers"],
@@ -62,12 +82,20 @@ async def handle_policy_submission(
         expires_after=expiry,
         approvals_required=approvals,
         grant_seconds=grants,
+        escalate_to=escalate_to,
+        escalate_after=escalate_after,
     )
     tool_name = view.get("private_metadata") or ""
     try:
         await change_policy(services.agent.storage, services.agent, tool_name, change, actor=user_id, via="home")
     except AdminInputError as exc:
-        block = APPROVERS_BLOCK if "Slack user" in str(exc) else MODE_BLOCK
+        block = (
+            APPROVERS_BLOCK
+            if "Slack user" in str(exc)
+            else ESCALATE_AFTER_BLOCK
+            if "escalation delay" in str(exc)
+            else MODE_BLOCK
+        )
         await ack(response_action="errors", errors={block: str(exc)[:150]})
         return
     await ack()

@@ -1,0 +1,197 @@
+"""Escalation before expiry, through the real Bolt app and the Slack emulation, on SQLite and PostgreSQL:
+an approval still waiting after its policy's `escalate_after` is brought to `escalate_to` (a DM to each
+member of a user group, or one post in a channel) with the same buttons, once (also with two replicas
+sweeping at once, and when Slack fails a post); a decision on any copy decides the call once and every
+copy shows it; a call decided before the delay is never escalated; the expiry still applies after it."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from bot.slack_emulator.workspace import UserGroup
+from memory import PolicyChange
+from tests.support.scripted_model import reply
+
+from .harness import API_TOKEN, RunningBot, ask_to_delete, record_ids, request, running_bot, waiting_call
+
+GROUP = "S9"
+MEMBERS = ("U2", "U3", "U7")
+
+
+@pytest.fixture
+async def escalating_bot(database_url, slack, model, clock):
+    slack.workspace.usergroups[GROUP] = UserGroup(id=GROUP, handle="on-call", users=MEMBERS)
+    async with running_bot(database_url=database_url, slack=slack, api_token=API_TOKEN, clock=clock) as running:
+        await running.storage.policies.set(
+            "delete-record", PolicyChange(escalate_to=GROUP, escalate_after=600, expires_after=3600)
+        )
+        yield running
+
+
+def escalated_copies(bot: RunningBot) -> list:
+    """The approval copies the escalation posted (in the members' DMs or a channel other than C1)."""
+    return [
+        bot.slack.posted_by(c)
+        for c in bot.slack.calls_of("chat.postMessage")
+        if c.response.get("ok") and "tool_approve" in str(c.params.get("blocks")) and c.response["channel"] != "C1"
+    ]
+
+
+def audit_of(entries, action: str) -> list:
+    return [e for e in entries if e.action == action]
+
+
+async def test_a_waiting_approval_is_escalated_once_to_each_member_and_one_click_decides_for_all(
+    escalating_bot: RunningBot, model, clock
+):
+    bot = escalating_bot
+    ask_to_delete(model)
+    event = await bot.mention("delete record 3 ― 删除记录 ― レコード ― 기록 ― حذف")
+    message = await bot.approval_message()
+    ref = message.button_value("tool_approve")
+    clock.advance(599)
+    assert await bot.agent.escalate_waiting_approvals() == []  # not yet
+    clock.advance(2)
+    run_id, call_id = await waiting_call(bot)
+    assert await bot.agent.escalate_waiting_approvals() == [(run_id, call_id)]
+    assert await bot.agent.escalate_waiting_approvals() == []  # once
+
+    copies = escalated_copies(bot)
+    assert sorted(c.channel for c in copies) == [f"D{member}" for member in MEMBERS]
+    for copy in copies:  # the same approval, the same binding
+        assert copy.button_value("tool_approve") == ref
+        assert copy.action_ids()[:2] == ["tool_approve", "tool_decline"]
+        assert "Escalated" in copy.all_text and "10 minutes" in copy.all_text
+    note = [m for m in bot.slack.thread("C1", event["ts"]) if "brought to" in m.text]
+    assert [m.text for m in note] == [f":rotating_light: No decision after 10 minutes: brought to <!subteam^{GROUP}>."]
+
+    status, page = await request(bot, "GET", "/api/agents/demo-agent/suspended-runs")
+    assert status == 200 and page["runs"][0]["toolCalls"][0]["escalatedAt"] is not None
+    escalated = audit_of(await bot.storage.audit_log.entries(), "escalated")
+    assert [(e.actor, e.via, e.run_id) for e in escalated] == [("system", "escalation", run_id)]
+    assert GROUP in escalated[0].detail and "U3" in escalated[0].detail
+
+    dm_of_u3 = next(c for c in copies if c.channel == "DU3")
+    status, _ = await bot.sender.click(dm_of_u3, "tool_approve", user="U3")
+    assert status == 200
+    await bot.slack.wait_for("chat.stopStream")
+    await bot.slack.wait_until(lambda: all(m.action_ids() == [] for m in [message, *copies]), what="every copy closed")
+    for shown in [message, *copies]:
+        assert "Approved" in shown.all_text and "U3" in shown.all_text
+    assert await record_ids(bot) == [1, 2, 4, 5]
+    entries = await bot.storage.audit_log.entries()
+    assert [(e.actor, e.via) for e in audit_of(entries, "approved")] == [("U3", "button")]
+    assert len(audit_of(entries, "executed")) == 1 and len(model.chat.requests) == 2
+
+
+async def test_a_call_decided_before_the_delay_is_never_escalated(escalating_bot: RunningBot, model, clock):
+    bot = escalating_bot
+    ask_to_delete(model)
+    await bot.mention("delete record 3")
+    message = await bot.approval_message()
+    await bot.sender.click(message, "tool_approve", user="U2")
+    await bot.slack.wait_for("chat.stopStream")
+    clock.advance(700)
+    assert await bot.agent.escalate_waiting_approvals() == []
+    await bot.slack.settle()
+    assert escalated_copies(bot) == []
+    assert audit_of(await bot.storage.audit_log.entries(), "escalated") == []
+
+
+async def test_the_expiry_after_an_escalation_still_declines_and_closes_every_copy(
+    escalating_bot: RunningBot, model, clock
+):
+    bot = escalating_bot
+    await bot.storage.policies.set("delete-record", PolicyChange(expires_after=900))
+    ask_to_delete(model)
+    model.chat.push(reply("Nobody approved it in time."))
+    await bot.mention("delete record 3")
+    message = await bot.approval_message()
+    clock.advance(601)
+    assert len(await bot.agent.escalate_waiting_approvals()) == 1
+    copies = escalated_copies(bot)
+    assert len(copies) == 3
+    clock.advance(300)
+    assert len(await bot.agent.expire_waiting_approvals()) == 1
+    await bot.slack.wait_until(lambda: all(m.action_ids() == [] for m in [message, *copies]), what="every copy closed")
+    assert all("Expired" in m.all_text for m in [message, *copies])
+    assert await record_ids(bot) == [1, 2, 3, 4, 5]
+
+
+async def test_two_replicas_sweeping_at_once_escalate_once(database_url, slack, model, clock):
+    slack.workspace.usergroups[GROUP] = UserGroup(id=GROUP, handle="on-call", users=MEMBERS)
+    async with (
+        running_bot(database_url=database_url, slack=slack, clock=clock) as one,
+        running_bot(database_url=database_url, slack=slack, clock=clock) as two,
+    ):
+        await one.storage.policies.set("delete-record", PolicyChange(escalate_to=GROUP, escalate_after=600))
+        ask_to_delete(model)
+        await one.mention("delete record 3")
+        await one.approval_message()
+        clock.advance(601)
+        first, second = await asyncio.gather(
+            one.agent.escalate_waiting_approvals(), two.agent.escalate_waiting_approvals()
+        )
+        assert len(first) + len(second) == 1
+        await slack.settle()
+        assert sorted(c.channel for c in escalated_copies(one)) == [f"D{member}" for member in MEMBERS]
+        assert len(audit_of(await one.storage.audit_log.entries(), "escalated")) == 1
+
+
+async def test_slack_failing_a_post_gives_the_escalation_to_a_later_sweep_without_doubling_it(
+    escalating_bot: RunningBot, model, clock
+):
+    bot = escalating_bot
+    ask_to_delete(model)
+    await bot.mention("delete record 3")
+    await bot.approval_message()
+    clock.advance(601)
+    bot.slack.delay("chat.postMessage", 0)  # the DM to the first member goes out
+    bot.slack.fail("chat.postMessage", status=500)  # Slack fails the second
+    assert await bot.agent.escalate_waiting_approvals() == []
+    run_id, call_id = await waiting_call(bot)
+    assert (await bot.agent.get_tool_call(run_id, call_id)).escalated_at is None
+    assert len(escalated_copies(bot)) == 1
+    clock.advance(5)
+    assert await bot.agent.escalate_waiting_approvals() == [(run_id, call_id)]
+    assert sorted(c.channel for c in escalated_copies(bot)) == [f"D{member}" for member in MEMBERS]  # each once
+    assert len(audit_of(await bot.storage.audit_log.entries(), "escalated")) == 1
+
+
+async def test_a_channel_target_gets_one_post_in_that_channel(escalating_bot: RunningBot, model, clock):
+    bot = escalating_bot
+    await bot.storage.policies.set("delete-record", PolicyChange(escalate_to="C2"))
+    ask_to_delete(model)
+    await bot.mention("delete record 3")
+    message = await bot.approval_message()
+    clock.advance(601)
+    assert len(await bot.agent.escalate_waiting_approvals()) == 1
+    copies = escalated_copies(bot)
+    assert [c.channel for c in copies] == ["C2"]
+    await bot.sender.click(copies[0], "tool_decline", user="U2")
+    await bot.slack.wait_until(lambda: message.action_ids() == [] and copies[0].action_ids() == [], what="closed")
+    assert "Declined" in message.all_text and "Declined" in copies[0].all_text
+    assert await record_ids(bot) == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize(("target", "problem"), [("CGONE", "channel_not_found"), ("S0", "has no members")])
+async def test_an_unknown_channel_or_an_empty_group_is_audited_once_and_not_tried_again(
+    escalating_bot: RunningBot, model, clock, target, problem
+):
+    bot = escalating_bot
+    bot.slack.workspace.usergroups["S0"] = UserGroup(id="S0", handle="nobody")
+    await bot.storage.policies.set("delete-record", PolicyChange(escalate_to=target))
+    ask_to_delete(model)
+    await bot.mention("delete record 3")
+    await bot.approval_message()
+    clock.advance(601)
+    assert await bot.agent.escalate_waiting_approvals() == []
+    clock.advance(5)
+    assert await bot.agent.escalate_waiting_approvals() == []  # not tried again for this wait
+    failed = audit_of(await bot.storage.audit_log.entries(), "escalation_failed")
+    assert len(failed) == 1 and problem in failed[0].detail and failed[0].via == "escalation"
+    assert escalated_copies(bot) == []
+    run_id, call_id = await waiting_call(bot)
+    assert (await bot.agent.get_tool_call(run_id, call_id)).state == "awaiting_approval"  # it still waits
