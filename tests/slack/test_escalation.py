@@ -7,6 +7,7 @@ copy shows it; a call decided before the delay is never escalated; the expiry st
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -14,7 +15,17 @@ from bot.slack_emulator.workspace import UserGroup
 from memory import PolicyChange
 from tests.support.scripted_model import reply
 
-from .harness import API_TOKEN, RunningBot, ask_to_delete, record_ids, request, running_bot, waiting_call
+from .harness import (
+    API_TOKEN,
+    RunningBot,
+    ask_to_delete,
+    modal_values,
+    opened_policy_modal,
+    record_ids,
+    request,
+    running_bot,
+    waiting_call,
+)
 
 GROUP = "S9"
 MEMBERS = ("U2", "U3", "U7")
@@ -195,3 +206,26 @@ async def test_an_unknown_channel_or_an_empty_group_is_audited_once_and_not_trie
     assert escalated_copies(bot) == []
     run_id, call_id = await waiting_call(bot)
     assert (await bot.agent.get_tool_call(run_id, call_id)).state == "awaiting_approval"  # it still waits
+
+
+async def test_an_admin_sets_the_escalation_in_the_home_and_a_delay_past_the_expiry_is_refused(
+    database_url, slack, model
+):
+    async with running_bot(database_url=database_url, slack=slack, admins=("U1",)) as bot:
+        view = await opened_policy_modal(bot, "delete-record")
+        values = modal_values(expiry="600")
+        values["policy_escalate_to"] = {"value": {"type": "plain_text_input", "value": "S1"}}
+        for bad, error in [("600", "must be shorter than the expiry"), ("bientôt", "not a whole number")]:
+            values["policy_escalate_after"] = {"value": {"type": "plain_text_input", "value": bad}}
+            status, body = await bot.sender.submit(view, values, user="U1")
+            errors = json.loads(body)["errors"] if isinstance(body, str) else body["errors"]
+            assert status == 200 and errors.keys() == {"policy_escalate_after"}, body
+            assert error in errors["policy_escalate_after"]
+        assert (await bot.storage.policies.get("delete-record")).escalate_to is None  # nothing stored
+        values["policy_escalate_after"] = {"value": {"type": "plain_text_input", "value": "300"}}
+        status, body = await bot.sender.submit(view, values, user="U1")
+        assert status == 200 and "errors" not in str(body), body
+        policy = await bot.storage.policies.get("delete-record")
+        assert (policy.escalate_to, policy.escalate_after, policy.expires_after) == ("S1", 300, 600)
+        changed = [e for e in await bot.storage.audit_log.entries() if e.action == "policy_changed"]
+        assert [(e.via, e.after["escalate_to"], e.after["escalate_after"]) for e in changed] == [("home", "S1", 300)]
