@@ -229,3 +229,15 @@ async def test_an_admin_sets_the_escalation_in_the_home_and_a_delay_past_the_exp
         assert (policy.escalate_to, policy.escalate_after, policy.expires_after) == ("S1", 300, 600)
         changed = [e for e in await bot.storage.audit_log.entries() if e.action == "policy_changed"]
         assert [(e.via, e.after["escalate_to"], e.after["escalate_after"]) for e in changed] == [("home", "S1", 300)]
+
+
+async def test_the_http_api_sets_the_escalation_and_refuses_a_delay_past_the_expiry(api_bot: RunningBot):
+    bot = api_bot
+    change = {"escalateTo": "C2", "escalateAfter": 3600, "expiresAfter": 600}
+    status, body = await request(bot, "PATCH", "/api/policies/delete-record", body=change)
+    assert status == 400 and "must be shorter than the expiry (600 s)" in body["error"], body
+    assert (await bot.storage.policies.get("delete-record")).version == 0  # nothing stored
+    status, body = await request(bot, "PATCH", "/api/policies/delete-record", body={**change, "escalateAfter": 60})
+    assert status == 200, body
+    policy = await bot.storage.policies.get("delete-record")
+    assert (policy.escalate_to, policy.escalate_after) == ("C2", 60)
