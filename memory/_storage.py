@@ -244,8 +244,10 @@ async def _ended_quietly(held: AsyncSession | AsyncConnection, *, commit: bool) 
         try:
             await asyncio.shield(ending)
         except asyncio.CancelledError:
-            if not ending.done():
-                cancelled = True  # wait for the end, then be cancelled
+            # the end is shielded, so this is the caller's cancellation, also when the end finished in
+            # the same moment: it is passed on once the end is done, never swallowed (a sweep that lost
+            # its cancellation kept `dev` from ever stopping on Ctrl-C)
+            cancelled = True
     if cancelled or ending.cancelled():
         raise asyncio.CancelledError
     ending.result()

@@ -103,3 +103,35 @@ async def test_a_turn_that_is_not_cancelled_commits_or_rolls_back_as_before(stor
         assert (await connection.execute(text("SELECT note FROM kept"))).scalars().all() == [
             "北京, 東京, 서울, café, שלום"
         ]
+
+
+def _cancel_after(loop: asyncio.AbstractEventLoop, task: asyncio.Task, iterations: int) -> None:
+    """Cancel `task` once, `iterations` turns of the event loop from now."""
+    if iterations == 0:
+        task.cancel()
+    else:
+        loop.call_soon(_cancel_after, loop, task, iterations - 1)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_cancellation_during_the_end_of_a_session_is_never_lost(storage, kind):
+    """A task cancelled once, at any point of its session's end (the last turn of the loop included, when
+    the end has just finished), ends cancelled: it does not go on as if nothing happened. A sweep that
+    lost its one cancellation that way never stopped, and `python -m bot dev` hung on Ctrl-C."""
+    loop = asyncio.get_running_loop()
+    went_on: list[int] = []
+
+    async def turn(iterations: int) -> None:
+        async with getattr(storage, kind)() as held:
+            await held.execute(text("SELECT 1"))
+            _cancel_after(loop, asyncio.current_task(), iterations)
+        went_on.append(iterations)  # reached only when the cancellation was lost or lands later
+        await asyncio.Event().wait()  # a later cancellation lands here
+
+    for iterations in range(40):
+        task = asyncio.create_task(turn(iterations))
+        done, _ = await asyncio.wait({task}, timeout=10)
+        assert done, f"cancelled {iterations} loop turns into the end of a {kind}: the task never stopped"
+        assert task.cancelled()
+    async with getattr(storage, kind)() as held:  # the pool still serves
+        assert (await held.execute(text("SELECT 1"))).scalar() == 1

@@ -38,6 +38,7 @@ async def test_suspended_runs_in_camel_case_and_the_openapi_document(api_bot: Ru
                 "result": "Will delete 1 record: #3 “Old invoices” (4 would remain).",
                 "error": None,
             },
+            "escalatedAt": None,
         }
     ]
     status, other_thread = await request(api_bot, "GET", "/api/agents/demo-agent/suspended-runs?threadId=nope")
