@@ -18,6 +18,7 @@ import threading
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
+from .defaults import DEV_STOP_DEADLINE
 from .logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from .settings import MissingSettingError, Settings, SettingsError, load_settings
 
@@ -511,8 +512,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         work = _dev(settings, port=options.port, agent=named, mcp_file=options.mcp)
     else:
         work = _run(options.command, options, settings, named)
+    # dev leaves whatever was at work to the recovery of its next start, so it is gone within 2 s
+    hard_deadline = DEV_STOP_DEADLINE if options.command == "dev" else settings.bot_shutdown_grace + 15
     try:
-        _run_until_stopped(work, hard_deadline=settings.bot_shutdown_grace + 15)
+        _run_until_stopped(work, hard_deadline=hard_deadline)
     except StartupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -549,9 +552,10 @@ def _run_until_stopped(work: Coroutine[Any, Any, None], *, hard_deadline: float)
     cleanup runs; a KeyboardInterrupt raised from a signal handler could land anywhere, even in a
     `__del__` that swallows it, and the bot would never stop.
 
-    SIGTERM also arms a watchdog: a process still alive `hard_deadline` seconds later (its cleanup stuck,
-    e.g. a database connection that never finishes closing) exits anyway. Nothing is lost by that: what
-    was at work is taken over by the recovery of the next start."""
+    Both also arm a watchdog: a process still alive `hard_deadline` seconds later (its cleanup stuck,
+    e.g. a database connection that never finishes closing, or a task whose cancellation a library
+    swallowed and that went on sleeping) exits anyway. Nothing is lost by that: what was at work is
+    taken over by the recovery of the next start."""
 
     def stop(task: asyncio.Task) -> None:
         watchdog = threading.Timer(hard_deadline, os._exit, args=(0,))
@@ -560,7 +564,9 @@ def _run_until_stopped(work: Coroutine[Any, Any, None], *, hard_deadline: float)
         task.cancel()
 
     async def main() -> None:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop, asyncio.current_task())
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop, asyncio.current_task())
         try:
             await work
         except asyncio.CancelledError:

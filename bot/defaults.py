@@ -60,7 +60,12 @@ __all__ = [
     "LIVE_QUESTION_POLL",
     "LIVE_QUESTION_POLL_NOTIFIED",
     "MCP_CALL_TIMEOUT",
+    "DEV_STOP_DEADLINE",
     "MCP_ELICITATION_WAIT",
     "MCP_START_TIMEOUT",
     "PLAYGROUND_DATABASE_URL",
 ]
+
+DEV_STOP_DEADLINE = 2.0
+"""Seconds `python -m bot dev` may take to stop after Ctrl-C or SIGTERM before it exits anyway (what was at
+work is recovered at its next start)."""
