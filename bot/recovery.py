@@ -23,6 +23,7 @@ class RecoveryLoop:
         self.agent = agent
         self.every = every
         self.stale_after = stale_after
+        agent.beat_within(stale_after)
         self._stopping = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="recovery")
 

@@ -10,6 +10,7 @@ import logging
 import os
 import socket
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -137,6 +138,8 @@ class Agent:
         self._unswept: set[tuple[str, int, str]] = set()
         """The stored policies the expiry sweep skipped and logged (each is logged once)."""
         self._request_rules: dict[str, Any] = {}
+        self._at_work: Counter[str] = Counter()
+        """Run id -> drivers of this process working on it now (`RunDeps.at_work`)."""
         self._held: dict[tuple[str, str], None] = {}
         """(run id, tool call id) of the live questions this process holds (see `_keep_held`)."""
         self._keeper: asyncio.Task[None] | None = None
@@ -227,6 +230,7 @@ class Agent:
             hooks=self.hooks,
             forget_request_rule=self._forget_request_rule,
             hold=self._hold,
+            at_work=self._at_work,
         )
 
     def _find_tool(self, name: str) -> Tool | None:
@@ -905,6 +909,14 @@ class Agent:
             )  # fmt: skip
 
     # --- recovery ---------------------------------------------------------------------------
+    def beat_within(self, stale_after: float) -> None:
+        """Refresh leases often enough that no replica calling a run stale after `stale_after` seconds
+        takes over one this process still works on (three beats within that time), sub-agents too."""
+        interval = float(self.default_options["heartbeat_interval"])
+        self.default_options["heartbeat_interval"] = min(interval, stale_after / 3)
+        for agent in self.agents.values():
+            agent.beat_within(stale_after)
+
     async def recover_stale_runs(self, stale_after: float = 30.0) -> list[str]:
         """Take over this agent's runs whose process stopped (their lease is older than `stale_after`
         seconds) and go on with them; returns the ids of the runs taken over.
@@ -917,6 +929,8 @@ class Agent:
         stale_before = self.storage.clock.now() - timedelta(seconds=stale_after)
         recovered = []
         for run_id in await self.storage.runs.stale_runs(self.id, stale_before=stale_before):
+            if self._at_work[run_id] > 0 or any(held == run_id for held, _ in self._held):
+                continue  # this process works on it: a late beat, not a stopped process
             run = await self.storage.runs.take_over(run_id, stale_before=stale_before, owner=self.owner)
             if run is None:
                 continue  # another process took it

@@ -14,6 +14,7 @@ import inspect
 import json
 import logging
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -151,6 +152,9 @@ class RunDeps:
     """Drop the request's approval callable kept for a run that finished."""
     hold: Callable[[ToolCallRow], None] = lambda _row: None
     """Keep watch over a call this process now holds live (`suspend(live=True)`): its lease, its answer."""
+    at_work: Counter[str] = field(default_factory=Counter)
+    """Run id -> how many drivers of this process work on it now: this process's own recovery leaves
+    those runs alone, however late their lease's last beat looks."""
 
 
 class RunDriver:
@@ -199,6 +203,8 @@ class RunDriver:
     async def _guarded(self, work: AsyncIterator[Chunk]) -> AsyncIterator[Chunk]:
         """Keep the lease while `work` runs; a failure fails the run and tells the reader."""
         telemetry.describe_turn(self.deps.agent_id, self.run)
+        at_work = self.deps.at_work
+        at_work[self.run.id] += 1
         keeper = asyncio.get_running_loop().create_task(self._keep_lease(), name=f"lease {self.run.id}")
         try:
             async for chunk in work:
@@ -220,6 +226,9 @@ class RunDriver:
             keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await keeper
+            at_work[self.run.id] -= 1
+            if at_work[self.run.id] <= 0:
+                del at_work[self.run.id]
 
     async def _keep_lease(self) -> None:
         while True:

@@ -10,11 +10,13 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
+from bot.recovery import RecoveryLoop
 from memory.tables import RunRow
 from tests.runtime.crash_agent import build_agent
 from tests.runtime.helpers import make_agent, record_tool
 from tests.support.processes import crash, lines, run, spawn
 from tests.support.scripted_model import call, failure, reply, tool_calls
+from tools import create_tool
 
 
 async def lease_refreshed_after(storage, *, seconds: float) -> bool:
@@ -219,6 +221,46 @@ async def test_a_live_run_is_not_taken_over(model, database_url, storage, effect
     stdout, _ = await asyncio.wait_for(process.communicate(), 30)
     assert json.loads(stdout.decode().splitlines()[-1])["finish_reason"] == "stop"
     assert len(lines(effects, "started list-records")) == 1
+
+
+async def test_a_run_this_process_works_on_is_never_taken_over_by_its_own_recovery(model, storage, clock):
+    """Its lease looks stale (no beat for longer than `stale_after`), but this very process drives it:
+    recovering it here would ask the model a second time beside the first."""
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(input, ctx):
+        started.set()
+        await release.wait()
+        return {"listed": True}
+
+    tool = create_tool(
+        id="list-records", description="List the records.", input_schema={"type": "object"}, execute=slow
+    )
+    agent = make_agent([tool], storage=storage, default_options={"heartbeat_interval": 60})
+    model.chat.push(tool_calls(call("list-records", {}, id="call_list")), reply("Listed."))
+    work = asyncio.create_task(agent.generate("List the records", resource_id="u1"))
+    await asyncio.wait_for(started.wait(), 10)
+    clock.advance(30)  # long past any stale_after: no beat came
+
+    recovered, _ = await recover(agent, stale_after=2)
+    release.set()
+    output = await asyncio.wait_for(work, 10)
+
+    assert recovered == []
+    assert output.text == "Listed."
+    assert len(model.chat.requests) == 2  # one model call per step, none repeated by a takeover
+
+
+async def test_a_recovery_loop_makes_its_agent_beat_faster_than_any_replica_calls_a_run_stale(storage):
+    """A replica calls a run stale after `stale_after` seconds without a beat: the beat must come sooner."""
+    sub = make_agent([], storage=storage, id="sub-agent")
+    agent = make_agent([], storage=storage, agents=[sub])  # default beat: every 5 s
+    loop = RecoveryLoop(agent, every=60, stale_after=2)
+    try:
+        assert agent.default_options["heartbeat_interval"] < 1
+        assert sub.default_options["heartbeat_interval"] < 1
+    finally:
+        await loop.stop()
 
 
 async def test_a_request_rule_missing_in_the_continuing_process_means_approval(model, database_url, storage, effects):
