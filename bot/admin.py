@@ -77,8 +77,10 @@ def describe(policy: ToolPolicy) -> dict[str, str]:
     }
 
 
-async def list_policies(storage: Storage, agent: Any, out: TextIO = sys.stdout) -> None:
-    """Print every tool of the agent, and every tool with a stored policy, with its policy."""
+async def list_policies(storage: Storage, agent: Any, out: TextIO | None = None) -> None:
+    """Print every tool of the agent, and every tool with a stored policy, with its policy (to `out`, else
+    to `sys.stdout` as it is when called)."""
+    out = out or sys.stdout
     tools = agent_tools(agent)
     stored = {p.tool_name: p for p in await storage.policies.all()}
     names = sorted(set(tools) | set(stored))
@@ -166,7 +168,7 @@ async def set_policy(
     tool_name: str,
     change: PolicyChange,
     *,
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
 ) -> ToolPolicy:
     """`policy set`: patch the policy of one of the agent's tools and print it."""
     policy = await change_policy(storage, agent, tool_name, change, actor=SYSTEM, via="cli", detail=cli_operator())
@@ -198,9 +200,11 @@ async def print_audit(
     since: datetime | None = None,
     tool_name: str | None = None,
     format: str = "table",
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
 ) -> int:
-    """Print the audit trail oldest first; returns how many entries were printed."""
+    """Print the audit trail oldest first (to `out`, else to `sys.stdout` as it is when called); returns
+    how many entries were printed."""
+    out = out or sys.stdout
     entries = await storage.audit_log.entries(since=since, tool_name=tool_name)
     rows = [_audit_record(entry) for entry in entries]
     if format == "jsonl":

@@ -1,4 +1,5 @@
-"""`python -m bot policy list|set` and `python -m bot audit`, in real processes on DATABASE_URL."""
+"""`python -m bot policy list|set` and `python -m bot audit` on DATABASE_URL: the command line's `main`
+in this process (`bot_command`), and in real processes where only a process shows it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import os
 import sys
 
 from memory import AuditVia, Storage
-from tests.support.processes import bot_command
+from tests.support.processes import bot_command, bot_process_command
 
 
 def table(out: str) -> dict[str, list[str]]:
@@ -203,3 +204,6 @@ async def test_a_database_url_that_cannot_be_used_is_one_line(tmp_path):
             lines = err.splitlines()
             assert code == 2 and len(lines) == 2, err  # which database, then the error
             assert lines[1].startswith("error: ") and "DATABASE_URL" in lines[1], err
+    for url in ("not a url", "postgresql://postgres@127.0.0.1/db"):  # and what a real process prints: no traceback
+        code, out, err = await bot_process_command("policy", "list", database_url=url)
+        assert code == 2 and len(err.splitlines()) == 2 and err.splitlines()[1].startswith("error: "), err

@@ -10,12 +10,15 @@ the port between the test picking it and the bot binding it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import itertools
 import json
 import os
 import signal
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -119,7 +122,39 @@ async def stop_bot(process: asyncio.subprocess.Process) -> None:
 
 
 async def bot_command(*args: str, database_url: str) -> tuple[int, str, str]:
-    """`python -m bot ARGS` (an admin command) on DATABASE_URL, to its end: exit code, stdout, stderr."""
+    """`python -m bot ARGS` (an admin command) on DATABASE_URL, to its end: exit code, stdout, stderr.
+
+    Run by the command line's own `main`, as `python -m bot` runs it, in a thread of this process with
+    its own event loop: the admin tests give dozens of commands each, and a new interpreter for each cost
+    1-2 s (53 s for one test). `bot_process_command` starts the real process, for what only a process
+    shows (the entry point, what reaches the terminal)."""
+    return await asyncio.to_thread(_command_in_this_process, args, database_url)
+
+
+_ONE_COMMAND_AT_A_TIME = threading.Lock()
+
+
+def _command_in_this_process(args: tuple[str, ...], database_url: str) -> tuple[int, str, str]:
+    from bot.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with _ONE_COMMAND_AT_A_TIME, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        before = os.environ.get("DATABASE_URL")
+        os.environ["DATABASE_URL"] = database_url
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse's usage errors, as the process would exit with them
+            code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        finally:
+            if before is None:
+                del os.environ["DATABASE_URL"]
+            else:
+                os.environ["DATABASE_URL"] = before
+    return code, out.getvalue(), err.getvalue()
+
+
+async def bot_process_command(*args: str, database_url: str) -> tuple[int, str, str]:
+    """`python -m bot ARGS` (an admin command) in a real process on DATABASE_URL: exit code, stdout, stderr."""
     env = {**os.environ, "DATABASE_URL": database_url}
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
