@@ -1,5 +1,5 @@
-"""Fixtures every test directory uses: a scripted model on loopback, a fresh database on SQLite and on
-PostgreSQL, the emulated Slack workspace, and the effects log the crash agent's tools write.
+"""Fixtures every test directory uses: a scripted model on loopback, a migrated database with no rows
+on SQLite and on PostgreSQL, the emulated Slack workspace, and the effects log the crash agent's tools write.
 
 Helpers (functions, constants) live in `tests/support/`; a directory's own fixtures in its
 `conftest.py`. A test module never imports another test module (`tests/test_layering.py` checks).
@@ -7,17 +7,15 @@ Helpers (functions, constants) live in `tests/support/`; a directory's own fixtu
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 import pytest
 
 from bot.slack_emulator import SlackEmulator
 from tests.support.clock import MovableClock
+from tests.support.databases import PostgresPool, SqliteTemplate, postgres_url
 from tests.support.scripted_model import ScriptedModel
 from tests.support.slack import slack_workspace
-
-POSTGRES_ADMIN = {"host": "127.0.0.1", "port": 5432, "user": "postgres", "database": "postgres"}
 
 
 @pytest.fixture
@@ -29,40 +27,32 @@ def model(monkeypatch):
         yield scripted
 
 
-async def _create_postgres_database() -> str:
-    import asyncpg
-
-    name = f"bot_test_{uuid.uuid4().hex}"
-    connection = await asyncpg.connect(**POSTGRES_ADMIN)
-    try:
-        await connection.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await connection.close()
-    return name
+@pytest.fixture(scope="session")
+def postgres_pool():
+    """This worker's migrated PostgreSQL databases, emptied between tests, dropped at the end."""
+    pool = PostgresPool()
+    yield pool
+    pool.drop_all()
 
 
-async def _drop_postgres_database(name: str) -> None:
-    import asyncpg
-
-    connection = await asyncpg.connect(**POSTGRES_ADMIN)
-    try:
-        await connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await connection.close()
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory):
+    """This worker's migrated SQLite file, copied for each test."""
+    return SqliteTemplate(tmp_path_factory.mktemp("template"))
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-async def database_url(request, tmp_path):
-    """A SQLAlchemy async URL of an empty database: SQLite in tmp_path, or a fresh PostgreSQL
-    database dropped afterwards."""
+async def database_url(request, tmp_path, postgres_pool, sqlite_template):
+    """A SQLAlchemy async URL of a database with every package's tables and no rows: SQLite in
+    tmp_path, or a PostgreSQL database of this worker's pool (`tests/support/databases.py`)."""
     if request.param == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path}/bot.db"
+        yield await sqlite_template.copy_to(tmp_path / "bot.db")
         return
-    name = await _create_postgres_database()
+    name = await postgres_pool.take()
     try:
-        yield f"postgresql+asyncpg://postgres@127.0.0.1:5432/{name}"
+        yield postgres_url(name)
     finally:
-        await _drop_postgres_database(name)
+        await postgres_pool.give_back(name)
 
 
 @pytest.fixture
