@@ -183,7 +183,9 @@ async def test_a_thread_left_by_a_crashed_replica_is_taken_over(database_url, sl
     async with running_bot(database_url=database_url, slack=slack, stale_after=5) as bot:
         turns = services_of_app(bot.app).turns
         turns.sweep_every = 0.01  # nothing newer than that is left to its receiver
-        assert await turns.sweep() == 1
+        # this sweep takes the thread, or the bot's own sweep at its start did (on a loaded machine the start
+        # can come more than its 5 s after the crash): either way once, as the answers below show
+        await turns.sweep()
         notice = await slack.wait_for("chat.postMessage", lambda c: c.params.get("text") == INTERRUPTED_TEXT)
         assert notice[0].params["thread_ts"] == first["ts"]
         stops = await slack.wait_for("chat.stopStream")
@@ -203,7 +205,7 @@ async def test_a_message_whose_turn_a_crashed_replica_started_before_the_runtime
     async with running_bot(database_url=database_url, slack=slack, stale_after=5) as bot:
         turns = services_of_app(bot.app).turns
         turns.sweep_every = 0.01
-        assert await turns.sweep() == 1
+        await turns.sweep()  # or the bot's own sweep at its start took it (see the test above)
         assert await answers_in_thread(slack, first["ts"], 2) == ["Answer one.", "Answer two."]
         assert [last_user_text(r) for r in model.chat.requests] == ["first", "second"]
         await slack.settle()
