@@ -5,7 +5,9 @@ the HTTP API, open and click the App Home."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from bot.demo.tables import DemoRecordRow
 from bot.metrics import add_metrics_routes
 from bot.slack import build_web_app, create_slack_app
 from bot.slack.http_api import slack_api_front
+from bot.slack.tables import ToolCallMessageRow
 from bot.slack_emulator import Message, SlackEmulator
 from bot.slack_emulator.app_requests import app_home_opened_event, checkbox_state, home_block_actions
 from memory import Clock, Memory, Storage
@@ -65,19 +68,34 @@ class RunningBot:
         return event
 
     async def approval_message(self, channel: str = "C1", *, count: int = 1) -> Message:
-        """The `count`-th approval message posted (waits for it)."""
+        """The `count`-th approval message posted (waits for it, and for the bot to have recorded it)."""
         calls = await self.slack.wait_for(
             "chat.postMessage", lambda c: "tool_approve" in str(c.params.get("blocks")), count=count
         )
         message = self.slack.posted_by(calls[count - 1])
         assert message.channel == channel
+        await self.recorded(message)
         return message
 
     async def question_message(self, channel: str = "C1") -> Message:
         calls = await self.slack.wait_for("chat.postMessage", lambda c: "tool_answer" in str(c.params.get("blocks")))
         message = self.slack.posted_by(calls[0])
         assert message.channel == channel
+        await self.recorded(message)
         return message
+
+    async def recorded(self, message: Message, timeout: float = 10.0) -> None:
+        """Wait until the bot has stored the ts Slack gave `message` (it does so once chat.postMessage has
+        answered): until then a click on it, or an escalation of its call, finds no posted message."""
+        deadline = time.monotonic() + timeout
+        query = select(ToolCallMessageRow.id).where(ToolCallMessageRow.ts == message.ts)
+        while True:
+            async with self.storage.session() as session:
+                if await session.scalar(query) is not None:
+                    return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the bot never recorded its message {message.ts} in {message.channel}")
+            await asyncio.sleep(0.02)
 
 
 @asynccontextmanager
