@@ -191,9 +191,10 @@ async def test_several_processes_recovering_at_once_recover_each_run_once(model,
     started = await run("start", "Delete record 9", database_url=database_url)
     await crash("approve", started["run_id"], "call_del", database_url=database_url, CRASH_AT="before_tool")
 
-    # three processes whose clocks run 1.2 s ahead: the dead process's lease is older than stale_after=1 to
-    # them, and the lease the winner takes is not
-    recovering = (run("recover", "1", database_url=database_url, CLOCK_AHEAD="1.2") for _ in range(3))
+    # three processes whose clocks run 31 s ahead: the dead process's lease is older than stale_after=30 to
+    # them, and the lease the winner takes is not, however far apart the three start on a loaded machine
+    # (with 1.2 s ahead and stale_after=1, one starting a second after the winner took the run over again)
+    recovering = (run("recover", "30", database_url=database_url, CLOCK_AHEAD="31") for _ in range(3))
     results = await asyncio.gather(*recovering)
 
     assert sorted(len(r["recovered"]) for r in results) == [0, 0, 1]
