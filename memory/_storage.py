@@ -287,6 +287,6 @@ def _shared_engine(url: str, *, echo: bool, dialect: Dialect, pool: dict[str, in
 
 def _new_engine(url: str, echo: bool, dialect: Dialect, pool: dict[str, int] | None = None) -> AsyncEngine:
     # set when the connection opens, not by a statement each
-    engine = create_async_engine(url, echo=echo, connect_args=dialect.connect_args, **(pool or {}))
+    engine = create_async_engine(url, echo=echo, **dialect.engine_options, **(pool or {}))
     dialect.configure(engine)
     return engine

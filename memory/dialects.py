@@ -60,10 +60,15 @@ class Dialect:
         return {READ_ONLY: True} if self.is_sqlite else {"isolation_level": "AUTOCOMMIT"}
 
     @property
-    def connect_args(self) -> dict[str, Any]:
-        """SQLite: the driver leaves transactions to us (`Storage` begins them) and waits up to 30 s for
-        another writer's lock."""
-        return {"isolation_level": None, "timeout": 30} if self.is_sqlite else {}
+    def engine_options(self) -> dict[str, Any]:
+        """What the engine is made with. SQLite: the driver leaves transactions to us (`Storage` begins
+        them) and waits up to 30 s for another writer's lock, through the adapter of `memory._sqlite_driver`
+        (one hand-off to aiosqlite's thread per statement)."""
+        if not self.is_sqlite:
+            return {}
+        from ._sqlite_driver import DBAPI
+
+        return {"connect_args": {"isolation_level": None, "timeout": 30}, "module": DBAPI}
 
     def configure(self, engine: AsyncEngine) -> None:
         """SQLite: foreign keys on, and every transaction takes the write lock up front (BEGIN IMMEDIATE),
