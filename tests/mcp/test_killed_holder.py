@@ -15,21 +15,10 @@ import pytest
 from bot.mcp import connect_mcp_servers
 from memory import Storage
 from tests.support.scripted_model import call, tool_calls
+from tests.support.waiting import until
 
 from .holder_process import build_agent
 from .servers import ROOT, TITLE, configs, stdio_entry, write_config
-
-
-async def until(condition, seconds: float = 15.0):
-    """Wait for `condition()` (an async callable) to be truthy; its value."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while True:
-        value = await condition()
-        if value:
-            return value
-        assert loop.time() < deadline, "the condition did not hold in time"
-        await asyncio.sleep(0.1)
 
 
 @pytest.mark.parametrize("answered_meanwhile", [False, True], ids=["unanswered", "answered-meanwhile"])
@@ -59,7 +48,7 @@ async def test_a_killed_holder_leaves_an_interrupted_call_and_nothing_runs_on_it
         async def beaten():
             return (await storage.runs.get_run(ids["run_id"])).heartbeat_at > first_beat
 
-        await until(beaten)
+        await until(beaten, 15.0, every=0.1, what="the holder's heartbeat")
         assert await survivor.recover_stale_runs(stale_after=2.0) == []
 
         holder.send_signal(signal.SIGKILL)
@@ -71,7 +60,7 @@ async def test_a_killed_holder_leaves_an_interrupted_call_and_nothing_runs_on_it
         async def recovered():
             return await survivor.recover_stale_runs(stale_after=1.0)
 
-        assert await until(recovered) == [ids["run_id"]]
+        assert await until(recovered, 15.0, every=0.1, what="the recovery") == [ids["run_id"]]
         record = await survivor.get_tool_call(ids["run_id"], ids["tool_call_id"])
         assert record.state == "awaiting_approval" and record.requires_approval
         assert record.suspend_payload["interrupted"] is True

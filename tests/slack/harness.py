@@ -5,9 +5,7 @@ the HTTP API, open and click the App Home."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -31,6 +29,7 @@ from memory import Clock, Memory, Storage
 from memory.clock import SYSTEM_CLOCK
 from tests.support.scripted_model import call, reply, tool_calls
 from tests.support.slack import SignedSender
+from tests.support.waiting import until
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 MODEL = "openai/test-model"
@@ -84,18 +83,16 @@ class RunningBot:
         await self.recorded(message)
         return message
 
-    async def recorded(self, message: Message, timeout: float = 10.0) -> None:
+    async def recorded(self, message: Message) -> None:
         """Wait until the bot has stored the ts Slack gave `message` (it does so once chat.postMessage has
         answered): until then a click on it, or an escalation of its call, finds no posted message."""
-        deadline = time.monotonic() + timeout
         query = select(ToolCallMessageRow.id).where(ToolCallMessageRow.ts == message.ts)
-        while True:
+
+        async def stored() -> bool:
             async with self.storage.session() as session:
-                if await session.scalar(query) is not None:
-                    return
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the bot never recorded its message {message.ts} in {message.channel}")
-            await asyncio.sleep(0.02)
+                return await session.scalar(query) is not None
+
+        await until(stored, what=f"the bot to record its message {message.ts} in {message.channel}")
 
 
 @asynccontextmanager

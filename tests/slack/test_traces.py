@@ -16,6 +16,7 @@ from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
 
 from bot import telemetry  # noqa: E402
 from tests.support.scripted_model import call, failure, reply, tool_calls  # noqa: E402
+from tests.support.waiting import until  # noqa: E402
 
 from .harness import RunningBot, running_bot  # noqa: E402
 
@@ -32,15 +33,6 @@ def spans():
     finally:
         telemetry.disable()
         provider.shutdown()
-
-
-async def until(found, timeout: float = 10.0):
-    """What `found()` returns once it is truthy (polled; the spans end in the bot's own tasks)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not (value := found()):
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.01)
-    return value
 
 
 def named(exporter: InMemorySpanExporter, name: str) -> list:
@@ -114,7 +106,7 @@ async def test_one_approval_cycle_in_slack_is_traced(spans, bot: RunningBot, mod
 async def test_a_failing_model_call_is_an_error_span(spans, bot: RunningBot, model):
     model.chat.push(failure(400, message="the model is unavailable"))
     await bot.mention("hello, ¿estás ahí?")
-    turns = await until(lambda: named(spans, "invoke_agent demo-agent"))
+    turns = await until(lambda: named(spans, "invoke_agent demo-agent"), every=0.01, what="the turns' spans")
     await bot.slack.settle()
     (turn,) = turns
     assert turn.status.status_code == StatusCode.ERROR
