@@ -412,7 +412,7 @@ class Project(System):
         self.transactions = 0
         self.statements = 0
         self.counting = False
-        """Count the statements of the cycle (`counted_cycle`): not while CPU is measured, as the
+        """Count the statements of the cycle: set for one cycle after the measured ones (`measure`), as the
         listeners that count cost CPU the other systems do not pay."""
         self._counted: list[Any] = []
 
@@ -565,15 +565,15 @@ async def measure(systems: list[System], cycles: int, warmups: int) -> dict[str,
             "cpu_ms": statistics.mean(samples[system.name]["cpu"]),
             "bytes": (stored_bytes(system.path) - sizes[system.name]) / cycles,
         }
-        if isinstance(system, Project):  # one more cycle, its statements counted
+        if isinstance(system, ProjectRestart):
+            results[system.name]["child_work_cpu_ms"] = statistics.mean(system.child_work_cpu_ms[warmups:])
+        elif isinstance(system, Project):  # one more cycle, its statements counted (the restart's are not)
             system.counting = True
             await system.cycle(Executions())
             system.counting = False
             results[system.name]["commits"] = system.commits
             results[system.name]["transactions"] = system.transactions
             results[system.name]["statements"] = system.statements
-        if isinstance(system, ProjectRestart):
-            results[system.name]["child_work_cpu_ms"] = statistics.mean(system.child_work_cpu_ms[warmups:])
     return results
 
 
