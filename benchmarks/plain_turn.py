@@ -15,6 +15,7 @@ the run's six-or-so writes, `setStatus` twice, `startStream`/`stopStream`).
     python benchmarks/plain_turn.py                      # 60 turns each, after 5 warm-ups, SQLite
     python benchmarks/plain_turn.py --turns 30 --only bot
     python benchmarks/plain_turn.py --profile /tmp/turn.prof   # the bot under cProfile (then pstats)
+    python benchmarks/plain_turn.py --only bot --py-spy /tmp/turn.txt   # py-spy over the measured turns only
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import socket
 import sys
 import tempfile
@@ -98,6 +100,26 @@ async def wait_healthy(port: int, process: asyncio.subprocess.Process, log: Path
     raise RuntimeError("the server did not start")
 
 
+async def start_py_spy(pid: int, output: str) -> asyncio.subprocess.Process:
+    """py-spy sampling `pid` into `output` (raw collapsed stacks) until it gets SIGINT."""
+    spy = await asyncio.create_subprocess_exec(
+        "py-spy",
+        "record",
+        "--pid",
+        str(pid),
+        "--rate",
+        "500",
+        "--format",
+        "raw",
+        "--output",
+        output,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    await asyncio.sleep(1)  # attached before the first measured turn
+    return spy
+
+
 async def measure(system: str, args: argparse.Namespace, workdir: Path) -> float:
     """CPU ms per turn of `system` ("bot" or "bolt-floor")."""
     total = args.warmups + args.turns
@@ -133,9 +155,12 @@ async def measure(system: str, args: argparse.Namespace, workdir: Path) -> float
                 session = aiohttp.ClientSession()
                 answered = "chat.stopStream" if system == "bot" else "chat.postMessage"
                 started = 0.0
+                spy = None
                 for index in range(total):
                     if index == args.warmups:
                         started = cpu_seconds(process.pid)
+                        if args.py_spy and system == "bot":
+                            spy = await start_py_spy(process.pid, args.py_spy)
                     ts = f"{1_800_000_000 + index}.{uuid.uuid4().int % 1_000_000:06d}"
                     event = {
                         "type": "app_mention",
@@ -152,6 +177,9 @@ async def measure(system: str, args: argparse.Namespace, workdir: Path) -> float
                     assert answer.status == 200, answer
                     await slack.wait_for(answered, count=index + 1, timeout=60)
                 used = cpu_seconds(process.pid) - started
+                if spy:
+                    spy.send_signal(signal.SIGINT)
+                    await spy.wait()
                 await session.close()
             finally:
                 process.terminate()
@@ -165,6 +193,7 @@ async def main() -> int:
     parser.add_argument("--warmups", type=int, default=5)
     parser.add_argument("--only", choices=["bot", "bolt-floor"])
     parser.add_argument("--profile", help="write the bot's cProfile stats to this file")
+    parser.add_argument("--py-spy", help="sample the bot with py-spy over the measured turns into this file")
     args = parser.parse_args()
     results = {}
     with tempfile.TemporaryDirectory(prefix="plain-turn-") as directory:

@@ -52,21 +52,38 @@ def build_web_app(app: AsyncApp, *, path: str | None = EVENTS_PATH) -> web.Appli
     if path is not None:
         web_app.router.add_post(path, slack_events)
     web_app.router.add_get("/health", health)
-    services = services_of_app(app)
-    turns = services.turns
 
-    async def start_turns(_web_app: web.Application) -> None:
-        await prepare_slack_tables(services.stores.storage)
-        turns.start()
+    async def start_background_work(_web_app: web.Application) -> None:
+        await start_serving(app)
 
-    async def stop_turns(_web_app: web.Application) -> None:
-        await turns.close()
-        if intake is not None:
-            await intake.close()
+    async def stop_background_work(_web_app: web.Application) -> None:
+        await stop_serving(app)
 
-    web_app.on_startup.append(start_turns)
-    web_app.on_cleanup.append(stop_turns)
+    web_app.on_startup.append(start_background_work)
+    web_app.on_cleanup.append(stop_background_work)
     return web_app
+
+
+async def start_serving(app: AsyncApp) -> None:
+    """What serving `app` needs first, over HTTP or Socket Mode: the adapter's tables up to date, one
+    pooled HTTP session for every Web API call (slack_sdk opens a new connection per call without one),
+    and the sweep of queued messages."""
+    services = services_of_app(app)
+    await prepare_slack_tables(services.stores.storage)
+    if app.client.session is None:
+        # Bolt's client per request and every client made from app.client share it (they copy the attribute)
+        app.client.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=app.client.timeout))
+    services.turns.start()
+
+
+async def stop_serving(app: AsyncApp) -> None:
+    """Stop what `start_serving` started; a call still made afterwards opens a connection of its own."""
+    services = services_of_app(app)
+    await services.turns.close()
+    if services.intake is not None:
+        await services.intake.close()
+    if app.client.session is not None:
+        await app.client.session.close()
 
 
 SERVER_SHUTDOWN_TIMEOUT = 3.0
@@ -105,16 +122,13 @@ async def serve_socket(app: AsyncApp, *, app_token: str) -> None:
     socket_logger = _logger.getChild("socket")
     socket_logger.addFilter(one_line)
     handler = AsyncSocketModeHandler(app, app_token, logger=socket_logger)
-    services = services_of_app(app)
-    turns = services.turns
-    await prepare_slack_tables(services.stores.storage)
-    turns.start()
+    await start_serving(app)
     try:
         await _connect(app, handler)
         _logger.getChild("server").info("connected to Slack over Socket Mode")
         await asyncio.Event().wait()
     finally:
-        await turns.close()
+        await stop_serving(app)
         await handler.close_async()
 
 
