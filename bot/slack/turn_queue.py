@@ -70,13 +70,17 @@ class TurnQueue:
         """Who this replica is in the thread leases: the agent's `owner`, the one identity of the process."""
         self.slots = WorkSlots(max_concurrent_turns)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._notices: dict[str, asyncio.Task[None]] = {}
+        """The "queued" notice waiting to be checked, by event id: cancelled when the message's turn comes here."""
         self._sweeper: asyncio.Task[None] | None = None
 
     # --- a message arrived (called by the event listeners, after the ack) -----------------------
     async def arrived(self, thread: SlackThread, event_id: str) -> None:
         """A message of `thread` was queued: take the thread's turns unless another worker has them."""
         if self.queued_notice_after >= 0:
-            self._spawn(self._tell_if_still_waiting(thread, event_id))
+            notice = self._spawn(self._tell_if_still_waiting(thread, event_id))
+            self._notices[event_id] = notice
+            notice.add_done_callback(lambda _: self._notices.pop(event_id, None))
         await self.take_turns(thread.thread_id)
 
     async def take_turns(self, thread_id: str) -> None:
@@ -84,36 +88,38 @@ class TurnQueue:
 
         A thread waits for one of the `max_concurrent_turns` work slots before it touches the database, so
         a burst of messages queues here instead of crowding the CPU and the connections that the acks
-        need; while its turn waits for the model or a tool, the slot serves another thread."""
+        need; while its turn waits for the model or a tool, the slot serves another thread. Taking the
+        thread starts its first message, and each turn's end starts the next or lets the thread go, each
+        in one transaction (`SlackStores.take_thread`, `finish_turn`)."""
         async with self.slots.slot():
-            while await self.stores.thread_turns.take(thread_id, self.holder, stale_after=self.stale_after):
-                heartbeat = asyncio.create_task(self._keep(thread_id))
-                try:
-                    while (message := await self.stores.events.next_queued(thread_id)) is not None:
-                        await self._take_turn(message)
-                finally:
-                    heartbeat.cancel()
-                    # a message queued after the last look, while the thread was still held here, has no
-                    # other worker: its receiver found the thread busy. After the release, look once more.
+            message = await self.stores.take_thread(thread_id, self.holder, stale_after=self.stale_after)
+            if message is None:
+                return
+            heartbeat = asyncio.create_task(self._keep(thread_id))
+            try:
+                while message is not None:
+                    message = await self._take_turn(message)
+            finally:
+                heartbeat.cancel()
+                if message is not None:  # stopped (cancelled, or the database failed) while holding the thread
                     await self.stores.thread_turns.release(thread_id, self.holder)
-                    left = await self.stores.events.any_queued(thread_id)
-                if not left:
-                    return
 
-    async def _take_turn(self, message: QueuedMessage) -> None:
-        if not await self.stores.events.start_turn(message.event_id) and await self._reached_agent(message):
+    async def _take_turn(self, message: QueuedMessage) -> QueuedMessage | None:
+        """Answer `message` (its turn is started); the thread's next message, started, or None."""
+        if (notice := self._notices.pop(message.event_id, None)) is not None:
+            notice.cancel()  # its turn came: it does not wait behind another message
+        if message.started and await self._reached_agent(message):
             # started before by a replica that stopped after the runtime took the message: what it started
             # is the runtime's recovery's to continue; answering the message again could run it twice
             self.logger.warning("turn of event %s was interrupted; not taken again", message.event_id)
-            await self.stores.events.finish_turn(message.event_id)
+            following = await self.stores.finish_turn(message, self.holder)
             await self._post(message, INTERRUPTED_TEXT)
-            return
+            return following
         try:
             await self.answer(message)
         except Exception:  # the turn's own failures are told in the thread by `answer`
             self.logger.exception("the turn of event %s failed", message.event_id)
-        finally:
-            await self.stores.events.finish_turn(message.event_id)
+        return await self.stores.finish_turn(message, self.holder)
 
     async def _reached_agent(self, message: QueuedMessage) -> bool:
         """For a turn a stopped replica started: whether the runtime took the message. When it did not (the
@@ -189,7 +195,8 @@ class TurnQueue:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    def _spawn(self, work: Awaitable[None]) -> None:
+    def _spawn(self, work: Awaitable[None]) -> asyncio.Task[None]:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task

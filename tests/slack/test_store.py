@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from bot.slack.stores import Conversations, EventLog, ThreadTurns, prepare_slack_tables
+from bot.slack.stores import Conversations, EventLog, SlackStores, prepare_slack_tables
 from bot.slack.threads import SlackThread
 
 
@@ -49,15 +49,41 @@ async def test_conversation_belongs_to_whoever_started_it(slack_storage):
     assert thread.thread_id == "slack:T1:C1:1.0"
 
 
-async def test_a_thread_turn_has_one_holder_until_released(slack_storage):
-    leases, events = ThreadTurns(slack_storage), EventLog(slack_storage)
+async def test_a_thread_turn_has_one_holder_until_its_last_message_is_done(slack_storage):
+    stores = SlackStores.on(slack_storage)
     thread_id = "slack:T1:C1:1.0"
-    assert await leases.take(thread_id, "replica-a", stale_after=30)
-    assert not await leases.take(thread_id, "replica-b", stale_after=30)
-    assert await leases.keep(thread_id, "replica-a")
-    assert not await leases.keep(thread_id, "replica-b")
-    await events.claim("Ev1", "T1", thread_id=thread_id, event={"ts": "1.0", "text": "東京の天気は?"})
-    assert await events.any_queued(thread_id)
-    await leases.release(thread_id, "replica-a")
-    assert await leases.take(thread_id, "replica-b", stale_after=30)
-    assert (await events.next_queued(thread_id)).event["text"] == "東京の天気は?"
+    assert await stores.take_thread(thread_id, "replica-a", stale_after=30) is None  # nothing waits
+    assert await stores.thread_turns.take(thread_id, "replica-b", stale_after=30)  # so it was let go
+    await stores.thread_turns.release(thread_id, "replica-b")
+    await stores.events.claim("Ev1", "T1", thread_id=thread_id, event={"ts": "1.0", "text": "東京の天気は?"})
+    await stores.events.claim("Ev2", "T1", thread_id=thread_id, event={"ts": "2.0", "text": "서울 날씨는?"})
+    first = await stores.take_thread(thread_id, "replica-a", stale_after=30)
+    assert (first.event["text"], first.started) == ("東京の天気は?", False)
+    assert await stores.take_thread(thread_id, "replica-b", stale_after=30) is None
+    assert await stores.thread_turns.keep(thread_id, "replica-a")
+    assert not await stores.thread_turns.keep(thread_id, "replica-b")
+    second = await stores.finish_turn(first, "replica-a")
+    assert second.event["text"] == "서울 날씨는?"
+    assert await stores.finish_turn(second, "replica-a") is None
+    assert not await stores.events.any_queued(thread_id)
+    assert not await stores.thread_turns.keep(thread_id, "replica-a")  # let go with the last message
+
+
+async def test_a_thread_with_a_message_waiting_is_not_let_go(slack_storage):
+    """The message's receiver found the thread busy and left it to the holder: the lease stays."""
+    stores = SlackStores.on(slack_storage)
+    thread_id = "slack:T1:C1:1.0"
+    assert await stores.thread_turns.take(thread_id, "replica-a", stale_after=30)
+    await stores.events.claim("Ev1", "T1", thread_id=thread_id, event={"ts": "1.0", "text": "مرحبا"})
+    assert not await stores.thread_turns.release_if_idle(thread_id, "replica-a")
+    assert not await stores.thread_turns.release_if_idle(thread_id, "replica-b")
+    assert await stores.thread_turns.keep(thread_id, "replica-a")
+
+
+async def test_a_turn_started_by_a_replica_that_stopped_says_so(slack_storage):
+    stores = SlackStores.on(slack_storage)
+    thread_id = "slack:T1:C1:1.0"
+    await stores.events.claim("Ev1", "T1", thread_id=thread_id, event={"ts": "1.0", "text": "Grüß Gott"})
+    assert not (await stores.take_thread(thread_id, "replica-a", stale_after=30)).started
+    taken_over = await stores.take_thread(thread_id, "replica-b", stale_after=-1)  # a's heartbeat is "stale"
+    assert (taken_over.event_id, taken_over.started) == ("Ev1", True)

@@ -7,7 +7,8 @@
 - `HomeViews` (`home_views.py`): who opened the App Home, and what was last published for them;
 - `AnswerFeedback` (`answer_feedback.py`): people's thumbs up / down on the agent's answers.
 
-Each method is one short transaction. The tables are migrated once, when the bot starts
+Each method is one short transaction; `SlackStores` makes one transaction of a turn's writes to the
+leases and the queue (`take_thread`, `finish_turn`). The tables are migrated once, when the bot starts
 (`prepare_slack_tables`), never on the way of a call.
 """
 
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory import Storage
 
@@ -58,6 +61,33 @@ class SlackStores:
     @property
     def storage(self) -> Storage:
         return self.events.storage
+
+    # --- a thread's turns: the lease and the queue in one transaction each ----------------------
+    async def take_thread(self, thread_id: str, holder: str, *, stale_after: float) -> QueuedMessage | None:
+        """Take `thread_id`'s turn for `holder` (`ThreadTurns.take`) and start its oldest waiting message,
+        in one transaction. None if another holder has the thread, or if no message waits (the lease is
+        let go in the same transaction)."""
+        async with self.storage.session() as session:
+            if not await self.thread_turns.take(thread_id, holder, stale_after=stale_after, session=session):
+                return None
+            return await self._start_next_or_let_go(session, thread_id, holder)
+
+    async def finish_turn(self, message: QueuedMessage, holder: str) -> QueuedMessage | None:
+        """Mark `message`'s turn done and start the next waiting message of its thread, in one transaction;
+        None if no message waits (the lease is let go in the same transaction)."""
+        async with self.storage.session() as session:
+            await self.events.finish_turn(message.event_id, session=session)
+            return await self._start_next_or_let_go(session, message.thread_id, holder)
+
+    async def _start_next_or_let_go(self, session: AsyncSession, thread_id: str, holder: str) -> QueuedMessage | None:
+        while (message := await self.events.start_next(thread_id, session=session)) is None:
+            if await self.thread_turns.release_if_idle(thread_id, holder, session=session):
+                return None
+            # kept: a message was queued after the look (PostgreSQL: committed meanwhile), or the lease
+            # is no longer this holder's (nothing left to start then)
+            if not await self.events.any_queued(thread_id, session=session):
+                return None
+        return message
 
 
 __all__ = [

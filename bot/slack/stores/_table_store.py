@@ -21,10 +21,14 @@ class TableStore:
         self.storage = storage
 
     @asynccontextmanager
-    async def _writing(self) -> AsyncIterator[AsyncSession]:
-        """One transaction, committed on success."""
-        async with self.storage.session() as session:
+    async def _writing(self, session: AsyncSession | None = None) -> AsyncIterator[AsyncSession]:
+        """One transaction, committed on success; given `session`, a part of that caller's transaction
+        (`SlackStores` makes one transaction of a turn's writes to two tables)."""
+        if session is not None:
             yield session
+            return
+        async with self.storage.session() as own:
+            yield own
 
     @asynccontextmanager
     async def _reading(self) -> AsyncIterator[AsyncSession]:

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, exists, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from memory import Storage
@@ -139,9 +140,11 @@ class EventLog(TableStore):
         return result.rowcount
 
     # --- messages queued for their turn, one turn at a time per thread --------------------------
-    async def next_queued(self, thread_id: str) -> QueuedMessage | None:
-        """The oldest message of `thread_id` (by its ts) whose turn is not done."""
-        async with self._reading() as session:
+    async def start_next(self, thread_id: str, *, session: AsyncSession | None = None) -> QueuedMessage | None:
+        """The oldest message of `thread_id` (by its ts) whose turn is not done, its turn marked started;
+        its `started_at` says whether a replica had started it before (and stopped). The caller holds the
+        thread's turn (`SlackStores.take_thread`)."""
+        async with self._writing(session) as session:
             row = (
                 await session.execute(
                     select(
@@ -156,8 +159,14 @@ class EventLog(TableStore):
                     .limit(1)
                 )
             ).first()
-        if row is None:
-            return None
+            if row is None:
+                return None
+            if row.started_at is None:
+                await session.execute(
+                    update(SlackEventRow)
+                    .where(SlackEventRow.event_id == row.event_id, SlackEventRow.started_at.is_(None))
+                    .values(started_at=utcnow())
+                )
         return QueuedMessage(
             event_id=row.event_id,
             thread_id=thread_id,
@@ -167,37 +176,23 @@ class EventLog(TableStore):
             started_at=row.started_at,
         )
 
-    async def any_queued(self, thread_id: str) -> bool:
+    async def any_queued(self, thread_id: str, *, session: AsyncSession | None = None) -> bool:
         """Whether a message of `thread_id` waits for its turn (or takes it)."""
-        async with self._reading() as session:
-            waiting = await session.scalar(
-                select(SlackEventRow.event_id)
-                .where(SlackEventRow.thread_id == thread_id, SlackEventRow.done_at.is_(None))
-                .limit(1)
-            )
-        return waiting is not None
+        statement = (
+            select(SlackEventRow.event_id)
+            .where(SlackEventRow.thread_id == thread_id, SlackEventRow.done_at.is_(None))
+            .limit(1)
+        )
+        if session is not None:
+            return await session.scalar(statement) is not None
+        async with self._reading() as reading:
+            return await reading.scalar(statement) is not None
 
-    async def start_turn(self, event_id: str) -> bool:
-        """Mark the message's turn started; False if it already was (by a replica that stopped)."""
-        async with self._writing() as session:
-            result = await session.execute(
-                update(SlackEventRow)
-                .where(SlackEventRow.event_id == event_id, SlackEventRow.started_at.is_(None))
-                .values(started_at=utcnow())
-            )
-        return result.rowcount == 1
-
-    async def finish_turn(self, event_id: str) -> None:
-        async with self._writing() as session:
+    async def finish_turn(self, event_id: str, *, session: AsyncSession | None = None) -> None:
+        async with self._writing(session) as session:
             await session.execute(
                 update(SlackEventRow).where(SlackEventRow.event_id == event_id).values(done_at=utcnow())
             )
-
-    async def turn_started(self, event_id: str) -> bool:
-        """Whether the message's turn has started (or is over)."""
-        async with self._reading() as session:
-            started = await session.scalar(select(SlackEventRow.started_at).where(SlackEventRow.event_id == event_id))
-        return started is not None
 
     async def waits_behind(self, event_id: str) -> bool:
         """Whether the message's turn has not started and an earlier message of its thread (by ts) is

@@ -161,8 +161,7 @@ async def crashed_mid_turn(storage, *, reached_the_agent: bool) -> tuple[dict, s
     thread_id = f"slack:T1:C1:{first['ts']}"
     for event_id, event in (("EvCRASH1", first), ("EvCRASH2", second)):
         assert await stores.events.claim(event_id, "T1", thread_id=thread_id, event=kept(event), bot_user_id="U0BOT")
-    assert await stores.thread_turns.take(thread_id, "dead-host:1:x", stale_after=30)
-    assert await stores.events.start_turn("EvCRASH1")
+    assert (await stores.take_thread(thread_id, "dead-host:1:x", stale_after=30)).event_id == "EvCRASH1"
     await stores.conversations.start(SlackThread(team_id="T1", channel="C1", thread_ts=first["ts"]), "U1")
     async with storage.session() as session:  # the dead replica's last heartbeat, a minute ago
         await session.execute(update(SlackThreadTurnRow).values(heartbeat_at=utcnow() - timedelta(seconds=60)))
