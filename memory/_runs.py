@@ -51,11 +51,16 @@ class RunStore:
         self._storage = storage
 
     # --- runs -------------------------------------------------------------------------------
-    async def create_run(self, run: RunRow, messages: Iterable[dict[str, Any]] = ()) -> None:
-        """Store a new run (in `RUN_STARTS_IN`) with its first messages."""
+    async def create_run(
+        self, run: RunRow, messages: Iterable[dict[str, Any]] = (), *, new_thread: bool = False
+    ) -> None:
+        """Store a new run (in `RUN_STARTS_IN`) with its first messages; with `new_thread`, also its thread
+        (`run.thread_id`, belonging to `run.resource_id`; `open_thread` found none), in the same transaction."""
         if run.status != RUN_STARTS_IN:
             raise ValueError(f"a run is stored {RUN_STARTS_IN}, not {run.status}")
         async with self._storage.transaction() as connection:
+            if new_thread and run.thread_id is not None:
+                await self._create_thread(connection, run.thread_id, run.resource_id)
             await connection.execute(_INSERT_RUN, _new_row_values(run))
             await _add_messages(connection, run, messages)
 
@@ -216,36 +221,42 @@ class RunStore:
             rows = await connection.execute(_RUN_MESSAGES, {"b_run": run_id})
             return [message_of(row) for row in rows]
 
-    async def ensure_thread(self, thread_id: str, resource_id: str | None) -> None:
-        """Create the thread for its first resource; refuse any other resource afterwards."""
+    async def open_thread(self, thread_id: str, resource_id: str | None) -> bool:
+        """Whether `thread_id` exists, once `resource_id` may use it: a thread belongs to its first resource
+        (another gets `ThreadOwnerError`; a thread started without one takes `resource_id`). A thread that
+        does not exist yet is created with its first run (`create_run(..., new_thread=True)`)."""
         async with self._storage.read() as connection:
             owner = await connection.scalar(select(ThreadRow.resource_id).where(ThreadRow.id == thread_id))
-        if owner is not None and (resource_id is None or owner == resource_id):
-            return  # the usual case, every turn after the first: nothing to write
-        async with self._storage.transaction() as connection:
-            # A new thread (a top-level mention: most turns of a burst) is one INSERT, not a read of the
-            # row the same transaction then writes; another replica that created it first wins.
-            created = await connection.scalar(
-                self._storage.dialect.insert(ThreadRow.__table__)
-                .values(id=thread_id, resource_id=resource_id or "")
-                .on_conflict_do_nothing(index_elements=[ThreadRow.id])
-                .returning(ThreadRow.id)
+        if owner is None:
+            return False
+        if resource_id is not None and owner != resource_id:  # ownerless, or (refused) another's
+            async with self._storage.transaction() as connection:
+                await self._claim_existing_thread(connection, thread_id, resource_id)
+        return True
+
+    async def _create_thread(self, connection: AsyncConnection, thread_id: str, resource_id: str | None) -> None:
+        # one INSERT, not a read of the row the same transaction then writes; another replica that created
+        # it first wins, and the thread is then checked as any existing one
+        created = await connection.scalar(
+            self._storage.dialect.insert(ThreadRow.__table__)
+            .values(id=thread_id, resource_id=resource_id or "")
+            .on_conflict_do_nothing(index_elements=[ThreadRow.id])
+            .returning(ThreadRow.id)
+        )
+        if created is None and resource_id is not None:
+            await self._claim_existing_thread(connection, thread_id, resource_id)
+
+    async def _claim_existing_thread(self, connection: AsyncConnection, thread_id: str, resource_id: str) -> None:
+        owner = await connection.scalar(
+            self._storage.dialect.locked(select(ThreadRow.resource_id).where(ThreadRow.id == thread_id))
+        )
+        if not owner:  # a thread started without an owner takes its first one
+            await connection.execute(update(ThreadRow).where(ThreadRow.id == thread_id).values(resource_id=resource_id))
+        elif owner != resource_id:
+            raise ThreadOwnerError(
+                f"thread {thread_id!r} belongs to resource {owner!r}, not {resource_id!r}; "
+                "use the owner's resource_id or another thread"
             )
-            if created is not None:
-                return
-            owner = await connection.scalar(
-                self._storage.dialect.locked(select(ThreadRow.resource_id).where(ThreadRow.id == thread_id))
-            )
-            if resource_id is not None and not owner:
-                # a thread started without an owner takes its first one
-                await connection.execute(
-                    update(ThreadRow).where(ThreadRow.id == thread_id).values(resource_id=resource_id)
-                )
-            elif resource_id is not None and owner != resource_id:
-                raise ThreadOwnerError(
-                    f"thread {thread_id!r} belongs to resource {owner!r}, not {resource_id!r}; "
-                    "use the owner's resource_id or another thread"
-                )
 
     # --- tool calls -------------------------------------------------------------------------
     async def record_step(

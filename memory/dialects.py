@@ -39,7 +39,7 @@ class Dialect:
         return f"Dialect({self.name!r})"
 
     def insert(self, table: Any) -> Any:
-        """An INSERT into `table` that supports `.on_conflict_do_nothing(...)`."""
+        """An INSERT into `table` that supports `.on_conflict_do_nothing(...)` and `.on_conflict_do_update(...)`."""
         return sqlite_insert(table) if self.is_sqlite else postgres_insert(table)
 
     def locked(self, statement: Select) -> Select:

@@ -25,8 +25,10 @@ class RunStorage(Protocol):
     """Runs, their messages and their tool calls: what the runtime reads and every move it makes."""
 
     # --- runs
-    async def create_run(self, run: RunRow, messages: Iterable[dict[str, Any]] = ()) -> None:
-        """Store a new run with its first messages."""
+    async def create_run(
+        self, run: RunRow, messages: Iterable[dict[str, Any]] = (), *, new_thread: bool = False
+    ) -> None:
+        """Store a new run with its first messages; with `new_thread`, its thread too (see `open_thread`)."""
         ...
 
     async def get_run(self, run_id: str) -> RunRow | None: ...
@@ -76,8 +78,9 @@ class RunStorage(Protocol):
     # --- messages and threads
     async def run_messages(self, run_id: str) -> list[dict[str, Any]]: ...
 
-    async def ensure_thread(self, thread_id: str, resource_id: str | None) -> None:
-        """Create the thread for its first resource; refuse any other resource afterwards."""
+    async def open_thread(self, thread_id: str, resource_id: str | None) -> bool:
+        """Whether the thread exists, once `resource_id` may use it (a thread belongs to its first resource:
+        `ThreadOwnerError` for any other). A new thread is stored with its first run (`create_run`)."""
         ...
 
     # --- steps and tool calls

@@ -258,9 +258,11 @@ class Agent:
         thread_id, resource_id = options.get("thread_id"), options.get("resource_id")
         uses_memory = self.memory is not None and thread_id is not None
         notes: list[str] = []
+        new_thread = False
         if uses_memory:
-            await self.storage.runs.ensure_thread(thread_id, resource_id)
-            waiting = await self.storage.runs.waiting_calls_in_thread(thread_id)
+            # a new thread (a top-level mention: most turns) has no waiting calls, and is stored with its run
+            new_thread = not await self.storage.runs.open_thread(thread_id, resource_id)
+            waiting = [] if new_thread else await self.storage.runs.waiting_calls_in_thread(thread_id)
             # a live question that takes no data (a page to visit, MCP URL mode) is not answered in the thread
             parked = [
                 c
@@ -279,7 +281,7 @@ class Agent:
                 notes.append(waiting_note(waiting, unclear))
         run = self._new_run(thread_id=thread_id, resource_id=resource_id, uses_memory=uses_memory, options=request)
         messages = _user_messages(message)
-        await self.storage.runs.create_run(run, messages)
+        await self.storage.runs.create_run(run, messages, new_thread=new_thread)
         driver = RunDriver(self._deps(), run, request, messages=None if uses_memory else messages)
         return AgentStream(run.id, driver.loop(notes))
 

@@ -108,19 +108,27 @@ async def test_a_heartbeat_keeps_the_lease(storage):
 
 
 async def test_a_thread_belongs_to_its_first_resource(storage):
-    await storage.runs.ensure_thread("thread-1", "user-1")
-    await storage.runs.ensure_thread("thread-1", "user-1")
+    runs: RunStorage = storage.runs
+    assert not await runs.open_thread("thread-1", "user-1")  # not there yet: made with its first run
+    await runs.create_run(a_run(thread_id="thread-1", resource_id="user-1"), new_thread=True)
+    assert await runs.open_thread("thread-1", "user-1")
     with pytest.raises(ThreadOwnerError):
-        await storage.runs.ensure_thread("thread-1", "user-2")
+        await runs.open_thread("thread-1", "user-2")
+    with pytest.raises(ThreadOwnerError):  # another replica's first run in the same new thread lost the race
+        await runs.create_run(a_run(thread_id="thread-1", resource_id="user-2"), new_thread=True)
+    await runs.create_run(
+        a_run(thread_id="thread-1", resource_id="user-1"), new_thread=True
+    )  # the owner's own race: fine
 
 
 async def test_a_thread_started_without_an_owner_takes_its_first_one(storage):
     """Created with no resource (one INSERT), the thread belongs to the first resource that uses it, and
     then to that one only; the others at once are refused as for any owned thread."""
-    await storage.runs.ensure_thread("スレッド-ü", None)
-    await storage.runs.ensure_thread("スレッド-ü", None)
-    await storage.runs.ensure_thread("스레드-user", "utilisateur-é")
-    await storage.runs.ensure_thread("スレッド-ü", "utilisateur-é")
-    await storage.runs.ensure_thread("スレッド-ü", "utilisateur-é")
+    runs: RunStorage = storage.runs
+    await runs.create_run(a_run(thread_id="スレッド-ü", resource_id=None), new_thread=True)
+    assert await runs.open_thread("スレッド-ü", None)
+    await runs.create_run(a_run(thread_id="스레드-user", resource_id="utilisateur-é"), new_thread=True)
+    assert await runs.open_thread("スレッド-ü", "utilisateur-é")
+    assert await runs.open_thread("スレッド-ü", "utilisateur-é")
     with pytest.raises(ThreadOwnerError, match="utilisateur-é"):
-        await storage.runs.ensure_thread("スレッド-ü", "用户-2")
+        await runs.open_thread("スレッド-ü", "用户-2")

@@ -8,13 +8,15 @@ from memory.states import RUN_STARTS_IN, ToolCallState
 from memory.tables import RunRow, ToolCallRow, utcnow
 
 
-def a_run(*, status: str = str(RUN_STARTS_IN), thread_id: str | None = None, step: int = 0) -> RunRow:
-    """A run of agent `agent` for `user-1`, in a thread (with memory) when `thread_id` is given."""
+def a_run(
+    *, status: str = str(RUN_STARTS_IN), thread_id: str | None = None, resource_id: str | None = "user-1", step: int = 0
+) -> RunRow:
+    """A run of agent `agent` for `resource_id`, in a thread (with memory) when `thread_id` is given."""
     return RunRow(
         id=uuid.uuid4().hex,
         agent_id="agent",
         thread_id=thread_id,
-        resource_id="user-1",
+        resource_id=resource_id,
         uses_memory=thread_id is not None,
         status=status,
         step=step,

@@ -13,22 +13,21 @@ class Conversations(TableStore):
     """The threads the bot takes part in."""
 
     async def start(self, thread: SlackThread, user: str) -> SlackConversationRow:
-        """Remember that the bot takes part in `thread` (idempotent); the first user to start it owns it."""
-        statement = (
-            self._insert(SlackConversationRow)
-            .values(
-                thread_id=thread.thread_id,
-                team_id=thread.team_id,
-                channel=thread.channel,
-                thread_ts=thread.thread_ts,
-                started_by=user,
-                created_at=utcnow(),
-            )
-            .on_conflict_do_nothing(index_elements=["thread_id"])
+        """Remember that the bot takes part in `thread` (idempotent); the first user to start it owns it.
+        One statement: an INSERT whose conflict leaves the row as it is and returns it."""
+        insert = self._insert(SlackConversationRow).values(
+            thread_id=thread.thread_id,
+            team_id=thread.team_id,
+            channel=thread.channel,
+            thread_ts=thread.thread_ts,
+            started_by=user,
+            created_at=utcnow(),
         )
+        statement = insert.on_conflict_do_update(
+            index_elements=["thread_id"], set_={"thread_id": insert.excluded.thread_id}
+        ).returning(SlackConversationRow)
         async with self._writing() as session:
-            await session.execute(statement)
-            return await session.get(SlackConversationRow, thread.thread_id)
+            return (await session.scalars(statement)).one()
 
     async def get(self, thread: SlackThread) -> SlackConversationRow | None:
         """The conversation held in `thread`, or None if the bot takes no part in it."""
