@@ -7,6 +7,9 @@ cursor, execute, fetch the rows, close the cursor) and one for each COMMIT and R
 transaction is open (the pool rolls back every connection it takes back). Here a statement is one
 function run in the driver's thread (open, execute, fetch, close), and a COMMIT or ROLLBACK with no
 transaction open is not sent: a write transaction of three statements goes from about 16 hand-offs to 5.
+The write transaction's `BEGIN IMMEDIATE` (`dialects.py`) waits for the transaction's first statement and
+goes with it, in its hand-off (4); a transaction with no statement sends neither BEGIN nor COMMIT. SQLite
+takes the write lock at that statement then, which is when the transaction first touches the database.
 
 Everything else is SQLAlchemy's adapter as it is (server-side cursors included). It runs a function in
 aiosqlite's thread with `Connection._execute`, the way SQLAlchemy's own adapter reaches into aiosqlite
@@ -27,9 +30,17 @@ from sqlalchemy.dialects.sqlite.aiosqlite import (
 )
 from sqlalchemy.util import EMPTY_DICT
 
+BEGIN_WRITE = "BEGIN IMMEDIATE"
+"""What `dialects.py` sends to begin a write transaction: held back and sent with the first statement."""
 
-def _run_statement(connection: sqlite3.Connection, operation: str, parameters: Any, many: bool) -> tuple:
-    """In the driver's thread: the statement's description, rows, row count and last row id."""
+
+def _run_statement(
+    connection: sqlite3.Connection, operation: str, parameters: Any, many: bool, begin: bool = False
+) -> tuple:
+    """In the driver's thread: `BEGIN IMMEDIATE` first if `begin`, then the statement; its description,
+    rows, row count and last row id."""
+    if begin:
+        connection.execute(BEGIN_WRITE)
     cursor = connection.cursor()
     try:
         if many:
@@ -80,9 +91,15 @@ class _Cursor(AsyncAdapt_aiosqlite_cursor):
         await self._run(operation, seq_of_parameters, many=True)
 
     async def _run(self, operation: Any, parameters: Any, *, many: bool) -> None:
-        async with self._adapt_connection._execute_mutex:
+        adapt = self._adapt_connection
+        if operation == BEGIN_WRITE and not many:
+            adapt._begin_held = True  # sent with the next statement
+            self._description, self._rowcount, self._lastrowid, self._rows = None, -1, None, deque()
+            return
+        begin, adapt._begin_held = adapt._begin_held, False
+        async with adapt._execute_mutex:
             outcome = await self._connection._execute(
-                _run_statement, self._connection._conn, operation, parameters, many
+                _run_statement, self._connection._conn, operation, parameters, many, begin
             )
         self._description, rows, self._rowcount, self._lastrowid = outcome
         self._rows = deque(rows)
@@ -95,17 +112,23 @@ class _Cursor(AsyncAdapt_aiosqlite_cursor):
 
 
 class _Connection(AsyncAdapt_aiosqlite_connection):
-    """Sends COMMIT and ROLLBACK only when a transaction is open."""
+    """Sends COMMIT and ROLLBACK only when a transaction is open, and a held-back BEGIN with the next statement."""
 
-    __slots__ = ()
+    __slots__ = ("_begin_held",)
 
     _cursor_cls = _Cursor
 
+    def __init__(self, dbapi: Any, connection: Any):
+        super().__init__(dbapi, connection)
+        self._begin_held = False
+
     def rollback(self) -> None:
+        self._begin_held = False
         if self._connection._connection and self._connection.in_transaction:
             super().rollback()
 
     def commit(self) -> None:
+        self._begin_held = False
         if self._connection._connection and self._connection.in_transaction:
             super().commit()
 

@@ -19,6 +19,8 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from ._sqlite_driver import BEGIN_WRITE
+
 READ_ONLY = "memory_read_only"
 """An execution option on SQLite: this connection only reads (its transactions take no write lock)."""
 _MIGRATION_LOCK = 7_300_451  # any constant: the advisory lock replicas take while one of them migrates
@@ -89,7 +91,7 @@ class Dialect:
         @event.listens_for(engine.sync_engine, "begin")
         def _on_begin(connection) -> None:
             if not connection.get_execution_options().get(READ_ONLY):
-                connection.exec_driver_sql("BEGIN IMMEDIATE")
+                connection.exec_driver_sql(BEGIN_WRITE)
 
     async def before_migration(self, read_connection: AsyncConnection) -> None:
         """Outside any transaction: SQLite's journal mode is the database's, set once it stays (WAL)."""

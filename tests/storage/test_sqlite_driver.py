@@ -1,0 +1,60 @@
+"""The SQLite driver (`memory/_sqlite_driver.py`): a write transaction's BEGIN IMMEDIATE is held back and
+sent with its first statement, so the write lock is taken there and kept until the end; a transaction
+that sends no statement takes no lock and commits nothing."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from sqlalchemy import func, insert, select
+
+from memory import Storage
+from memory.tables import ThreadRow
+
+
+@pytest.fixture
+async def sqlite_storage(tmp_path):
+    storage = Storage(f"sqlite+aiosqlite:///{tmp_path}/driver.db")
+    await storage.migrate()
+    yield storage, tmp_path / "driver.db"
+    await storage.close()
+
+
+def another_writer_gets_in(path) -> bool:
+    """Whether a writer of another connection, waiting for nothing, gets the write lock now."""
+    connection = sqlite3.connect(path, timeout=0)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        connection.rollback()
+        return True
+    except sqlite3.OperationalError:  # database is locked
+        return False
+    finally:
+        connection.close()
+
+
+async def test_the_write_lock_is_taken_with_the_first_statement_and_kept_to_the_end(sqlite_storage):
+    storage, path = sqlite_storage
+    async with storage.transaction() as connection:
+        assert another_writer_gets_in(path)  # begun, nothing sent yet
+        await connection.execute(insert(ThreadRow).values(id="スレッド-1", resource_id="utilisateur-é"))
+        assert not another_writer_gets_in(path)
+        await connection.execute(insert(ThreadRow).values(id="스레드-2", resource_id="utilisateur-é"))
+        assert not another_writer_gets_in(path)
+    assert another_writer_gets_in(path)
+    async with storage.read() as connection:
+        assert await connection.scalar(select(func.count()).select_from(ThreadRow)) == 2
+
+
+async def test_a_failed_transaction_leaves_nothing_and_no_lock(sqlite_storage):
+    storage, path = sqlite_storage
+    with pytest.raises(RuntimeError):
+        async with storage.transaction() as connection:
+            await connection.execute(insert(ThreadRow).values(id="مرحبا", resource_id="u"))
+            raise RuntimeError("the caller failed after its first statement")
+    assert another_writer_gets_in(path)
+    async with storage.transaction():  # nothing sent: no BEGIN, no COMMIT
+        pass
+    async with storage.read() as connection:
+        assert await connection.scalar(select(func.count()).select_from(ThreadRow)) == 0
