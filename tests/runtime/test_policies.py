@@ -85,12 +85,12 @@ async def test_expiry_with_two_replicas_declines_the_call_once_and_the_run_goes_
         for i in range(2)
     ]
     try:
-        await stores[0].policies.set("delete-record", PolicyChange(expires_after=1))
+        await stores[0].policies.set("delete-record", PolicyChange(expires_after=60))
         model.chat.push(tool_calls(call("delete-record", {"id": "3"}, id="c1")), reply("Nobody approved in time."))
         approval = one(await collect(await replicas[0].stream("delete 3")), "tool-call-approval")
 
         assert await asyncio.gather(*(r.expire_waiting_approvals() for r in replicas)) == [[], []]  # not yet
-        clock.advance(1.3)
+        clock.advance(60.5)
         expired = await asyncio.gather(*(r.expire_waiting_approvals() for r in replicas))
         assert sorted(len(e) for e in expired) == [0, 1]
         assert [x for e in expired for x in e] == [(approval.run_id, "c1")]

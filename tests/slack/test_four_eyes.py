@@ -106,7 +106,7 @@ async def test_an_expiry_after_one_approval_declines_and_a_late_approval_changes
     api_bot: RunningBot, model, clock
 ):
     bot = api_bot
-    await bot.storage.policies.set("delete-record", PolicyChange(expires_after=1))
+    await bot.storage.policies.set("delete-record", PolicyChange(expires_after=60))
     ask_to_delete(model)
     model.chat.push(reply("Nobody approved it in time."))
     await bot.mention("delete record 3")
@@ -115,7 +115,7 @@ async def test_an_expiry_after_one_approval_declines_and_a_late_approval_changes
     await bot.sender.click(message, "tool_approve", user="U2")
     await updated(bot, message, "1 of 2 approvals")
     assert await bot.agent.expire_waiting_approvals() == []  # not yet
-    clock.advance(1.2)
+    clock.advance(60.5)
     assert len(await bot.agent.expire_waiting_approvals()) == 1
     await updated(bot, message, "Expired")
     await bot.sender.click(message, "tool_approve", user="U3", value=ref)

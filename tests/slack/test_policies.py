@@ -119,7 +119,7 @@ async def test_the_audit_rows_of_one_whole_cycle_in_slack(bot: RunningBot, model
 
 
 async def test_an_expired_approval_says_so_and_a_later_click_changes_nothing(bot: RunningBot, model, clock):
-    await bot.storage.policies.set("delete-record", PolicyChange(expires_after=1))
+    await bot.storage.policies.set("delete-record", PolicyChange(expires_after=60))
     model.chat.push(
         tool_calls(call("delete-record", {"id": 3}, id="call_1")), reply("Nobody approved it in time, so I did not.")
     )
@@ -127,7 +127,7 @@ async def test_an_expired_approval_says_so_and_a_later_click_changes_nothing(bot
     message = await bot.approval_message()
     ref = message.button_value("tool_approve")
     assert await bot.agent.expire_waiting_approvals() == []  # not yet
-    clock.advance(1.2)
+    clock.advance(60.5)
     assert len(await bot.agent.expire_waiting_approvals()) == 1
 
     await bot.slack.wait_for("chat.update", lambda c: c.params.get("ts") == message.ts)
