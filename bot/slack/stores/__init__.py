@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory import Storage
 
@@ -67,25 +67,27 @@ class SlackStores:
         """Take `thread_id`'s turn for `holder` (`ThreadTurns.take`) and start its oldest waiting message,
         in one transaction. None if another holder has the thread, or if no message waits (the lease is
         let go in the same transaction)."""
-        async with self.storage.session() as session:
-            if not await self.thread_turns.take(thread_id, holder, stale_after=stale_after, session=session):
+        async with self.storage.transaction() as connection:
+            if not await self.thread_turns.take(thread_id, holder, stale_after=stale_after, connection=connection):
                 return None
-            return await self._start_next_or_let_go(session, thread_id, holder)
+            return await self._start_next_or_let_go(connection, thread_id, holder)
 
     async def finish_turn(self, message: QueuedMessage, holder: str) -> QueuedMessage | None:
         """Mark `message`'s turn done and start the next waiting message of its thread, in one transaction;
         None if no message waits (the lease is let go in the same transaction)."""
-        async with self.storage.session() as session:
-            await self.events.finish_turn(message.event_id, session=session)
-            return await self._start_next_or_let_go(session, message.thread_id, holder)
+        async with self.storage.transaction() as connection:
+            await self.events.finish_turn(message.event_id, connection=connection)
+            return await self._start_next_or_let_go(connection, message.thread_id, holder)
 
-    async def _start_next_or_let_go(self, session: AsyncSession, thread_id: str, holder: str) -> QueuedMessage | None:
-        while (message := await self.events.start_next(thread_id, session=session)) is None:
-            if await self.thread_turns.release_if_idle(thread_id, holder, session=session):
+    async def _start_next_or_let_go(
+        self, connection: AsyncConnection, thread_id: str, holder: str
+    ) -> QueuedMessage | None:
+        while (message := await self.events.start_next(thread_id, connection=connection)) is None:
+            if await self.thread_turns.release_if_idle(thread_id, holder, connection=connection):
                 return None
             # kept: a message was queued after the look (PostgreSQL: committed meanwhile), or the lease
             # is no longer this holder's (nothing left to start then)
-            if not await self.events.any_queued(thread_id, session=session):
+            if not await self.events.any_queued(thread_id, connection=connection):
                 return None
         return message
 

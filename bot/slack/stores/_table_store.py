@@ -1,5 +1,10 @@
-"""What every store of the adapter's tables shares: its storage, a write transaction, a read session and
+"""What every store of the adapter's tables shares: its storage, a write transaction, a read connection and
 the dialect's INSERT (for ON CONFLICT DO NOTHING, `memory.dialects`).
+
+A store runs SQL statements on plain connections (`Storage.transaction`, `Storage.read`): no ORM unit of
+work, which costs a turn about a third of each transaction's CPU. A store whose methods hand out mapped
+rows (`ToolCallMessageRow`, `HomeViewRow`) loads them through ORM sessions instead (`_writing_rows`,
+`_reading_rows`).
 
 The stores do not migrate: the adapter's tables are brought up to date once, when the bot starts
 (`prepare_slack_tables`), not checked on every call.
@@ -11,7 +16,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from memory import Storage
 
@@ -21,20 +26,32 @@ class TableStore:
         self.storage = storage
 
     @asynccontextmanager
-    async def _writing(self, session: AsyncSession | None = None) -> AsyncIterator[AsyncSession]:
-        """One transaction, committed on success; given `session`, a part of that caller's transaction
+    async def _writing(self, connection: AsyncConnection | None = None) -> AsyncIterator[AsyncConnection]:
+        """One transaction, committed on success; given `connection`, a part of that caller's transaction
         (`SlackStores` makes one transaction of a turn's writes to two tables)."""
-        if session is not None:
-            yield session
+        if connection is not None:
+            yield connection
             return
-        async with self.storage.session() as own:
+        async with self.storage.transaction() as own:
             yield own
 
     @asynccontextmanager
-    async def _reading(self) -> AsyncIterator[AsyncSession]:
-        """A session for reads alone, outside a write transaction (`Storage.read_session`): no write lock on
+    async def _reading(self) -> AsyncIterator[AsyncConnection]:
+        """A connection for reads alone, outside a write transaction (`Storage.read`): no write lock on
         SQLite, no BEGIN/COMMIT on PostgreSQL. What is read and then written in one decision stays in
         `_writing`."""
+        async with self.storage.read() as connection:
+            yield connection
+
+    @asynccontextmanager
+    async def _writing_rows(self) -> AsyncIterator[AsyncSession]:
+        """`_writing` for statements that load mapped rows: an ORM session in one transaction."""
+        async with self.storage.session() as session:
+            yield session
+
+    @asynccontextmanager
+    async def _reading_rows(self) -> AsyncIterator[AsyncSession]:
+        """`_reading` for statements that load mapped rows (`Storage.read_session`)."""
         async with self.storage.read_session() as session:
             yield session
 

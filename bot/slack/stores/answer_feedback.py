@@ -66,10 +66,10 @@ class AnswerFeedback(TableStore):
             )
             .on_conflict_do_nothing(index_elements=["run_id", "user_id"])
         )
-        async with self._writing() as session:
-            if (await session.execute(statement)).rowcount:
+        async with self._writing() as connection:
+            if (await connection.execute(statement)).rowcount:
                 return "new"
-            changed = await session.execute(
+            changed = await connection.execute(
                 update(AnswerFeedbackRow)
                 .where(
                     AnswerFeedbackRow.run_id == run_id,
@@ -81,8 +81,8 @@ class AnswerFeedback(TableStore):
             return "changed" if changed.rowcount else "same"
 
     async def rating_of(self, run_id: str, user_id: str) -> Rating | None:
-        async with self._reading() as session:
-            return await session.scalar(
+        async with self._reading() as connection:
+            return await connection.scalar(
                 select(AnswerFeedbackRow.rating).where(
                     AnswerFeedbackRow.run_id == run_id, AnswerFeedbackRow.user_id == user_id
                 )
@@ -92,8 +92,8 @@ class AnswerFeedback(TableStore):
         """Ratings per tool, each answer counted for every tool it used; tools by name, answers without a
         tool (`NO_TOOL`) last."""
         counts: Counter[tuple[str, str]] = Counter()
-        async with self._reading() as session:
-            rows = await session.execute(select(AnswerFeedbackRow.rating, AnswerFeedbackRow.tool_names))
+        async with self._reading() as connection:
+            rows = await connection.execute(select(AnswerFeedbackRow.rating, AnswerFeedbackRow.tool_names))
             for rating, tool_names in rows:
                 for name in set(tool_names or []) or {NO_TOOL}:
                     counts[(str(name), rating)] += 1

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, exists, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.orm import aliased
 
 from memory import Storage
@@ -128,25 +128,25 @@ class EventLog(TableStore):
             .on_conflict_do_nothing(index_elements=["event_id"])
             .returning(SlackEventRow.event_id)
         )
-        async with self._writing() as session:
-            return set((await session.execute(statement)).scalars())
+        async with self._writing() as connection:
+            return set((await connection.execute(statement)).scalars())
 
     async def prune(self) -> int:
         """Forget handled events older than `keep_events`; returns how many were forgotten."""
-        async with self._writing() as session:
-            result = await session.execute(
+        async with self._writing() as connection:
+            result = await connection.execute(
                 delete(SlackEventRow).where(SlackEventRow.received_at < utcnow() - self.keep_events)
             )
         return result.rowcount
 
     # --- messages queued for their turn, one turn at a time per thread --------------------------
-    async def start_next(self, thread_id: str, *, session: AsyncSession | None = None) -> QueuedMessage | None:
+    async def start_next(self, thread_id: str, *, connection: AsyncConnection | None = None) -> QueuedMessage | None:
         """The oldest message of `thread_id` (by its ts) whose turn is not done, its turn marked started;
         its `started_at` says whether a replica had started it before (and stopped). The caller holds the
         thread's turn (`SlackStores.take_thread`)."""
-        async with self._writing(session) as session:
+        async with self._writing(connection) as connection:
             row = (
-                await session.execute(
+                await connection.execute(
                     select(
                         SlackEventRow.event_id,
                         SlackEventRow.team_id,
@@ -162,7 +162,7 @@ class EventLog(TableStore):
             if row is None:
                 return None
             if row.started_at is None:
-                await session.execute(
+                await connection.execute(
                     update(SlackEventRow)
                     .where(SlackEventRow.event_id == row.event_id, SlackEventRow.started_at.is_(None))
                     .values(started_at=utcnow())
@@ -176,21 +176,21 @@ class EventLog(TableStore):
             started_at=row.started_at,
         )
 
-    async def any_queued(self, thread_id: str, *, session: AsyncSession | None = None) -> bool:
+    async def any_queued(self, thread_id: str, *, connection: AsyncConnection | None = None) -> bool:
         """Whether a message of `thread_id` waits for its turn (or takes it)."""
         statement = (
             select(SlackEventRow.event_id)
             .where(SlackEventRow.thread_id == thread_id, SlackEventRow.done_at.is_(None))
             .limit(1)
         )
-        if session is not None:
-            return await session.scalar(statement) is not None
+        if connection is not None:
+            return await connection.scalar(statement) is not None
         async with self._reading() as reading:
             return await reading.scalar(statement) is not None
 
-    async def finish_turn(self, event_id: str, *, session: AsyncSession | None = None) -> None:
-        async with self._writing(session) as session:
-            await session.execute(
+    async def finish_turn(self, event_id: str, *, connection: AsyncConnection | None = None) -> None:
+        async with self._writing(connection) as connection:
+            await connection.execute(
                 update(SlackEventRow).where(SlackEventRow.event_id == event_id).values(done_at=utcnow())
             )
 
@@ -198,8 +198,8 @@ class EventLog(TableStore):
         """Whether the message's turn has not started and an earlier message of its thread (by ts) is
         not done: it really waits behind another message, not for a free slot of the replica."""
         earlier = aliased(SlackEventRow)
-        async with self._reading() as session:
-            found = await session.scalar(
+        async with self._reading() as connection:
+            found = await connection.scalar(
                 select(earlier.event_id)
                 .join(SlackEventRow, SlackEventRow.thread_id == earlier.thread_id)
                 .where(
@@ -222,8 +222,8 @@ class EventLog(TableStore):
             SlackThreadTurnRow.thread_id == SlackEventRow.thread_id,
             SlackThreadTurnRow.heartbeat_at >= now - timedelta(seconds=stale_after),
         )
-        async with self._reading() as session:
-            result = await session.scalars(
+        async with self._reading() as connection:
+            result = await connection.scalars(
                 select(SlackEventRow.thread_id)
                 .where(
                     SlackEventRow.thread_id.is_not(None),

@@ -21,23 +21,23 @@ class HomeViews(TableStore):
             .values(user_id=user_id, digest=None, opened_at=utcnow())
             .on_conflict_do_nothing(index_elements=["user_id"])
         )
-        async with self._writing() as session:
+        async with self._writing_rows() as session:
             await session.execute(statement)
 
     async def digests(self) -> dict[str, str | None]:
         """Every user who opened the App Home, with the digest of the view last published for them."""
-        async with self._writing() as session:
+        async with self._writing_rows() as session:
             return {row.user_id: row.digest for row in await session.scalars(select(HomeViewRow))}
 
     async def digest(self, user_id: str) -> str | None:
         """The digest of the view last published for `user_id` (None: never, or never opened)."""
-        async with self._writing() as session:
+        async with self._writing_rows() as session:
             row = await session.get(HomeViewRow, user_id)
             return row.digest if row is not None else None
 
     async def published(self, user_id: str, digest: str) -> None:
         """Record that the view of `digest` was published for `user_id`."""
-        async with self._writing() as session:
+        async with self._writing_rows() as session:
             await session.execute(
                 update(HomeViewRow).where(HomeViewRow.user_id == user_id).values(digest=digest, published_at=utcnow())
             )

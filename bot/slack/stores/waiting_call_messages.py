@@ -70,7 +70,7 @@ class WaitingCallMessages(TableStore):
         statement = self._insert(ToolCallMessageRow).values(**values)
         if waiting_since is not None:
             statement = statement.on_conflict_do_nothing(index_elements=["run_id", "tool_call_id", "waiting_since"])
-        async with self._writing() as session:
+        async with self._writing_rows() as session:
             inserted = (await session.execute(statement)).rowcount == 1
         if inserted:
             return await self.get(values["id"]), claim
@@ -81,7 +81,7 @@ class WaitingCallMessages(TableStore):
         self, run_id: str, tool_call_id: str, waiting_since: datetime | None
     ) -> ToolCallMessageRow | None:
         """The message of this one wait of the call."""
-        async with self._writing() as session:
+        async with self._writing_rows() as session:
             return await session.scalar(
                 select(ToolCallMessageRow).where(
                     ToolCallMessageRow.run_id == run_id,
@@ -98,7 +98,7 @@ class WaitingCallMessages(TableStore):
             if row.post_claimed_at is None
             else ToolCallMessageRow.post_claimed_at == row.post_claimed_at
         )
-        async with self._writing() as session:
+        async with self._writing_rows() as session:
             result = await session.execute(
                 update(ToolCallMessageRow)
                 .where(ToolCallMessageRow.id == row.id, ToolCallMessageRow.ts.is_(None), claimed)
@@ -108,7 +108,7 @@ class WaitingCallMessages(TableStore):
 
     async def unposted(self, limit: int = 100) -> list[ToolCallMessageRow]:
         """Messages recorded but never posted (and not closed), oldest first."""
-        async with self._writing() as session:
+        async with self._writing_rows() as session:
             result = await session.scalars(
                 select(ToolCallMessageRow)
                 .where(ToolCallMessageRow.ts.is_(None), ToolCallMessageRow.closed_at.is_(None))
@@ -119,7 +119,7 @@ class WaitingCallMessages(TableStore):
 
     async def open(self, limit: int = 500) -> list[ToolCallMessageRow]:
         """Messages not yet closed (their buttons may still show), oldest first."""
-        async with self._writing() as session:
+        async with self._writing_rows() as session:
             result = await session.scalars(
                 select(ToolCallMessageRow)
                 .where(ToolCallMessageRow.closed_at.is_(None))
@@ -133,7 +133,7 @@ class WaitingCallMessages(TableStore):
         found: set[tuple[str, str]] = set()
         for start in range(0, len(calls), 200):
             batch = calls[start : start + 200]
-            async with self._writing() as session:
+            async with self._writing_rows() as session:
                 result = await session.execute(
                     select(ToolCallMessageRow.run_id, ToolCallMessageRow.tool_call_id).where(
                         tuple_(ToolCallMessageRow.run_id, ToolCallMessageRow.tool_call_id).in_(batch),
@@ -145,7 +145,7 @@ class WaitingCallMessages(TableStore):
 
     async def set_ts(self, ref: str, ts: str) -> None:
         """Record a posted message of `ref`: the first becomes its ts, any other a copy."""
-        async with self._writing() as session:
+        async with self._writing_rows() as session:
             result = await session.execute(
                 update(ToolCallMessageRow)
                 .where(ToolCallMessageRow.id == ref, or_(ToolCallMessageRow.ts.is_(None), ToolCallMessageRow.ts == ts))
@@ -171,12 +171,12 @@ class WaitingCallMessages(TableStore):
             )
             .on_conflict_do_nothing(index_elements=["message_id", "ts"])
         )
-        async with self._writing() as session:
+        async with self._writing_rows() as session:
             return (await session.execute(statement)).rowcount == 1
 
     async def escalated_to(self, ref: str) -> set[str]:
         """Whom the escalation already posted a copy of `ref`'s message to (user IDs, channel IDs)."""
-        async with self._writing() as session:
+        async with self._writing_rows() as session:
             result = await session.scalars(
                 select(ToolCallMessageCopyRow.escalated_to).where(
                     ToolCallMessageCopyRow.message_id == ref, ToolCallMessageCopyRow.escalated_to.is_not(None)
@@ -186,7 +186,7 @@ class WaitingCallMessages(TableStore):
 
     async def is_copy_elsewhere(self, ref: str, channel: str, ts: str) -> bool:
         """Whether the message `ts` in `channel` is a recorded copy of `ref`'s in another channel (escalated)."""
-        async with self._writing() as session:
+        async with self._writing_rows() as session:
             found = await session.scalar(
                 select(ToolCallMessageCopyRow.ts).where(
                     ToolCallMessageCopyRow.message_id == ref,
@@ -199,7 +199,7 @@ class WaitingCallMessages(TableStore):
     async def every_message(self, row: ToolCallMessageRow) -> list[tuple[str, str]]:
         """(channel, ts) of every known message that shows `row`'s call: its own first, then the copies
         (an escalation's in their own channels)."""
-        async with self._writing() as session:
+        async with self._writing_rows() as session:
             copies = await session.execute(
                 select(ToolCallMessageCopyRow.channel, ToolCallMessageCopyRow.ts)
                 .where(ToolCallMessageCopyRow.message_id == row.id)
@@ -213,7 +213,7 @@ class WaitingCallMessages(TableStore):
 
     async def mark_maybe_copies(self, ref: str) -> None:
         """A post of `ref` may have gone out without its answer (a copy may show in Slack)."""
-        async with self._writing() as session:
+        async with self._writing_rows() as session:
             await session.execute(
                 update(ToolCallMessageRow).where(ToolCallMessageRow.id == ref).values(maybe_copies=True)
             )
@@ -222,12 +222,12 @@ class WaitingCallMessages(TableStore):
         """The message of the reference `ref` (a button's value: anything, so it is checked)."""
         if not ref or len(ref) > 64:
             return None
-        async with self._writing() as session:
+        async with self._writing_rows() as session:
             return await session.get(ToolCallMessageRow, ref)
 
     async def of_call(self, run_id: str, tool_call_id: str) -> list[ToolCallMessageRow]:
         """Every message of the call, over all its waits."""
-        async with self._writing() as session:
+        async with self._writing_rows() as session:
             result = await session.scalars(
                 select(ToolCallMessageRow).where(
                     ToolCallMessageRow.run_id == run_id, ToolCallMessageRow.tool_call_id == tool_call_id
@@ -236,7 +236,7 @@ class WaitingCallMessages(TableStore):
             return list(result)
 
     async def open_in_thread(self, thread_id: str) -> list[ToolCallMessageRow]:
-        async with self._reading() as session:
+        async with self._reading_rows() as session:
             result = await session.scalars(
                 select(ToolCallMessageRow).where(
                     ToolCallMessageRow.thread_id == thread_id, ToolCallMessageRow.closed_at.is_(None)
@@ -246,7 +246,7 @@ class WaitingCallMessages(TableStore):
 
     async def open_approvals(self) -> list[ToolCallMessageRow]:
         """Every approval message not yet closed, oldest first, one per call (for the App Home)."""
-        async with self._writing() as session:
+        async with self._writing_rows() as session:
             result = await session.scalars(
                 select(ToolCallMessageRow)
                 .where(ToolCallMessageRow.kind == "approval", ToolCallMessageRow.closed_at.is_(None))
@@ -257,7 +257,7 @@ class WaitingCallMessages(TableStore):
 
     async def close(self, ref: str, at: datetime | None = None) -> bool:
         """Mark the message closed; True only for the one caller that closed it (replicas, copies)."""
-        async with self._writing() as session:
+        async with self._writing_rows() as session:
             result = await session.execute(
                 update(ToolCallMessageRow)
                 .where(ToolCallMessageRow.id == ref, ToolCallMessageRow.closed_at.is_(None))
