@@ -17,6 +17,10 @@ WAITING_RESULT = json.dumps(
 )
 
 
+_MESSAGE_COLUMNS = (MessageRow.role, MessageRow.content, MessageRow.tool_calls, MessageRow.tool_call_id)
+"""What `message_of` reads of a stored message: loaded as plain rows, not mapped objects."""
+
+
 class Memory:
     """Conversation history per thread, owned by a resource.
 
@@ -31,10 +35,10 @@ class Memory:
 
     async def window(self, thread_id: str) -> list[dict[str, Any]]:
         """The latest messages of the thread, each tool call followed right away by its result."""
-        async with self.storage.read_session() as session:
+        async with self.storage.read() as connection:
             rows = list(
-                await session.scalars(
-                    select(MessageRow)
+                await connection.execute(
+                    select(*_MESSAGE_COLUMNS)
                     .where(MessageRow.thread_id == thread_id)
                     .order_by(MessageRow.id.desc())
                     .limit(self.last_messages)
@@ -44,9 +48,9 @@ class Memory:
 
     async def messages(self, thread_id: str) -> list[dict[str, Any]]:
         """Every stored message of the thread, in order, as stored."""
-        async with self.storage.read_session() as session:
-            rows = await session.scalars(
-                select(MessageRow).where(MessageRow.thread_id == thread_id).order_by(MessageRow.id)
+        async with self.storage.read() as connection:
+            rows = await connection.execute(
+                select(*_MESSAGE_COLUMNS).where(MessageRow.thread_id == thread_id).order_by(MessageRow.id)
             )
             return [message_of(r) for r in rows]
 
@@ -54,8 +58,8 @@ class Memory:
         """Whether a user's message was stored in the thread at or after `since` (a run started on it, or
         an answer that resumed a waiting call): how a front end learns, after a crash, whether the
         runtime took a message it had started to hand over."""
-        async with self.storage.read_session() as session:
-            found = await session.scalar(
+        async with self.storage.read() as connection:
+            found = await connection.scalar(
                 select(MessageRow.id)
                 .where(MessageRow.thread_id == thread_id, MessageRow.role == "user", MessageRow.created_at >= since)
                 .limit(1)
