@@ -14,10 +14,12 @@ an agent but never calls the model should not pay.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import os
 import random
+import ssl
 import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, contextmanager
@@ -59,13 +61,21 @@ def shared_client() -> openai.AsyncOpenAI:
 
     shared = _shared.setdefault(asyncio.get_running_loop(), _SharedClients())
     if shared.http is None or shared.http.is_closed:
-        shared.http = openai.DefaultAsyncHttpxClient()
+        shared.http = openai.DefaultAsyncHttpxClient(verify=_tls_context())
         shared.clients.clear()
     key = (os.environ.get("OPENAI_BASE_URL", ""), os.environ.get("OPENAI_API_KEY", ""))
     client = shared.clients.get(key)
     if client is None:
         client = shared.clients[key] = openai.AsyncOpenAI(http_client=shared.http)  # cheap with a pool given
     return client
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """The process's TLS settings for model servers (the system's trusted certificates, as the client's
+    default): loading the certificates costs about 35 ms of CPU, paid once per process instead of once
+    per event loop (each test, each `asyncio.run`)."""
+    return ssl.create_default_context()
 
 
 def model_name(model: str) -> str:
