@@ -22,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from .clock import SYSTEM_CLOCK, Clock
@@ -101,7 +102,8 @@ class Storage:
         Safe to call from several replicas at once: the upgrade runs in one transaction that holds a
         PostgreSQL advisory lock (on SQLite, the write lock of BEGIN IMMEDIATE), so one replica
         migrates and the others then find nothing to do. Each (database, package) is checked once per
-        process, so calling this again, or on a new `Storage` of the same URL, costs nothing.
+        process, so calling this again, or on a new `Storage` of the same URL, costs nothing; a database
+        whose version tables already name every head is not handed to Alembic at all (one read each).
         """
         wanted = [schema for schema in (RUNTIME, *schemas) if (self._database_key, schema.name) not in _UP_TO_DATE]
         if not wanted:
@@ -112,11 +114,13 @@ class Storage:
             if wanted:
                 async with self._read_engine.connect() as connection:
                     await self.dialect.before_migration(connection)
+                    wanted = [schema for schema in wanted if await _stored_version(connection, schema) != schema.head()]
+            if wanted:
                 async with self.engine.begin() as connection:
                     await self.dialect.lock_for_migration(connection)
                     for schema in wanted:
                         await connection.run_sync(schema.upgrade)
-                _UP_TO_DATE.update((self._database_key, schema.name) for schema in wanted)
+            _UP_TO_DATE.update((self._database_key, schema.name) for schema in (RUNTIME, *schemas))
             self._migrated = True
 
     @asynccontextmanager
@@ -262,6 +266,14 @@ class _SharedEngine:
 
 _ENGINES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple, _SharedEngine]] = weakref.WeakKeyDictionary()
 """Per event loop (connections belong to the loop that opened them): (URL, echo, pool) -> its engine."""
+
+
+async def _stored_version(connection: AsyncConnection, schema: Schema) -> str | None:
+    """The revision `schema`'s version table records; None if it has none, or no such table yet."""
+    try:
+        return await connection.scalar(text(f'SELECT version_num FROM "{schema.version_table}"'))
+    except DBAPIError:  # no such table: a new database, or a package it never had
+        return None
 
 
 def _pool_options(pool_size: int | None, max_overflow: int | None) -> dict[str, int]:

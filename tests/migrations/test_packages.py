@@ -92,8 +92,10 @@ async def test_the_demo_creates_its_tables_only_where_it_runs(database_url):
 
 
 def test_each_package_has_one_chain_of_revisions_and_its_own_tables():
-    assert RUNTIME.head() and SLACK.head() and DEMO.head()
-    assert PLAYGROUND.head()
+    from alembic.script import ScriptDirectory
+
+    for schema in (RUNTIME, SLACK, DEMO, PLAYGROUND):  # the head read from the files' text is Alembic's
+        assert [schema.head()] == ScriptDirectory.from_config(schema.config()).get_heads()
     assert len({schema.version_table for schema in (RUNTIME, SLACK, DEMO, PLAYGROUND)}) == 4
     assert {"threads", "runs", "tool_calls"} <= RUNTIME_TABLES
     assert {"slack_events", "slack_tool_call_messages"} <= SLACK_TABLES and "demo_records" in DEMO_TABLES
@@ -169,3 +171,32 @@ def test_python_m_memory_upgrade_says_what_it_migrates():
         [sys.executable, "-m", "memory", "upgrade", "--help"], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert "runtime's migrations" in done.stdout and "bot.slack" in done.stdout
+
+
+async def test_a_process_on_an_up_to_date_database_starts_without_alembic(database_url):
+    """Once the version tables name every head, a new process has nothing to migrate and never imports
+    Alembic; the first process, which had to migrate, did."""
+    script = (
+        "import asyncio, sys\n"
+        "from memory import Storage\n"
+        "from bot.slack.migrations import SCHEMA\n"
+        "async def main():\n"
+        f"    storage = Storage({database_url!r})\n"
+        "    await storage.migrate(SCHEMA)\n"
+        "    async with storage.session():\n"
+        "        pass\n"
+        "    await storage.close()\n"
+        "asyncio.run(main())\n"
+        "print('alembic' in sys.modules)\n"
+    )
+
+    async def alembic_imported() -> str:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", script, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
+        assert process.returncode == 0, stderr.decode()[-2000:]
+        return stdout.decode().strip()
+
+    assert await alembic_imported() == "True"  # an empty database: migrated
+    assert await alembic_imported() == "False"  # at every head: only read
