@@ -236,13 +236,14 @@ class WaitingCallMessages(TableStore):
             return list(result)
 
     async def open_in_thread(self, thread_id: str) -> list[ToolCallMessageRow]:
-        async with self._reading_rows() as session:
-            result = await session.scalars(
-                select(ToolCallMessageRow).where(
-                    ToolCallMessageRow.thread_id == thread_id, ToolCallMessageRow.closed_at.is_(None)
-                )
+        """The thread's messages not yet closed, as detached rows. Read after every turn, and mostly none:
+        a plain connection, with rows built only for what it finds."""
+        table = ToolCallMessageRow.__table__
+        async with self._reading() as connection:
+            result = await connection.execute(
+                select(table).where(table.c.thread_id == thread_id, table.c.closed_at.is_(None))
             )
-            return list(result)
+            return [ToolCallMessageRow(**row._mapping) for row in result]
 
     async def open_approvals(self) -> list[ToolCallMessageRow]:
         """Every approval message not yet closed, oldest first, one per call (for the App Home)."""
