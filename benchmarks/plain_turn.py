@@ -10,7 +10,7 @@ The Bolt floor is a slack-bolt `AsyncApp` served by aiohttp that acks a mention,
 (the openai client, streamed) and posts the answer with `chat.postMessage`: no database, no thread
 queue, no streaming API calls, no status. The ratio shows what this bot adds per turn (what it does
 for it: the event recorded before the ack, the thread's turn and queue, the conversation's records,
-the run's six-or-so writes, `setStatus` twice, `startStream`/`stopStream`).
+the run's six-or-so writes, `setStatus` (once: the answer clears it), `startStream`/`stopStream`).
 
     python benchmarks/plain_turn.py                      # 60 turns each, after 5 warm-ups, SQLite
     python benchmarks/plain_turn.py --turns 30 --only bot

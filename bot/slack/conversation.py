@@ -16,7 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.agent import AgentError, AgentStream
 
 from .feedback_builder import build_feedback_block
-from .replies import Step, ThreadReply, args_line, set_thinking
+from .replies import Step, ThinkingStatus, ThreadReply, args_line
 from .services import SlackServices
 from .threads import SlackThread
 from .waiting_messages import post_waiting_call, refresh_open_messages
@@ -85,28 +85,31 @@ async def run_turn(
 ) -> None:
     """Show the thinking status, get the run's stream from `start`, relay it, and tell the thread if it
     failed; then close the messages of calls settled meanwhile (a question answered by this message)."""
-    thinking = await set_thinking(client, thread)
+    status = ThinkingStatus(client, thread)
+    await status.show()
     try:
         stream = await start()
-        finish = await relay(services, client, stream, thread=thread, requester=requester, request_text=request_text)
+        finish = await relay(
+            services, client, stream, thread=thread, requester=requester, request_text=request_text, status=status
+        )
         context = {"run_id": stream.run_id, "thread_id": thread.thread_id, "outcome": finish}
         services.logger.info("turn %s", finish or "ended", extra=context)
     except Exception as exc:  # the thread must hear about it; the log gets the details
         services.logger.exception("the agent failed in %s", thread.thread_id)
-        await _say_failed(client, thread, exc)
+        await _say_failed(client, thread, exc, status)
     finally:
-        if thinking:
-            await set_thinking(client, thread, "")
+        await status.clear()  # only if no message posted since took it away
     await refresh_open_messages(services, client, thread.thread_id)
 
 
-async def _say_failed(client: AsyncWebClient, thread: SlackThread, error: Exception) -> None:
+async def _say_failed(client: AsyncWebClient, thread: SlackThread, error: Exception, status: ThinkingStatus) -> None:
     # The runtime's own errors are written for people; anything else (a database's error text) is logged only.
     why = str(error) if isinstance(error, AgentError) else "something went wrong inside the bot (it is logged)"
     try:
         await client.chat_postMessage(
             channel=thread.channel, thread_ts=thread.thread_ts, text=f":warning: Sorry, that failed: {why}"
         )
+        status.replied()
     except SlackApiError:
         pass
 
@@ -128,9 +131,12 @@ async def relay(
     thread: SlackThread,
     requester: str,
     request_text: str | None,
+    status: ThinkingStatus,
 ) -> str | None:
     """Write an `AgentStream` into the thread until it finishes or stops at a waiting call; the finish reason."""
-    reply = ThreadReply(client, thread, recipient=requester, streaming=services.streaming, logger=services.logger)
+    reply = ThreadReply(
+        client, thread, recipient=requester, streaming=services.streaming, logger=services.logger, status=status
+    )
     finish = None
     try:
         async for chunk in stream.full_stream:
@@ -153,7 +159,7 @@ async def relay(
                     request_text=request_text,
                 )
             elif chunk.type == "tool-call":
-                await set_thinking(client, thread, f"is running {chunk.payload.get('tool_name', 'a tool')}…")
+                await status.show(f"is running {chunk.payload.get('tool_name', 'a tool')}…")
             elif chunk.type == "error":
                 await reply.append(f"\n\n:warning: {chunk.payload.get('message', 'Something went wrong.')}")
             elif chunk.type == "finish":

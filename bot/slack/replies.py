@@ -89,8 +89,11 @@ class ThreadReply:
         limit: int = MESSAGE_LIMIT,
         flush_chars: int = 256,
         logger: logging.Logger | None = None,
+        status: ThinkingStatus | None = None,
     ):
         self.client = client
+        self.status = status
+        """The turn's loading status, told of every message this answer starts."""
         self.thread = thread
         self.recipient = recipient
         self.mode = "stream" if streaming else "update"
@@ -152,8 +155,7 @@ class ThreadReply:
                 recipient_user_id=self.recipient,
                 chunks=chunks,
             )
-            self._ts = str(response["ts"])
-            self.posted_ts.append(self._ts)
+            self._started(str(response["ts"]))
         else:
             await self.client.chat_appendStream(channel=self.thread.channel, ts=self._ts, chunks=chunks)
         self._sent = len(self._text)
@@ -166,8 +168,16 @@ class ThreadReply:
                 channel=self.thread.channel, thread_ts=self.thread.thread_ts, text=line, blocks=blocks
             )
             self._steps_ts = str(response["ts"])
+            if self.status is not None:
+                self.status.replied()
         else:
             await self.client.chat_update(channel=self.thread.channel, ts=self._steps_ts, text=line, blocks=blocks)
+
+    def _started(self, ts: str) -> None:
+        self._ts = ts
+        self.posted_ts.append(ts)
+        if self.status is not None:
+            self.status.replied()
 
     def _fall_back(self, exc: SlackApiError) -> None:
         self.logger.info("streaming refused (%s); posting and updating instead", exc.response.get("error"))
@@ -203,8 +213,7 @@ class ThreadReply:
                 recipient_user_id=self.recipient,
                 markdown_text=unsent or None,
             )
-            self._ts = str(response["ts"])
-            self.posted_ts.append(self._ts)
+            self._started(str(response["ts"]))
         elif unsent:
             await self.client.chat_appendStream(channel=self.thread.channel, ts=self._ts, markdown_text=unsent)
         self._sent = len(text)
@@ -221,8 +230,7 @@ class ThreadReply:
             response = await self.client.chat_postMessage(
                 channel=self.thread.channel, thread_ts=self.thread.thread_ts, text=mrkdwn, mrkdwn=True, blocks=shown
             )
-            self._ts = str(response["ts"])
-            self.posted_ts.append(self._ts)
+            self._started(str(response["ts"]))
         elif len(text) > self._sent or shown:
             await self.client.chat_update(channel=self.thread.channel, ts=self._ts, text=mrkdwn, blocks=shown)
         self._sent = len(text)
@@ -242,10 +250,38 @@ def text_sections(mrkdwn: str) -> list[dict[str, Any]]:
     return sections
 
 
-async def set_thinking(client: AsyncWebClient, thread: SlackThread, status: str = THINKING) -> bool:
-    """Show (or, with "", clear) the thinking status under the thread; False where Slack does not offer it."""
-    try:
-        await client.assistant_threads_setStatus(channel_id=thread.channel, thread_ts=thread.thread_ts, status=status)
-        return True
-    except SlackApiError:
-        return False
+class ThinkingStatus:
+    """The loading status under a thread during one turn ("is thinking…", "is running get-weather…").
+
+    Slack clears the status itself when the app posts a reply in the thread, so a turn clears it only if
+    it set one after its last new message (`clear`): a plain turn makes one `setStatus` call, not two.
+    Whatever posts a new message for the turn tells it (`replied`).
+    """
+
+    def __init__(self, client: AsyncWebClient, thread: SlackThread):
+        self.client = client
+        self.thread = thread
+        self.showing = False
+        """Whether a status this turn set may still show (none posted since)."""
+
+    async def show(self, status: str = THINKING) -> None:
+        """Show `status` under the thread (nothing where Slack does not offer it)."""
+        self.showing = await self._set(status) or self.showing
+
+    def replied(self) -> None:
+        """A new message was posted in the thread: Slack took the status away."""
+        self.showing = False
+
+    async def clear(self) -> None:
+        """Take the status away if nothing posted since has done it."""
+        if self.showing and await self._set(""):
+            self.showing = False
+
+    async def _set(self, status: str) -> bool:
+        try:
+            await self.client.assistant_threads_setStatus(
+                channel_id=self.thread.channel, thread_ts=self.thread.thread_ts, status=status
+            )
+            return True
+        except SlackApiError:
+            return False

@@ -239,6 +239,9 @@ class Workspace:
     def post(self, channel: str, user: str, text: str = "", *, ts: str | None = None, **fields: Any) -> Message:
         message = Message(channel=channel, ts=ts or self.next_ts(), user=user, text=text, **fields)
         self.messages[(channel, message.ts)] = message
+        if user == BOT_USER_ID and message.thread_ts and message.ephemeral_to is None:
+            # "The status will be automatically cleared when the app sends a reply" (assistant.threads.setStatus)
+            self.statuses.pop((channel, message.thread_ts), None)
         self.changed(message)
         return message
 

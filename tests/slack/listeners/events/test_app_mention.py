@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.support.scripted_model import reply
+from tests.support.scripted_model import call, reply, tool_calls
 
 from ...harness import RunningBot
 
@@ -22,10 +22,23 @@ async def test_mention_is_answered_in_its_thread(bot: RunningBot, model):
     assert model.chat.requests[0]["messages"][-1]["content"] == "hi"
 
 
-async def test_thinking_status_is_shown_then_cleared(bot: RunningBot, model):
+async def test_thinking_status_is_shown_until_the_answer_takes_it_away(bot: RunningBot, model):
     model.chat.push(reply("Done."))
     event = await bot.mention("hi")
-    await bot.slack.wait_for("assistant.threads.setStatus", lambda c: c.params.get("status") == "", timeout=10)
-    statuses = [c.params["status"] for c in bot.slack.calls_of("assistant.threads.setStatus")]
-    assert statuses[0] == "is thinking…" and statuses[-1] == ""
-    assert all(c.params["thread_ts"] == event["ts"] for c in bot.slack.calls_of("assistant.threads.setStatus"))
+    await bot.slack.wait_for("chat.stopStream", timeout=10)
+    await bot.slack.settle()
+    calls = bot.slack.calls_of("assistant.threads.setStatus")
+    # Slack clears the status when the app replies: the answer did, so the bot does not call again
+    assert [(c.params["status"], c.params["thread_ts"]) for c in calls] == [("is thinking…", event["ts"])]
+    assert bot.slack.workspace.statuses == {}
+
+
+async def test_a_status_shown_after_the_answer_began_is_cleared_by_the_bot(bot: RunningBot, model):
+    model.chat.push(tool_calls(call("list-records", {}, id="call_1"), text="Let me look."), reply("There are 3."))
+    event = await bot.mention("list records")
+    await bot.slack.wait_for("chat.stopStream", timeout=10)
+    await bot.slack.settle()
+    calls = bot.slack.calls_of("assistant.threads.setStatus")
+    assert [c.params["status"] for c in calls] == ["is thinking…", "is running list-records…", ""]
+    assert all(c.params["thread_ts"] == event["ts"] for c in calls)
+    assert bot.slack.workspace.statuses == {}
