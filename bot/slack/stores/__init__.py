@@ -74,9 +74,12 @@ class SlackStores:
 
     async def finish_turn(self, message: QueuedMessage, holder: str) -> QueuedMessage | None:
         """Mark `message`'s turn done and start the next waiting message of its thread, in one transaction;
-        None if no message waits (the lease is let go in the same transaction)."""
+        None if no message waits (the lease is let go in the same transaction). Mostly none waits: the
+        lease is let go first, in one statement, and the queue is read only if it was kept."""
         async with self.storage.transaction() as connection:
             await self.events.finish_turn(message.event_id, connection=connection)
+            if await self.thread_turns.release_if_idle(message.thread_id, holder, connection=connection):
+                return None
             return await self._start_next_or_let_go(connection, message.thread_id, holder)
 
     async def _start_next_or_let_go(
