@@ -6,7 +6,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from ._runs import message_of
 from ._storage import Storage
@@ -32,18 +32,17 @@ class Memory:
         self.storage = storage
         self.last_messages = last_messages
         self.max_tokens = max_tokens
+        self._window = (  # built once: building it cost more than running it
+            select(*_MESSAGE_COLUMNS)
+            .where(MessageRow.thread_id == bindparam("b_thread"))
+            .order_by(MessageRow.id.desc())
+            .limit(last_messages)
+        )
 
     async def window(self, thread_id: str) -> list[dict[str, Any]]:
         """The latest messages of the thread, each tool call followed right away by its result."""
         async with self.storage.read() as connection:
-            rows = list(
-                await connection.execute(
-                    select(*_MESSAGE_COLUMNS)
-                    .where(MessageRow.thread_id == thread_id)
-                    .order_by(MessageRow.id.desc())
-                    .limit(self.last_messages)
-                )
-            )
+            rows = list(await connection.execute(self._window, {"b_thread": thread_id}))
         return bounded(pair_tool_results([message_of(r) for r in reversed(rows)]), self.max_tokens)
 
     async def messages(self, thread_id: str) -> list[dict[str, Any]]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
+from memory import Storage
 from memory.tables import utcnow
 
 from ..tables import SlackConversationRow
@@ -14,27 +15,41 @@ from ._table_store import TableStore
 class Conversations(TableStore):
     """The threads the bot takes part in."""
 
+    def __init__(self, storage: Storage):
+        super().__init__(storage)
+        insert = self._insert(SlackConversationRow).values(
+            thread_id=bindparam("b_thread"),
+            team_id=bindparam("b_team"),
+            channel=bindparam("b_channel"),
+            thread_ts=bindparam("b_thread_ts"),
+            started_by=bindparam("b_user"),
+            created_at=bindparam("b_now"),
+        )
+        self._start = insert.on_conflict_do_update(
+            index_elements=["thread_id"], set_={"thread_id": insert.excluded.thread_id}
+        ).returning(*_TABLE.columns)
+
     async def start(self, thread: SlackThread, user: str) -> SlackConversationRow:
         """Remember that the bot takes part in `thread` (idempotent); the first user to start it owns it.
         One statement: an INSERT whose conflict leaves the row as it is and returns it (a row of its own,
         not attached to any session)."""
-        insert = self._insert(SlackConversationRow).values(
-            thread_id=thread.thread_id,
-            team_id=thread.team_id,
-            channel=thread.channel,
-            thread_ts=thread.thread_ts,
-            started_by=user,
-            created_at=utcnow(),
-        )
-        statement = insert.on_conflict_do_update(
-            index_elements=["thread_id"], set_={"thread_id": insert.excluded.thread_id}
-        ).returning(*SlackConversationRow.__table__.columns)
+        values = {
+            "b_thread": thread.thread_id,
+            "b_team": thread.team_id,
+            "b_channel": thread.channel,
+            "b_thread_ts": thread.thread_ts,
+            "b_user": user,
+            "b_now": utcnow(),
+        }
         async with self._writing() as connection:
-            return SlackConversationRow(**(await connection.execute(statement)).one()._mapping)
+            return SlackConversationRow(**(await connection.execute(self._start, values)).one()._mapping)
 
     async def get(self, thread: SlackThread) -> SlackConversationRow | None:
         """The conversation held in `thread`, or None if the bot takes no part in it."""
-        table = SlackConversationRow.__table__
         async with self._reading() as connection:
-            row = (await connection.execute(select(table).where(table.c.thread_id == thread.thread_id))).first()
+            row = (await connection.execute(_CONVERSATION, {"b_thread": thread.thread_id})).first()
         return SlackConversationRow(**row._mapping) if row else None
+
+
+_TABLE = SlackConversationRow.__table__
+_CONVERSATION = select(_TABLE).where(_TABLE.c.thread_id == bindparam("b_thread"))

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import delete, exists, update
+from sqlalchemy import bindparam, delete, exists, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memory import Storage
 from memory.tables import utcnow
 
 from ..tables import SlackEventRow, SlackThreadTurnRow
@@ -22,29 +23,26 @@ from ._table_store import TableStore
 class ThreadTurns(TableStore):
     """Who holds the turn of each thread the bot is answering."""
 
+    def __init__(self, storage: Storage):
+        super().__init__(storage)
+        self._take = (
+            self._insert(SlackThreadTurnRow)
+            .values(thread_id=bindparam("b_thread"), holder=bindparam("b_holder"), heartbeat_at=bindparam("b_now"))
+            .on_conflict_do_nothing(index_elements=["thread_id"])
+        )
+
     async def take(
         self, thread_id: str, holder: str, *, stale_after: float, connection: AsyncConnection | None = None
     ) -> bool:
         """Take `thread_id`'s turn for `holder`: free, or held by someone whose heartbeat is older than
         `stale_after` seconds (a crashed replica). False while another holder is alive."""
         now = utcnow()
-        take = (
-            self._insert(SlackThreadTurnRow)
-            .values(thread_id=thread_id, holder=holder, heartbeat_at=now)
-            .on_conflict_do_nothing(index_elements=["thread_id"])
-        )
-        take_over = (
-            update(SlackThreadTurnRow)
-            .where(
-                SlackThreadTurnRow.thread_id == thread_id,
-                SlackThreadTurnRow.heartbeat_at < now - timedelta(seconds=stale_after),
-            )
-            .values(holder=holder, heartbeat_at=now)
-        )
+        values = {"b_thread": thread_id, "b_holder": holder, "b_now": now}
         async with self._writing(connection) as connection:
-            if (await connection.execute(take)).rowcount == 1:
+            if (await connection.execute(self._take, values)).rowcount == 1:
                 return True
-            return (await connection.execute(take_over)).rowcount == 1
+            stale = {**values, "b_stale": now - timedelta(seconds=stale_after)}
+            return (await connection.execute(_TAKE_OVER, stale)).rowcount == 1
 
     async def keep(self, thread_id: str, holder: str) -> bool:
         """Refresh `holder`'s heartbeat on `thread_id`; False if the thread is no longer theirs."""
@@ -70,11 +68,21 @@ class ThreadTurns(TableStore):
         a message queued meanwhile keeps the lease, so its receiver (who found the thread busy) is never
         left without a worker. False if the lease stays (or was not `holder`'s). The one read of another
         table: whether a message of the thread waits (`slack_events`)."""
-        waiting = exists().where(SlackEventRow.thread_id == thread_id, SlackEventRow.done_at.is_(None))
         async with self._writing(connection) as connection:
-            result = await connection.execute(
-                delete(SlackThreadTurnRow).where(
-                    SlackThreadTurnRow.thread_id == thread_id, SlackThreadTurnRow.holder == holder, ~waiting
-                )
-            )
+            result = await connection.execute(_RELEASE_IF_IDLE, {"b_thread": thread_id, "b_holder": holder})
         return result.rowcount == 1
+
+
+# The statements of every turn, built once (see `events.py`).
+_TAKE_OVER = (
+    update(SlackThreadTurnRow)
+    .where(
+        SlackThreadTurnRow.thread_id == bindparam("b_thread"), SlackThreadTurnRow.heartbeat_at < bindparam("b_stale")
+    )
+    .values(holder=bindparam("b_holder"), heartbeat_at=bindparam("b_now"))
+)
+_RELEASE_IF_IDLE = delete(SlackThreadTurnRow).where(
+    SlackThreadTurnRow.thread_id == bindparam("b_thread"),
+    SlackThreadTurnRow.holder == bindparam("b_holder"),
+    ~exists().where(SlackEventRow.thread_id == bindparam("b_thread"), SlackEventRow.done_at.is_(None)),
+)

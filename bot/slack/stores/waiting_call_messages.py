@@ -12,7 +12,7 @@ import secrets
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import or_, select, tuple_, update
+from sqlalchemy import bindparam, or_, select, tuple_, update
 
 from memory.tables import utcnow
 
@@ -238,11 +238,8 @@ class WaitingCallMessages(TableStore):
     async def open_in_thread(self, thread_id: str) -> list[ToolCallMessageRow]:
         """The thread's messages not yet closed, as detached rows. Read after every turn, and mostly none:
         a plain connection, with rows built only for what it finds."""
-        table = ToolCallMessageRow.__table__
         async with self._reading() as connection:
-            result = await connection.execute(
-                select(table).where(table.c.thread_id == thread_id, table.c.closed_at.is_(None))
-            )
+            result = await connection.execute(_OPEN_IN_THREAD, {"b_thread": thread_id})
             return [ToolCallMessageRow(**row._mapping) for row in result]
 
     async def open_approvals(self) -> list[ToolCallMessageRow]:
@@ -265,3 +262,9 @@ class WaitingCallMessages(TableStore):
                 .values(closed_at=at or utcnow())
             )
         return bool(result.rowcount)
+
+
+_MESSAGES = ToolCallMessageRow.__table__
+_OPEN_IN_THREAD = select(_MESSAGES).where(
+    _MESSAGES.c.thread_id == bindparam("b_thread"), _MESSAGES.c.closed_at.is_(None)
+)
