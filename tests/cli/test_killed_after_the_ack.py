@@ -4,9 +4,6 @@ recovery told the thread "I was stopped while answering ... please send it again
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 from sqlalchemy import select
 
 from bot.slack.tables import SlackEventRow
@@ -14,6 +11,7 @@ from bot.slack.turn_queue import INTERRUPTED_TEXT
 from tests.support.processes import SECRET, bot_env, free_port, read, start_bot, stop_bot
 from tests.support.scripted_model import reply
 from tests.support.slack import SignedSender, hang
+from tests.support.waiting import until
 
 
 async def started_turns(database_url: str) -> list:
@@ -32,10 +30,7 @@ async def test_a_message_acknowledged_right_before_a_crash_is_answered_after_the
     try:
         event = sender.mention("say hello, s'il vous plaît")
         assert (await sender.event(event))[0] == 200
-        deadline = time.monotonic() + 30
-        while not await started_turns(database_url):
-            assert time.monotonic() < deadline, "the turn never started"
-            await asyncio.sleep(0.05)
+        await until(lambda: started_turns(database_url), 30, what="the turn's start")
     finally:
         first.kill()
         await first.wait()

@@ -3,19 +3,10 @@ running tools finish before it exits. Real `python -m bot serve` processes, on S
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 from tests.support.processes import SECRET, bot_env, crash, free_port, lines, run, start_serve, stop_bot
 from tests.support.scripted_model import call, reply, tool_calls
 from tests.support.slack import SignedSender
-
-
-async def wait_until(condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.1)
+from tests.support.waiting import until
 
 
 async def test_the_bot_recovers_a_run_a_crashed_process_left(model, database_url, storage, slack, effects, tmp_path):
@@ -27,11 +18,12 @@ async def test_the_bot_recovers_a_run_a_crashed_process_left(model, database_url
     env = bot_env(database_url, slack, BOT_STALE_AFTER="0.5", BOT_RECOVERY_INTERVAL="0.5")
     bot = await start_serve(free_port(), env, tmp_path / "bot.log")
     try:
-        await wait_until(lambda: lines(effects, "finished delete-record 5"))
-        for _ in range(100):
-            if (await storage.runs.get_run(started["run_id"])).status == "completed":
-                break
-            await asyncio.sleep(0.1)
+        await until(lambda: lines(effects, "finished delete-record 5"), 30, what="the recovered tool's end")
+
+        async def completed() -> bool:
+            return (await storage.runs.get_run(started["run_id"])).status == "completed"
+
+        await until(completed, 10, what="the recovered run's completion")
     finally:
         await stop_bot(bot)
 
@@ -46,7 +38,7 @@ async def test_sigterm_lets_a_running_tool_finish_before_the_bot_exits(model, da
     bot = await start_serve(port, env, tmp_path / "bot.log")
     sender = SignedSender(f"http://127.0.0.1:{port}/slack/events", SECRET)
     assert (await sender.event(sender.mention("list the records")))[0] == 200
-    await wait_until(lambda: lines(effects, "started list-records"))
+    await until(lambda: lines(effects, "started list-records"), 30, what="the tool's start")
 
     await stop_bot(bot)  # SIGTERM while the tool runs; exit code 0
 
