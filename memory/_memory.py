@@ -43,7 +43,12 @@ class Memory:
         """The latest messages of the thread, each tool call followed right away by its result."""
         async with self.storage.read() as connection:
             rows = list(await connection.execute(self._window, {"b_thread": thread_id}))
-        return bounded(pair_tool_results([message_of(r) for r in reversed(rows)]), self.max_tokens)
+        return self.window_of([message_of(r) for r in reversed(rows)])
+
+    def window_of(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The window of a thread whose messages, oldest first, are `messages` (a thread just made holds
+        only what its first run stored: no read needed)."""
+        return bounded(pair_tool_results(messages[-self.last_messages :]), self.max_tokens)
 
     async def messages(self, thread_id: str) -> list[dict[str, Any]]:
         """Every stored message of the thread, in order, as stored."""

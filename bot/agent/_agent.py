@@ -282,7 +282,9 @@ class Agent:
         run = self._new_run(thread_id=thread_id, resource_id=resource_id, uses_memory=uses_memory, options=request)
         messages = _user_messages(message)
         await self.storage.runs.create_run(run, messages, new_thread=new_thread)
-        driver = RunDriver(self._deps(), run, request, messages=None if uses_memory else messages)
+        # a new thread holds only these messages, so its first step needs no read of the thread
+        first_messages = messages if new_thread or not uses_memory else None
+        driver = RunDriver(self._deps(), run, request, messages=first_messages)
         return AgentStream(run.id, driver.loop(notes))
 
     async def _auto_resume(

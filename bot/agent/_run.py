@@ -172,7 +172,8 @@ class RunDriver:
         self.runs = deps.runs
         self.usage: dict[str, int] = {}
         self._new_messages = messages
-        """The messages of a run just created without thread memory: its first step needs no read of them."""
+        """The messages of a run just created without thread memory, or as the first run of a new thread:
+        they are all its first step would read, so it reads nothing."""
         self._next_move: NextMove | None = None
         """The run's next move, when the transaction that stored the step or the one result at work already
         made it (see `_after_work`)."""
@@ -813,10 +814,12 @@ class RunDriver:
         # one system message, first: some OpenAI-compatible servers accept no other place for it
         system = "\n\n".join(part for part in [self.deps.instructions, *(notes or [])] if part)
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-        if self.run.uses_memory:
-            history = await self.deps.memory.window(self.run.thread_id)
-        elif self._new_messages is not None:
+        if self._new_messages is not None:  # the run's first step: what it was started with is all there is
             history, self._new_messages = self._new_messages, None
+            if self.run.uses_memory:
+                history = self.deps.memory.window_of(history)
+        elif self.run.uses_memory:
+            history = await self.deps.memory.window(self.run.thread_id)
         else:
             history = [m for group in pair_tool_results(await self.runs.run_messages(self.run.id)) for m in group]
         return messages + history

@@ -245,6 +245,23 @@ async def test_the_model_gets_the_bounded_window(model, storage):
     ]
 
 
+async def test_the_first_run_of_a_new_thread_sends_the_bounded_window_of_what_it_was_given(model, storage):
+    """The first step of a new thread sends the messages it was started with (no read of the thread),
+    bounded as any window; the next turn reads the thread as stored."""
+    agent = memory_agent(storage, [], memory=Memory(storage, last_messages=3, max_tokens=10**6))
+    model.chat.push(reply("Les trois derniers, 最後の三つ."))
+    words = ["一", "둘", "trois", "vier", "חמש"]
+    await agent.generate([{"role": "user", "content": w} for w in words], thread_id=THREAD, resource_id=USER)
+    assert history(model.chat.requests[0]) == [{"role": "user", "content": w} for w in words[-3:]]
+    model.chat.push(reply("Encore."))
+    await agent.generate("et après ?", thread_id=THREAD, resource_id=USER)
+    assert history(model.chat.requests[1]) == [
+        {"role": "user", "content": "חמש"},
+        {"role": "assistant", "content": "Les trois derniers, 最後の三つ."},
+        {"role": "user", "content": "et après ?"},
+    ]
+
+
 # -- results stored late, and calls still waiting --------------------------------------------------
 
 
