@@ -49,6 +49,12 @@ POLICIES = PolicyRow.__table__
 class RunStore:
     def __init__(self, storage: Database):
         self._storage = storage
+        self._insert_thread = (  # the dialect's INSERT (ON CONFLICT), built once like the statements below
+            storage.dialect.insert(ThreadRow.__table__)
+            .values(id=bindparam("b_thread"), resource_id=bindparam("b_owner"))
+            .on_conflict_do_nothing(index_elements=[ThreadRow.id])
+            .returning(ThreadRow.id)
+        )
 
     # --- runs -------------------------------------------------------------------------------
     async def create_run(
@@ -226,7 +232,7 @@ class RunStore:
         (another gets `ThreadOwnerError`; a thread started without one takes `resource_id`). A thread that
         does not exist yet is created with its first run (`create_run(..., new_thread=True)`)."""
         async with self._storage.read() as connection:
-            owner = await connection.scalar(select(ThreadRow.resource_id).where(ThreadRow.id == thread_id))
+            owner = await connection.scalar(_THREAD_OWNER, {"b_thread": thread_id})
         if owner is None:
             return False
         if resource_id is not None and owner != resource_id:  # ownerless, or (refused) another's
@@ -237,12 +243,7 @@ class RunStore:
     async def _create_thread(self, connection: AsyncConnection, thread_id: str, resource_id: str | None) -> None:
         # one INSERT, not a read of the row the same transaction then writes; another replica that created
         # it first wins, and the thread is then checked as any existing one
-        created = await connection.scalar(
-            self._storage.dialect.insert(ThreadRow.__table__)
-            .values(id=thread_id, resource_id=resource_id or "")
-            .on_conflict_do_nothing(index_elements=[ThreadRow.id])
-            .returning(ThreadRow.id)
-        )
+        created = await connection.scalar(self._insert_thread, {"b_thread": thread_id, "b_owner": resource_id or ""})
         if created is None and resource_id is not None:
             await self._claim_existing_thread(connection, thread_id, resource_id)
 
@@ -605,13 +606,9 @@ class RunStore:
 
     async def waiting_calls_in_thread(self, thread_id: str) -> list[ToolCallRow]:
         """Every call of the thread still waiting, approvals included, oldest first: one indexed query."""
-        async with self._storage.read_session() as session:
-            rows = await session.scalars(
-                select(ToolCallRow)
-                .where(ToolCallRow.thread_id == thread_id, _one_of(ToolCallRow.state, WAITING_STATES))
-                .order_by(ToolCallRow.suspended_at, ToolCallRow.id)
-            )
-            return list(rows)
+        async with self._storage.read() as connection:
+            rows = await connection.execute(_WAITING_IN_THREAD, {"b_thread": thread_id})
+            return [ToolCallRow(**row._mapping) for row in rows]
 
     async def stored_bytes(self, run_id: str) -> int:
         """Bytes stored for one run: its row, its messages and its tool calls, as JSON."""
@@ -624,6 +621,7 @@ class RunStore:
 
 # --- the statements of the runtime's path, built once (SQLAlchemy then finds each compiled in its cache) ---
 _RUN = select(RUNS).where(RUNS.c.id == bindparam("b_run"))
+_THREAD_OWNER = select(ThreadRow.resource_id).where(ThreadRow.id == bindparam("b_thread"))
 _CALL = select(CALLS).where(CALLS.c.run_id == bindparam("b_run"), CALLS.c.tool_call_id == bindparam("b_call"))
 _RUN_MESSAGES = select(MESSAGES).where(MESSAGES.c.run_id == bindparam("b_run")).order_by(MESSAGES.c.id)
 _INSERT_GRANT = insert(GrantRow.__table__)
@@ -649,6 +647,13 @@ def _one_of(column: Any, states: Iterable[str]) -> Any:
     names = sorted(str(state) for state in states)
     assert all(re.fullmatch(r"[a-z_]+", name) for name in names), names
     return column.in_([literal_column(f"'{name}'") for name in names])
+
+
+_WAITING_IN_THREAD = (
+    select(CALLS)
+    .where(CALLS.c.thread_id == bindparam("b_thread"), _one_of(CALLS.c.state, WAITING_STATES))
+    .order_by(CALLS.c.suspended_at, CALLS.c.id)
+)
 
 
 _LATEST_WAITING = (
