@@ -105,6 +105,7 @@ class Schema:
         else:
             revision_id = f"{self.name}_0001"
         script = command.revision(self.config(), message, rev_id=revision_id)
+        _HEADS.pop(self.versions, None)  # the new file is the head now
         return Path(script.path)
 
     def upgrade(self, connection) -> None:
