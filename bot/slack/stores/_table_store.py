@@ -2,7 +2,8 @@
 the dialect's INSERT (for ON CONFLICT DO NOTHING, `memory.dialects`).
 
 A store runs SQL statements on plain connections (`Storage.transaction`, `Storage.read`): no ORM unit of
-work, which costs a turn about a third of each transaction's CPU. A store whose methods hand out mapped
+work (measured on SQLite, a one-statement write transaction through a session cost 1.3x one on a
+connection, a read 1.6x). A store whose methods hand out mapped
 rows (`ToolCallMessageRow`, `HomeViewRow`) loads them through ORM sessions instead (`_writing_rows`,
 `_reading_rows`).
 
