@@ -39,8 +39,10 @@ async def answer_message(
     user: str,
     text: str,
     owner: str | None = None,
+    new: bool = False,
 ) -> None:
-    """Run the agent on `user`'s message in `thread` and write its answer there.
+    """Run the agent on `user`'s message in `thread` and write its answer there; `new`: the message
+    started the conversation (the thread holds no message of the bot's yet).
 
     The memory thread belongs to the conversation's `owner` (who started it; the runtime refuses a
     thread to any other resource), so that is the `resource_id`; others in the thread speak in it too,
@@ -60,7 +62,7 @@ async def answer_message(
             request_context=request_context_of(thread, user),
         )
 
-    await run_turn(services, client, start, thread=thread, requester=user, request_text=text)
+    await run_turn(services, client, start, thread=thread, requester=user, request_text=text, new=new)
 
 
 async def continue_run(
@@ -82,11 +84,17 @@ async def run_turn(
     thread: SlackThread,
     requester: str,
     request_text: str | None,
+    new: bool = False,
 ) -> None:
     """Show the thinking status, get the run's stream from `start`, relay it, and tell the thread if it
-    failed; then close the messages of calls settled meanwhile (a question answered by this message)."""
+    failed; then close the messages of calls settled meanwhile (a question answered by this message).
+
+    A `new` conversation that ended in an answer has no such messages: the thread held none of the bot's
+    before this turn, and a run that posts one stops at its waiting call. Its thread is not read for them.
+    """
     status = ThinkingStatus(client, thread)
     await status.show()
+    finish = None
     try:
         stream = await start()
         finish = await relay(
@@ -99,7 +107,8 @@ async def run_turn(
         await _say_failed(client, thread, exc, status)
     finally:
         await status.clear()  # only if no message posted since took it away
-    await refresh_open_messages(services, client, thread.thread_id)
+    if not (new and finish == "stop"):
+        await refresh_open_messages(services, client, thread.thread_id)
 
 
 async def _say_failed(client: AsyncWebClient, thread: SlackThread, error: Exception, status: ThinkingStatus) -> None:

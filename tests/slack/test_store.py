@@ -44,8 +44,10 @@ async def test_conversation_belongs_to_whoever_started_it(slack_storage):
     conversations = Conversations(slack_storage)
     thread = SlackThread(team_id="T1", channel="C1", thread_ts="1.0")
     assert await conversations.get(thread) is None
-    assert (await conversations.start(thread, "U1")).started_by == "U1"
-    assert (await conversations.start(thread, "U2")).started_by == "U1"
+    first, created = await conversations.start(thread, "U1")
+    assert (first.started_by, created) == ("U1", True)
+    again, created = await conversations.start(thread, "U2")
+    assert (again.started_by, created) == ("U1", False)
     assert thread.thread_id == "slack:T1:C1:1.0"
 
 

@@ -29,10 +29,11 @@ class Conversations(TableStore):
             index_elements=["thread_id"], set_={"thread_id": insert.excluded.thread_id}
         ).returning(*_TABLE.columns)
 
-    async def start(self, thread: SlackThread, user: str) -> SlackConversationRow:
+    async def start(self, thread: SlackThread, user: str) -> tuple[SlackConversationRow, bool]:
         """Remember that the bot takes part in `thread` (idempotent); the first user to start it owns it.
-        One statement: an INSERT whose conflict leaves the row as it is and returns it (a row of its own,
-        not attached to any session)."""
+        The conversation's row (of its own, not attached to any session), and whether this call created
+        it. One statement: an INSERT whose conflict leaves the row as it is and returns it; the row is new
+        when it holds the creation time this call wrote."""
         values = {
             "b_thread": thread.thread_id,
             "b_team": thread.team_id,
@@ -42,7 +43,8 @@ class Conversations(TableStore):
             "b_now": utcnow(),
         }
         async with self._writing() as connection:
-            return SlackConversationRow(**(await connection.execute(self._start, values)).one()._mapping)
+            row = SlackConversationRow(**(await connection.execute(self._start, values)).one()._mapping)
+        return row, row.created_at == values["b_now"]
 
     async def get(self, thread: SlackThread) -> SlackConversationRow | None:
         """The conversation held in `thread`, or None if the bot takes no part in it."""

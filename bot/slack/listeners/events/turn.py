@@ -23,14 +23,17 @@ async def take_turn(services: SlackServices, client: Any, message: QueuedMessage
     event = message.event
     thread = thread_of_message(event, message.team_id)
     text = event.get("text", "")
+    new = False
     if event["type"] == "app_mention" or event.get("channel_type") == "im":
-        conversation = await services.stores.conversations.start(thread, event["user"])
+        conversation, new = await services.stores.conversations.start(thread, event["user"])
         text = strip_mention(text, message.bot_user_id)
     else:
         conversation = await services.stores.conversations.get(thread)
         if conversation is None:
             return  # a thread the bot takes no part in
-    await answer_message(services, client, thread=thread, user=event["user"], text=text, owner=conversation.started_by)
+    await answer_message(
+        services, client, thread=thread, user=event["user"], text=text, owner=conversation.started_by, new=new
+    )
 
 
 async def reached_the_agent(services: SlackServices, message: QueuedMessage) -> bool:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from sqlalchemy import event as sql_event
+
 from tests.support.scripted_model import call, reply, tool_calls
+from tests.support.waiting import until
 
 from ...harness import RunningBot
 
@@ -42,3 +45,32 @@ async def test_a_status_shown_after_the_answer_began_is_cleared_by_the_bot(bot: 
     assert [c.params["status"] for c in calls] == ["is thinking…", "is running list-records…", ""]
     assert all(c.params["thread_ts"] == event["ts"] for c in calls)
     assert bot.slack.workspace.statuses == {}
+
+
+async def test_a_new_conversation_answered_at_once_is_not_searched_for_waiting_call_messages(bot: RunningBot, model):
+    # such a thread holds no message of the bot's but the answer; a later turn in it looks again
+    statements: list[str] = []
+
+    def seen(_conn, _cursor, statement, *_args):
+        statements.append(statement)
+
+    sql_event.listen(bot.storage.engine.sync_engine, "before_cursor_execute", seen)
+    model.chat.push(reply("你好！有什么可以帮你？"), reply("Bien sûr, voilà."))
+
+    def turns_done(count: int):
+        return lambda: sum(s.startswith("DELETE FROM slack_thread_turns") for s in statements) == count
+
+    def searched() -> int:
+        return sum(s.startswith("SELECT") and "FROM slack_tool_call_messages" in s for s in statements)
+
+    try:
+        first = await bot.mention("你好")
+        await until(turns_done(1), what="the first turn to end")
+        assert searched() == 0
+        await bot.mention("encore une fois, s'il te plaît", thread_ts=first["ts"])
+        await until(turns_done(2), what="the second turn to end")
+        assert searched() == 1
+    finally:
+        sql_event.remove(bot.storage.engine.sync_engine, "before_cursor_execute", seen)
+    answers = [c.params["ts"] for c in bot.slack.calls_of("chat.stopStream")]
+    assert [bot.slack.message("C1", ts).text for ts in answers] == ["你好！有什么可以帮你？", "Bien sûr, voilà."]
