@@ -71,6 +71,23 @@ async def test_a_thread_turn_has_one_holder_until_its_last_message_is_done(slack
     assert not await stores.thread_turns.keep(thread_id, "replica-a")  # let go with the last message
 
 
+async def test_a_mention_starts_its_conversation_with_its_turn(slack_storage):
+    stores = SlackStores.on(slack_storage)
+    thread = SlackThread(team_id="T1", channel="C1", thread_ts="1.0")
+    mention = {"type": "app_mention", "channel": "C1", "user": "U1", "ts": "1.0", "text": "<@UBOT> שלום"}
+    reply = {"type": "message", "channel": "C1", "user": "U2", "ts": "2.0", "thread_ts": "1.0", "text": "et après ?"}
+    again = {**mention, "user": "U2", "ts": "3.0", "thread_ts": "1.0", "text": "<@UBOT> 又见面了"}
+    for event_id, event in (("Ev1", mention), ("Ev2", reply), ("Ev3", again)):
+        await stores.events.claim(event_id, "T1", thread_id=thread.thread_id, event=event)
+    first = await stores.take_thread(thread.thread_id, "replica-a", stale_after=30)
+    assert (first.conversation.started_by, first.new_conversation) == ("U1", True)
+    assert (await stores.conversations.get(thread)).started_by == "U1"
+    second = await stores.finish_turn(first, "replica-a")
+    assert (second.event["text"], second.conversation, second.new_conversation) == ("et après ?", None, False)
+    third = await stores.finish_turn(second, "replica-a")
+    assert (third.conversation.started_by, third.new_conversation) == ("U1", False)  # the first speaker's still
+
+
 async def test_a_thread_with_a_message_waiting_is_not_let_go(slack_storage):
     """The message's receiver found the thread busy and left it to the holder: the lease stays."""
     stores = SlackStores.on(slack_storage)

@@ -8,13 +8,13 @@
 - `AnswerFeedback` (`answer_feedback.py`): people's thumbs up / down on the agent's answers.
 
 Each method is one short transaction; `SlackStores` makes one transaction of a turn's writes to the
-leases and the queue (`take_thread`, `finish_turn`). The tables are migrated once, when the bot starts
+leases, the queue and the conversation (`take_thread`, `finish_turn`). The tables are migrated once, when the bot starts
 (`prepare_slack_tables`), never on the way of a call.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memory import Storage
 
 from ..migrations import SCHEMA
+from ..threads import thread_of_message
 from .answer_feedback import AnswerFeedback
 from .conversations import Conversations
 from .events import ClaimWriter, EventLog, QueuedMessage
@@ -92,7 +93,12 @@ class SlackStores:
             # is no longer this holder's (nothing left to start then)
             if not await self.events.any_queued(thread_id, connection=connection):
                 return None
-        return message
+        if not message.starts_conversation or "user" not in message.event:
+            return message
+        # recorded with the turn's start, not in a transaction of its own
+        thread = thread_of_message(message.event, message.team_id)
+        conversation, new = await self.conversations.start(thread, message.event["user"], connection=connection)
+        return replace(message, conversation=conversation, new_conversation=new)
 
 
 __all__ = [

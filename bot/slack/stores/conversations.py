@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sqlalchemy import bindparam, select
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory import Storage
 from memory.tables import utcnow
@@ -29,7 +30,9 @@ class Conversations(TableStore):
             index_elements=["thread_id"], set_={"thread_id": insert.excluded.thread_id}
         ).returning(*_TABLE.columns)
 
-    async def start(self, thread: SlackThread, user: str) -> tuple[SlackConversationRow, bool]:
+    async def start(
+        self, thread: SlackThread, user: str, *, connection: AsyncConnection | None = None
+    ) -> tuple[SlackConversationRow, bool]:
         """Remember that the bot takes part in `thread` (idempotent); the first user to start it owns it.
         The conversation's row (of its own, not attached to any session), and whether this call created
         it. One statement: an INSERT whose conflict leaves the row as it is and returns it; the row is new
@@ -42,7 +45,7 @@ class Conversations(TableStore):
             "b_user": user,
             "b_now": utcnow(),
         }
-        async with self._writing() as connection:
+        async with self._writing(connection) as connection:
             row = SlackConversationRow(**(await connection.execute(self._start, values)).one()._mapping)
         return row, row.created_at == values["b_now"]
 

@@ -21,7 +21,7 @@ from sqlalchemy.orm import aliased
 from memory import Storage
 from memory.tables import utcnow
 
-from ..tables import SlackEventRow, SlackThreadTurnRow
+from ..tables import SlackConversationRow, SlackEventRow, SlackThreadTurnRow
 from ._table_store import TableStore
 
 
@@ -37,10 +37,20 @@ class QueuedMessage:
     bot_user_id: str | None
     started_at: datetime | None = None
     """When a turn was started on it before: the replica that started it stopped without finishing."""
+    conversation: SlackConversationRow | None = None
+    """For a message that starts (or continues) a conversation by itself (`starts_conversation`): the
+    conversation, recorded when its turn was started (`SlackStores`)."""
+    new_conversation: bool = False
+    """Whether that record was written for this message (the thread held no conversation before)."""
 
     @property
     def started(self) -> bool:
         return self.started_at is not None
+
+    @property
+    def starts_conversation(self) -> bool:
+        """A mention, or a message in a DM: the bot takes part in its thread from then on."""
+        return self.event.get("type") == "app_mention" or self.event.get("channel_type") == "im"
 
 
 class ClaimWriter:

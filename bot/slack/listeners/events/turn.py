@@ -23,9 +23,11 @@ async def take_turn(services: SlackServices, client: Any, message: QueuedMessage
     event = message.event
     thread = thread_of_message(event, message.team_id)
     text = event.get("text", "")
-    new = False
-    if event["type"] == "app_mention" or event.get("channel_type") == "im":
-        conversation, new = await services.stores.conversations.start(thread, event["user"])
+    new = message.new_conversation
+    if message.starts_conversation:
+        conversation = message.conversation  # recorded when the turn was started
+        if conversation is None:
+            conversation, new = await services.stores.conversations.start(thread, event["user"])
         text = strip_mention(text, message.bot_user_id)
     else:
         conversation = await services.stores.conversations.get(thread)
