@@ -8,8 +8,8 @@
 - `AnswerFeedback` (`answer_feedback.py`): people's thumbs up / down on the agent's answers.
 
 Each method is one short transaction; `SlackStores` makes one transaction of a turn's writes to the
-leases, the queue and the conversation (`take_thread`, `finish_turn`). The tables are migrated once, when the bot starts
-(`prepare_slack_tables`), never on the way of a call.
+leases, the queue and the conversation (`take_thread`, `finish_turn`). The tables are migrated once, when
+the bot starts (`prepare_slack_tables`), never on the way of a call.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class SlackStores:
             if not await self.events.any_queued(thread_id, connection=connection):
                 return None
         if not message.starts_conversation or "user" not in message.event:
-            return message
+            return message  # (every queued message has its user: `is_from_a_person`)
         # recorded with the turn's start, not in a transaction of its own
         thread = thread_of_message(message.event, message.team_id)
         conversation, new = await self.conversations.start(thread, message.event["user"], connection=connection)

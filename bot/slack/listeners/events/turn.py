@@ -23,18 +23,21 @@ async def take_turn(services: SlackServices, client: Any, message: QueuedMessage
     event = message.event
     thread = thread_of_message(event, message.team_id)
     text = event.get("text", "")
-    new = message.new_conversation
     if message.starts_conversation:
-        conversation = message.conversation  # recorded when the turn was started
-        if conversation is None:
-            conversation, new = await services.stores.conversations.start(thread, event["user"])
+        conversation = message.conversation  # recorded when the turn was started (`SlackStores`)
         text = strip_mention(text, message.bot_user_id)
     else:
         conversation = await services.stores.conversations.get(thread)
-        if conversation is None:
-            return  # a thread the bot takes no part in
+    if conversation is None:
+        return  # a thread the bot takes no part in
     await answer_message(
-        services, client, thread=thread, user=event["user"], text=text, owner=conversation.started_by, new=new
+        services,
+        client,
+        thread=thread,
+        user=event["user"],
+        text=text,
+        owner=conversation.started_by,
+        new=message.new_conversation,
     )
 
 
