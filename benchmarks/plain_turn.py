@@ -12,19 +12,25 @@ queue, no streaming API calls, no status. The ratio shows what this bot adds per
 for it: the event recorded before the ack, the thread's turn and queue, the conversation's records,
 the run's six-or-so writes, `setStatus` (once: the answer clears it), `startStream`/`stopStream`).
 
-    python benchmarks/plain_turn.py                      # 60 turns each, after 5 warm-ups, SQLite
+The machine is noisy (the same server's CPU per turn varies by half from one minute to the next), so
+both servers run side by side and take turns: each round sends `--turns` turns to one, then to the
+other, and the ratio reported is the median of the rounds' ratios.
+
+    python benchmarks/plain_turn.py                      # 5 rounds of 60 turns each, after 5 warm-ups, SQLite
     python benchmarks/plain_turn.py --turns 30 --only bot
     python benchmarks/plain_turn.py --profile /tmp/turn.prof   # the bot under cProfile (then pstats)
-    python benchmarks/plain_turn.py --only bot --py-spy /tmp/turn.txt   # py-spy over the measured turns only
+    python benchmarks/plain_turn.py --py-spy /tmp/turn.txt     # py-spy over the first round (.bot, .bolt-floor)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 import socket
+import statistics
 import sys
 import tempfile
 import uuid
@@ -81,8 +87,16 @@ def free_port() -> int:
 
 
 def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """The CPU time of every thread of `pid` so far, in nanoseconds from the scheduler (`/proc/.../schedstat`:
+    the clock ticks of `/proc/PID/stat` are 10 ms, too coarse for a short round)."""
+    tasks = Path(f"/proc/{pid}/task")
+    total = 0
+    for task in tasks.iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # a thread that ended meanwhile
+    return total / 1e9
 
 
 async def wait_healthy(port: int, process: asyncio.subprocess.Process, log: Path) -> None:
@@ -120,93 +134,115 @@ async def start_py_spy(pid: int, output: str) -> asyncio.subprocess.Process:
     return spy
 
 
-async def measure(system: str, args: argparse.Namespace, workdir: Path) -> float:
-    """CPU ms per turn of `system` ("bot" or "bolt-floor")."""
-    total = args.warmups + args.turns
-    with ScriptedModel() as model:
-        model.chat.push(*[reply("Hello! How can I help you today?") for _ in range(total)])
-        async with SlackEmulator(Workspace(demo_people())) as slack:
-            port = free_port()
-            env = {
-                **os.environ,
-                "SLACK_BOT_TOKEN": "xoxb-bench",
-                "SLACK_SIGNING_SECRET": SECRET,
-                "SLACK_API_URL": slack.api_url,
-                "DATABASE_URL": f"sqlite+aiosqlite:///{workdir}/{system}.db",
-                "BOT_MODEL": "openai/test-model",
-                "OPENAI_BASE_URL": model.base_url,
-                "OPENAI_API_KEY": "bench",
+class Server:
+    """One system ("bot" or "bolt-floor") as a process of its own, with its own Slack emulation."""
+
+    def __init__(self, system: str, model: ScriptedModel, args: argparse.Namespace, workdir: Path):
+        self.system, self.model, self.args, self.workdir = system, model, args, workdir
+        self.answered = "chat.stopStream" if system == "bot" else "chat.postMessage"
+        self.turns = 0
+
+    async def __aenter__(self) -> Server:
+        self.slack = await SlackEmulator(Workspace(demo_people())).start()
+        port = free_port()
+        env = {
+            **os.environ,
+            "SLACK_BOT_TOKEN": "xoxb-bench",
+            "SLACK_SIGNING_SECRET": SECRET,
+            "SLACK_API_URL": self.slack.api_url,
+            "DATABASE_URL": f"sqlite+aiosqlite:///{self.workdir}/{self.system}.db",
+            "BOT_MODEL": "openai/test-model",
+            "OPENAI_BASE_URL": self.model.base_url,
+            "OPENAI_API_KEY": "bench",
+        }
+        if self.system == "bot":
+            command = [sys.executable, "-m", "bot", "serve", "--port", str(port), "--host", "127.0.0.1"]
+            if self.args.profile:
+                command[1:1] = ["-m", "cProfile", "-o", self.args.profile]
+        else:
+            command = [sys.executable, "-c", BOLT_FLOOR, str(port)]
+        log = self.workdir / f"{self.system}.log"
+        with log.open("ab") as log_file:
+            self.process = await asyncio.create_subprocess_exec(
+                *command, env=env, cwd=str(ROOT), stdout=asyncio.subprocess.DEVNULL, stderr=log_file
+            )
+        await wait_healthy(port, self.process, log)
+        self.url = f"http://127.0.0.1:{port}/slack/events"
+        self.verifier = SignatureVerifier(SECRET)
+        self.session = aiohttp.ClientSession()
+        await self.send(self.args.warmups)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.session.close()
+        self.process.terminate()
+        await self.process.wait()
+        await self.slack.stop()
+
+    async def send(self, turns: int) -> None:
+        """`turns` mentions, each once the answer to the one before is in."""
+        self.model.chat.push(*[reply("Hello! How can I help you today?") for _ in range(turns)])
+        for _ in range(turns):
+            ts = f"{1_800_000_000 + self.turns}.{uuid.uuid4().int % 1_000_000:06d}"
+            self.turns += 1
+            event = {
+                "type": "app_mention",
+                "user": "UALICE",
+                "text": f"<@{BOT_USER_ID}> hello",
+                "ts": ts,
+                "channel": GENERAL,
+                "event_ts": ts,
+                "team": TEAM_ID,
             }
-            if system == "bot":
-                command = [sys.executable, "-m", "bot", "serve", "--port", str(port), "--host", "127.0.0.1"]
-                if args.profile:
-                    command[1:1] = ["-m", "cProfile", "-o", args.profile]
-            else:
-                command = [sys.executable, "-c", BOLT_FLOOR, str(port)]
-            log = workdir / f"{system}.log"
-            with log.open("ab") as log_file:
-                process = await asyncio.create_subprocess_exec(
-                    *command, env=env, cwd=str(ROOT), stdout=asyncio.subprocess.DEVNULL, stderr=log_file
-                )
-            try:
-                await wait_healthy(port, process, log)
-                url = f"http://127.0.0.1:{port}/slack/events"
-                verifier = SignatureVerifier(SECRET)
-                session = aiohttp.ClientSession()
-                answered = "chat.stopStream" if system == "bot" else "chat.postMessage"
-                started = 0.0
-                spy = None
-                for index in range(total):
-                    if index == args.warmups:
-                        started = cpu_seconds(process.pid)
-                        if args.py_spy and system == "bot":
-                            spy = await start_py_spy(process.pid, args.py_spy)
-                    ts = f"{1_800_000_000 + index}.{uuid.uuid4().int % 1_000_000:06d}"
-                    event = {
-                        "type": "app_mention",
-                        "user": "UALICE",
-                        "text": f"<@{BOT_USER_ID}> hello",
-                        "ts": ts,
-                        "channel": GENERAL,
-                        "event_ts": ts,
-                        "team": TEAM_ID,
-                    }
-                    answer = await post_signed(
-                        session, url, verifier, event_body(event), content_type="application/json"
-                    )
-                    assert answer.status == 200, answer
-                    await slack.wait_for(answered, count=index + 1, timeout=60)
-                used = cpu_seconds(process.pid) - started
-                if spy:
-                    spy.send_signal(signal.SIGINT)
-                    await spy.wait()
-                await session.close()
-            finally:
-                process.terminate()
-                await process.wait()
-    return used * 1000 / args.turns
+            answer = await post_signed(
+                self.session, self.url, self.verifier, event_body(event), content_type="application/json"
+            )
+            assert answer.status == 200, answer
+            await self.slack.wait_for(self.answered, count=self.turns, timeout=60)
+
+    async def measure(self, turns: int, py_spy: str | None = None) -> float:
+        """CPU ms per turn over `turns` turns (sampled by py-spy into `py_spy` if given)."""
+        spy = await start_py_spy(self.process.pid, py_spy) if py_spy else None
+        started = cpu_seconds(self.process.pid)
+        await self.send(turns)
+        used = cpu_seconds(self.process.pid) - started
+        if spy:
+            spy.send_signal(signal.SIGINT)
+            await spy.wait()
+        return used * 1000 / turns
 
 
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--turns", type=int, default=60)
+    parser.add_argument("--turns", type=int, default=60, help="measured turns per round and system")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds, the systems taking turns in each")
     parser.add_argument("--warmups", type=int, default=5)
     parser.add_argument("--only", choices=["bot", "bolt-floor"])
     parser.add_argument("--profile", help="write the bot's cProfile stats to this file")
-    parser.add_argument("--py-spy", help="sample the bot with py-spy over the measured turns into this file")
+    parser.add_argument("--py-spy", help="sample the servers with py-spy over one round into this file (.SYSTEM)")
     args = parser.parse_args()
-    results = {}
-    with tempfile.TemporaryDirectory(prefix="plain-turn-") as directory:
-        for system in ("bolt-floor", "bot"):
-            if args.only and system != args.only:
-                continue
-            results[system] = await measure(system, args, Path(directory))
-    print(f"{args.turns} plain turns one after the other, after {args.warmups} warm-ups; load {os.getloadavg()[0]:.1f}")
-    print("| server | CPU ms per turn | vs the Bolt floor |")
-    print("| --- | --- | --- |")
-    floor = results.get("bolt-floor")
-    for system, ms in results.items():
-        print(f"| {system} | {ms:.1f} | {f'{ms / floor:.2f}x' if floor else '-'} |")
+    systems = [system for system in ("bolt-floor", "bot") if not args.only or system == args.only]
+    rounds: dict[str, list[float]] = {system: [] for system in systems}
+    with tempfile.TemporaryDirectory(prefix="plain-turn-") as directory, ScriptedModel() as model:
+        async with contextlib.AsyncExitStack() as stack:
+            servers = [await stack.enter_async_context(Server(s, model, args, Path(directory))) for s in systems]
+            for index in range(args.rounds):
+                for server in servers:
+                    py_spy = None
+                    if args.py_spy and index == 0:
+                        py_spy = args.py_spy if args.only else f"{args.py_spy}.{server.system}"
+                    rounds[server.system].append(await server.measure(args.turns, py_spy))
+    print(
+        f"{args.rounds} rounds of {args.turns} plain turns one after the other per server, the servers taking"
+        f" turns, after {args.warmups} warm-ups; load {os.getloadavg()[0]:.1f}"
+    )
+    print("| server | CPU ms per turn (median of rounds) | rounds | vs the Bolt floor (median of rounds) |")
+    print("| --- | --- | --- | --- |")
+    floors = rounds.get("bolt-floor")
+    for system, values in rounds.items():
+        ratio = f"{statistics.median(v / f for v, f in zip(values, floors, strict=True)):.2f}x" if floors else "-"
+        shown = " ".join(f"{v:.1f}" for v in values)
+        print(f"| {system} | {statistics.median(values):.1f} | {shown} | {ratio} |")
     return 0
 
 

@@ -158,19 +158,42 @@ def _retry_after(exc: openai.RateLimitError) -> float | None:
     return None
 
 
-async def _send(kind: str, create: Any, request: dict[str, Any], deadline: float, stack: AsyncExitStack) -> Any:
-    """`create(**request)` through the gate, sent again after each 429 until `deadline`; the gate's
-    place is held until `stack` closes (a streamed reply holds it until it is read)."""
+async def _send(
+    kind: str,
+    client: openai.AsyncOpenAI,
+    body: dict[str, Any],
+    deadline: float,
+    stack: AsyncExitStack,
+    *,
+    options: dict[str, Any],
+) -> Any:
+    """POST `body` to the model's chat completions through the gate, sent again after each 429 until
+    `deadline`; the gate's place is held until `stack` closes (a streamed reply holds it until it is read).
+
+    The client's generic `post`, with the reply as plain JSON (`cast_to=object`): the request and its
+    status codes, retries, 429s and streamed error events are the client's as with `chat.completions
+    .create`, without its walk over the request's messages and tools against their typed parameters,
+    nor the typed model built for every streamed chunk (together about a third of the client's CPU per
+    step, `benchmarks/README.md`). The body is JSON already: the thread's stored history, the tools'
+    schemas. A streamed reply (`"stream": true` in `body`) is the client's `AsyncStream` of dicts."""
     import openai  # see the module's docstring
 
-    request = _sent_as_is(request)
+    stream = bool(body.get("stream"))
+    stream_cls = openai.AsyncStream[object] if stream else None
     gate = _gate()
     for attempt in itertools.count():
         async with waiting(), asyncio.timeout_at(deadline):
             await gate.enter()
         try:
             async with waiting(), asyncio.timeout_at(deadline):
-                response = await create(**request)
+                response = await client.post(
+                    "/chat/completions",
+                    body=body,
+                    cast_to=object,
+                    options=options,
+                    stream=stream,
+                    stream_cls=stream_cls,
+                )
         except openai.RateLimitError as exc:
             gate.leave()
             metrics.model_call_failed(kind, exc)
@@ -184,22 +207,6 @@ async def _send(kind: str, create: Any, request: dict[str, Any], deadline: float
         stack.callback(gate.leave)
         return response
     raise AssertionError("unreachable")
-
-
-_AS_IS = ("messages", "tools", "response_format")
-"""The parts of a request that go into its JSON body as they are."""
-
-
-def _sent_as_is(request: dict[str, Any]) -> dict[str, Any]:
-    """`request` with its messages, tools and response format in `extra_body`, which the client puts into
-    the request's JSON as it is: given as arguments, the client first walks each message and tool against
-    its typed parameters to build the same JSON, about 2 ms of CPU per request of a short thread
-    (benchmarks/README.md), more as the window grows. They are JSON already (the thread's stored history,
-    the tools' schemas), and nothing in them is renamed or reformatted for the wire. `messages` is still
-    given (the client requires it): empty, and the one in `extra_body` takes its place."""
-    as_is = {key: request[key] for key in _AS_IS if key in request}
-    rest = {key: value for key, value in request.items() if key not in _AS_IS}
-    return {**rest, "messages": [], "extra_body": {**request.get("extra_body", {}), **as_is}}
 
 
 @dataclass
@@ -262,16 +269,16 @@ async def stream_step(
             yield reply.text
         yield reply
         return
-    request.update(stream=True, stream_options={"include_usage": True}, timeout=timeout)
+    request.update(stream=True, stream_options={"include_usage": True})
     reply = StepReply()
     calls: dict[int, dict[str, Any]] = {}
     stream = None
     started = metrics.clock()
-    last = None
+    last: dict[str, Any] = {}
     with telemetry.model_call(request["model"], client) as traced:  # off: a no-op
         try:
             async with AsyncExitStack() as held:
-                stream = await _send("step", client.chat.completions.create, request, deadline, held)
+                stream = await _send("step", client, request, deadline, held, options={"timeout": timeout})
                 events = aiter(stream)
                 while True:
                     async with waiting(), asyncio.timeout_at(deadline):
@@ -279,22 +286,9 @@ async def stream_step(
                     if event is None:
                         break
                     last = event
-                    if event.usage is not None:
-                        reply.usage = _usage_of(event.usage)
-                    for choice in event.choices or []:
-                        delta = choice.delta
-                        if delta is not None and delta.content:
-                            reply.text += delta.content
-                            yield delta.content
-                        for part in (delta.tool_calls if delta is not None else None) or []:
-                            call = calls.setdefault(part.index, {"id": None, "name": "", "arguments": ""})
-                            if part.id:
-                                call["id"] = part.id
-                            if part.function is not None:
-                                call["name"] += part.function.name or ""
-                                call["arguments"] += part.function.arguments or ""
-                        if choice.finish_reason:
-                            reply.finish_reason = choice.finish_reason
+                    text = _read_chunk(event, reply, calls)
+                    if text:
+                        yield text
         except (TimeoutError, openai.OpenAIError, ValueError) as exc:
             if stream is not None and isinstance(exc, (TimeoutError, openai.APITimeoutError)):
                 await stream.close()  # let go of the hung connection
@@ -302,13 +296,39 @@ async def stream_step(
         traced.replied(
             finish_reason=reply.finish_reason,
             usage=reply.usage,
-            response_model=getattr(last, "model", None),
-            response_id=getattr(last, "id", None),
+            response_model=last.get("model"),
+            response_id=last.get("id"),
         )
     metrics.model_call_done("step", started)
     reply.text = clean_text(reply.text)  # what is stored: the deltas were only shown
     reply.tool_calls = _complete_calls([calls[index] | {"index": index} for index in sorted(calls)])
     yield reply
+
+
+def _read_chunk(event: Any, reply: StepReply, calls: dict[int, dict[str, Any]]) -> str:
+    """Add one streamed chunk (JSON) to `reply` and `calls` (the tool calls so far, by index); its text.
+    A chunk of another shape is a ValueError: the model answered something that is not a chat completion."""
+    try:
+        if event.get("usage"):
+            reply.usage = _usage_of(event["usage"])
+        text = ""
+        for choice in event.get("choices") or []:
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                text += delta["content"]
+            for part in delta.get("tool_calls") or []:
+                call = calls.setdefault(part.get("index") or 0, {"id": None, "name": "", "arguments": ""})
+                if part.get("id"):
+                    call["id"] = part["id"]
+                function = part.get("function") or {}
+                call["name"] += function.get("name") or ""
+                call["arguments"] += function.get("arguments") or ""
+            if choice.get("finish_reason"):
+                reply.finish_reason = choice["finish_reason"]
+    except (AttributeError, TypeError) as exc:
+        raise ValueError(f"a streamed chunk that is not a chat completion chunk: {str(event)[:200]}") from exc
+    reply.text += text
+    return text
 
 
 async def _whole_step(
@@ -321,25 +341,23 @@ async def _whole_step(
     with telemetry.model_call(request["model"], client) as traced:  # off: a no-op
         try:
             async with AsyncExitStack() as held:
-                completion = await _send(
-                    "step", client.chat.completions.create, {**request, "timeout": timeout}, deadline, held
-                )
-            choice = completion.choices[0]
-            message = choice.message
-            reply = StepReply(text=clean_text(message.content or ""), finish_reason=choice.finish_reason)
-            if completion.usage is not None:
-                reply.usage = _usage_of(completion.usage)
+                completion = await _send("step", client, request, deadline, held, options={"timeout": timeout})
+            choice = completion["choices"][0]
+            message = choice["message"]
+            reply = StepReply(text=clean_text(message.get("content") or ""), finish_reason=choice.get("finish_reason"))
+            if completion.get("usage"):
+                reply.usage = _usage_of(completion["usage"])
             calls = [
-                {"index": index, "id": call.id, "name": call.function.name, "arguments": call.function.arguments}
-                for index, call in enumerate(message.tool_calls or [])
+                {"index": index, "id": call.get("id"), **_name_and_arguments(call)}
+                for index, call in enumerate(message.get("tool_calls") or [])
             ]
-        except (TimeoutError, openai.OpenAIError, ValueError, IndexError, AttributeError, TypeError) as exc:
+        except (TimeoutError, openai.OpenAIError, ValueError, LookupError, AttributeError, TypeError) as exc:
             raise _step_failed(exc, timeout) from exc
         traced.replied(
             finish_reason=reply.finish_reason,
             usage=reply.usage,
-            response_model=getattr(completion, "model", None),
-            response_id=getattr(completion, "id", None),
+            response_model=completion.get("model"),
+            response_id=completion.get("id"),
         )
     metrics.model_call_done("step", started)
     reply.tool_calls = _complete_calls(calls)
@@ -358,12 +376,14 @@ def _step_failed(exc: BaseException, timeout: float) -> ModelError:
     return ModelError(f"the model answered something that is not a chat completion: {exc}")
 
 
-def _usage_of(usage: Any) -> dict[str, int]:
-    return {
-        "prompt_tokens": usage.prompt_tokens or 0,
-        "completion_tokens": usage.completion_tokens or 0,
-        "total_tokens": usage.total_tokens or 0,
-    }
+def _name_and_arguments(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function") or {}
+    return {"name": function.get("name") or "", "arguments": function.get("arguments") or ""}
+
+
+def _usage_of(usage: dict[str, Any]) -> dict[str, int]:
+    """The token counts of a reply's `usage` (JSON)."""
+    return {key: int(usage.get(key) or 0) for key in ("prompt_tokens", "completion_tokens", "total_tokens")}
 
 
 def _complete_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -404,25 +424,23 @@ async def structured(
         if json_object
         else {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": strict}}
     )
-    request = dict(
-        model=model_name(model), messages=messages, temperature=0, response_format=response_format, timeout=timeout
-    )
+    request = dict(model=model_name(model), messages=messages, temperature=0, response_format=response_format)
     deadline = asyncio.get_running_loop().time() + timeout
     try:
         # one request at a time, bounded by `timeout`: the client's own retries would multiply the wait
         with telemetry.model_call(request["model"], client, kind="structured") as traced:  # off: a no-op
             async with AsyncExitStack() as held:
-                create = client.with_options(max_retries=0).chat.completions.create
-                completion = await _send("structured", create, request, deadline, held)
-            choice = completion.choices[0]
-            traced.replied(finish_reason=choice.finish_reason, response_model=completion.model)
-            if completion.usage is not None:
-                traced.replied(usage=_usage_of(completion.usage))
-        content = choice.message.content
+                options = {"timeout": timeout, "max_retries": 0}
+                completion = await _send("structured", client, request, deadline, held, options=options)
+            choice = completion["choices"][0]
+            traced.replied(finish_reason=choice.get("finish_reason"), response_model=completion.get("model"))
+            if completion.get("usage"):
+                traced.replied(usage=_usage_of(completion["usage"]))
+        content = choice["message"].get("content")
         return read_json(content or "")
     except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
         if not json_object and any(word in str(exc).lower() for word in ("json_schema", "response_format")):
             raise StructuredOutputRefused(f"the server refused json_schema: {exc}") from exc
         raise ModelError(f"the structured answer could not be read: {exc}") from exc
-    except (TimeoutError, openai.OpenAIError, ValueError, IndexError, AttributeError, TypeError) as exc:
+    except (TimeoutError, openai.OpenAIError, ValueError, LookupError, AttributeError, TypeError) as exc:
         raise ModelError(f"the structured answer could not be read: {exc}") from exc

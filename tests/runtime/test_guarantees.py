@@ -240,6 +240,28 @@ async def test_garbage_from_model_fails_run(model, storage):
     assert await run_status(storage, output.run_id) == "failed"
 
 
+@pytest.mark.parametrize(
+    ("events", "says"),
+    [
+        ('data: {"choices": "not a list"}\n\ndata: [DONE]\n\n', "not a chat completion"),
+        ("data: [1, 2]\n\ndata: [DONE]\n\n", "not a chat completion"),
+        ('data: {"error": {"message": "el modelo está sobrecargado"}}\n\n', "el modelo está sobrecargado"),
+    ],
+    ids=["chunk-of-another-shape", "not-an-object", "error-event"],
+)
+async def test_a_streamed_reply_that_is_not_chunks_fails_the_run_saying_why(model, storage, events, says):
+    agent = make_agent([record_tool()], storage=storage)
+    model.chat.push(failure("garbage", body=events))
+
+    stream = await agent.stream("Hi")
+    chunks = [chunk async for chunk in stream.full_stream]
+
+    errors = [chunk.payload["message"] for chunk in chunks if chunk.type == "error"]
+    assert len(errors) == 1 and says in errors[0], errors
+    assert chunks[-1].type == "finish" and chunks[-1].payload["finish_reason"] == "error"
+    assert await run_status(storage, stream.run_id) == "failed"
+
+
 # -- 5. storage cost independent of thread length ------------------------------------------------------
 
 
