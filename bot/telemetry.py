@@ -29,8 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from bot.agent.types import Chunk
-    from memory import ToolPolicy
-    from memory.tables import RunRow, ToolCallRow
+    from memory import StoredRun, StoredToolCall, ToolPolicy
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +161,7 @@ class _Turn:
             self.span.set_status(Status(StatusCode.ERROR, str(chunk.payload.get("message", ""))))
 
 
-def describe_turn(agent_id: str, run: RunRow) -> None:
+def describe_turn(agent_id: str, run: StoredRun) -> None:
     """Name the current turn's span after its agent and thread (the driver knows them, the stream does not)."""
     if _tracer is None:
         return
@@ -240,7 +239,7 @@ class _ModelCall:
             span.set_attribute("gen_ai.response.id", response_id)
 
 
-def _tool_attributes(row: ToolCallRow, policy: ToolPolicy | None) -> dict[str, Any]:
+def _tool_attributes(row: StoredToolCall, policy: ToolPolicy | None) -> dict[str, Any]:
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": row.tool_name,
@@ -263,7 +262,7 @@ def _tool_attributes(row: ToolCallRow, policy: ToolPolicy | None) -> dict[str, A
     return attributes
 
 
-def waits_for_approval(row: ToolCallRow, policy: ToolPolicy | None) -> None:
+def waits_for_approval(row: StoredToolCall, policy: ToolPolicy | None) -> None:
     """A proposed call starts to wait for a human: its span, which ends with the event `bot.approval.requested`."""
     if _tracer is None:
         return
@@ -272,7 +271,7 @@ def waits_for_approval(row: ToolCallRow, policy: ToolPolicy | None) -> None:
     span.end()
 
 
-def decided(call: ToolCallRow, *, kind: str, actor: str | None, via: str) -> None:
+def decided(call: StoredToolCall, *, kind: str, actor: str | None, via: str) -> None:
     """A decision about a waiting call is carried out in the current turn: the event `bot.approval.decided`."""
     if _tracer is None:
         return
@@ -289,7 +288,7 @@ def decided(call: ToolCallRow, *, kind: str, actor: str | None, via: str) -> Non
     trace.get_current_span().add_event("bot.approval.decided", attributes)
 
 
-def tool_call(row: ToolCallRow, policy: ToolPolicy | None, context: Any = None) -> Any:
+def tool_call(row: StoredToolCall, policy: ToolPolicy | None, context: Any = None) -> Any:
     """The span of one tool's `execute`, current while it runs (a sub-agent's turn nests under it).
     `context`: the tool's `AgentToolContext`; a suspension it recorded is the event `bot.tool.suspended`."""
     if _tracer is None:
@@ -298,7 +297,7 @@ def tool_call(row: ToolCallRow, policy: ToolPolicy | None, context: Any = None) 
 
 
 @contextmanager
-def _tool_call(row: ToolCallRow, policy: ToolPolicy | None, context: Any) -> Iterator[Any]:
+def _tool_call(row: StoredToolCall, policy: ToolPolicy | None, context: Any) -> Iterator[Any]:
     with _tracer.start_as_current_span(f"execute_tool {row.tool_name}", attributes=_tool_attributes(row, policy)) as s:
         try:
             yield s

@@ -27,6 +27,7 @@ from ._storage import Storage
 from .clock import Clock, SystemClock
 from .exceptions import AgentError, PolicyError, ThreadOwnerError
 from .protocols import GrantReader, PolicyReader, RunStorage
+from .records import StoredRun, StoredToolCall
 from .states import RunStatus, ToolCallState
 
 __all__ = [
@@ -54,6 +55,8 @@ __all__ = [
     "RunStorage",
     "RunStore",
     "Storage",
+    "StoredRun",
+    "StoredToolCall",
     "SystemClock",
     "ThreadOwnerError",
     "ToolCallState",

@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ._audit import SYSTEM
 from .defaults import SUSPENDED_RUNS_COUNTED_AHEAD
 from .exceptions import ThreadOwnerError
+from .records import StoredRun, StoredToolCall, values_of
 from .states import (
     CALL_STARTS_IN,
     IN_PROGRESS_STATES,
@@ -58,7 +59,7 @@ class RunStore:
 
     # --- runs -------------------------------------------------------------------------------
     async def create_run(
-        self, run: RunRow, messages: Iterable[dict[str, Any]] = (), *, new_thread: bool = False
+        self, run: StoredRun, messages: Iterable[dict[str, Any]] = (), *, new_thread: bool = False
     ) -> None:
         """Store a new run (in `RUN_STARTS_IN`) with its first messages; with `new_thread`, also its thread
         (`run.thread_id`, belonging to `run.resource_id`; `open_thread` found none), in the same transaction."""
@@ -70,12 +71,14 @@ class RunStore:
             await connection.execute(_INSERT_RUN, _new_row_values(run))
             await _add_messages(connection, run, messages)
 
-    async def get_run(self, run_id: str) -> RunRow | None:
+    async def get_run(self, run_id: str) -> StoredRun | None:
         async with self._storage.read() as connection:
             row = (await connection.execute(_RUN, {"b_run": run_id})).first()
-        return RunRow(**row._mapping) if row is not None else None
+        return StoredRun(**row._mapping) if row is not None else None
 
-    async def run_and_call(self, run_id: str, tool_call_id: str | None) -> tuple[RunRow | None, ToolCallRow | None]:
+    async def run_and_call(
+        self, run_id: str, tool_call_id: str | None
+    ) -> tuple[StoredRun | None, StoredToolCall | None]:
         """A run and one of its calls (with no `tool_call_id`, the call that waits latest), read together."""
         async with self._storage.read() as connection:
             row = (await connection.execute(_RUN, {"b_run": run_id})).first()
@@ -83,11 +86,11 @@ class RunStore:
                 return None, None
             statement = _LATEST_WAITING if tool_call_id is None else _CALL
             call = (await connection.execute(statement, {"b_run": run_id, "b_call": tool_call_id})).first()
-        return RunRow(**row._mapping), ToolCallRow(**call._mapping) if call is not None else None
+        return StoredRun(**row._mapping), StoredToolCall(**call._mapping) if call is not None else None
 
     async def move_run(
         self,
-        run: RunRow,
+        run: StoredRun,
         to: RunStatus,
         *,
         only_from: Iterable[RunStatus] | None = None,
@@ -115,19 +118,21 @@ class RunStore:
                 setattr(run, key, value)
         return won
 
-    async def after_work(self, run: RunRow, owner: str, *, holds_run: bool) -> NextMove:
+    async def after_work(self, run: StoredRun, owner: str, *, holds_run: bool) -> NextMove:
         """What follows a worker's calls of the current step: see `_after_work`."""
         async with self._storage.transaction() as connection:
             await self._take_turn(connection, run)
             return await self._after_work(connection, run, owner, holds_run=holds_run)
 
-    async def _take_turn(self, connection: AsyncConnection, run: RunRow) -> None:
+    async def _take_turn(self, connection: AsyncConnection, run: StoredRun) -> None:
         """Wait for the other transactions that settle calls of `run` (see `_after_work`). On SQLite the
         write lock of BEGIN IMMEDIATE already does; on PostgreSQL the run's row lock, taken first (a lock
         taken after inserting rows that reference the run would deadlock two settlers)."""
         await self._storage.dialect.take_row_lock(connection, _LOCK_RUN, {"b_run": run.id})
 
-    async def _after_work(self, connection: AsyncConnection, run: RunRow, owner: str, *, holds_run: bool) -> NextMove:
+    async def _after_work(
+        self, connection: AsyncConnection, run: StoredRun, owner: str, *, holds_run: bool
+    ) -> NextMove:
         """`CONTINUE` (`owner` goes on with the run: its step is settled), `SUSPENDED` (a call of the step
         still waits or works; the run is parked if `owner` held it), or `HANDED_OFF` (another process goes on).
 
@@ -153,7 +158,7 @@ class RunStore:
         unsettled = await connection.scalar(_STEP_UNSETTLED, {"b_run": run.id, "b_step": run.step})
         return NextMove.SUSPENDED if unsettled else NextMove.HANDED_OFF
 
-    async def held_calls(self, owner: str, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], ToolCallRow]:
+    async def held_calls(self, owner: str, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], StoredToolCall]:
         """The calls among `keys` (run id, tool call id) that `owner` still holds live (`held_by`), by key."""
         keys = list(keys)
         if not keys:
@@ -162,7 +167,7 @@ class RunStore:
             CALLS.c.held_by == owner, or_(*(and_(CALLS.c.run_id == r, CALLS.c.tool_call_id == c) for r, c in keys))
         )
         async with self._storage.read() as connection:
-            rows = [ToolCallRow(**row._mapping) for row in await connection.execute(statement)]
+            rows = [StoredToolCall(**row._mapping) for row in await connection.execute(statement)]
         return {(row.run_id, row.tool_call_id): row for row in rows}
 
     async def heartbeat(self, run_id: str, owner: str) -> None:
@@ -205,21 +210,21 @@ class RunStore:
         async with self._storage.read_session() as session:
             return list(await session.scalars(statement))
 
-    async def take_over(self, run_id: str, *, stale_before: datetime, owner: str) -> RunRow | None:
+    async def take_over(self, run_id: str, *, stale_before: datetime, owner: str) -> StoredRun | None:
         """Take a run whose lease went stale; exactly one of several recovering processes wins it."""
-        async with self._storage.session() as session:
-            result = await session.execute(
-                update(RunRow)
+        async with self._storage.transaction() as connection:
+            taken = await connection.execute(
+                update(RUNS)
                 .where(
-                    RunRow.id == run_id,
-                    _one_of(RunRow.status, UNFINISHED_RUN_STATUSES),
-                    or_(RunRow.heartbeat_at.is_(None), RunRow.heartbeat_at < stale_before),
+                    RUNS.c.id == run_id,
+                    _one_of(RUNS.c.status, UNFINISHED_RUN_STATUSES),
+                    or_(RUNS.c.heartbeat_at.is_(None), RUNS.c.heartbeat_at < stale_before),
                 )
                 .values(heartbeat_at=self._storage.clock.now(), owner=owner)
+                .returning(*RUNS.c)
             )
-            if result.rowcount != 1:
-                return None
-            return await session.get(RunRow, run_id)
+            row = taken.first()
+        return StoredRun(**row._mapping) if row is not None else None
 
     # --- messages ---------------------------------------------------------------------------
     async def run_messages(self, run_id: str) -> list[dict[str, Any]]:
@@ -262,11 +267,11 @@ class RunStore:
     # --- tool calls -------------------------------------------------------------------------
     async def record_step(
         self,
-        run: RunRow,
+        run: StoredRun,
         reply: dict[str, Any],
-        calls: list[ToolCallRow],
+        calls: list[StoredToolCall],
         results: Iterable[dict[str, Any]] = (),
-        audits: Iterable[tuple[ToolCallRow, Audit]] = (),
+        audits: Iterable[tuple[StoredToolCall, Audit]] = (),
         *,
         suspend: bool = False,
     ) -> None:
@@ -299,43 +304,43 @@ class RunStore:
         for key, value in values.items():
             setattr(run, key, value)
 
-    async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRow | None:
+    async def get_tool_call(self, run_id: str, tool_call_id: str) -> StoredToolCall | None:
         async with self._storage.read() as connection:
             row = (await connection.execute(_CALL, {"b_run": run_id, "b_call": tool_call_id})).first()
-        return ToolCallRow(**row._mapping) if row is not None else None
+        return StoredToolCall(**row._mapping) if row is not None else None
 
-    async def latest_waiting_call(self, run_id: str) -> ToolCallRow | None:
+    async def latest_waiting_call(self, run_id: str) -> StoredToolCall | None:
         async with self._storage.read() as connection:
             row = (await connection.execute(_LATEST_WAITING, {"b_run": run_id})).first()
-        return ToolCallRow(**row._mapping) if row is not None else None
+        return StoredToolCall(**row._mapping) if row is not None else None
 
     async def call_ids(self, run_id: str) -> set[str]:
         async with self._storage.read() as connection:
             return set(await connection.scalars(select(CALLS.c.tool_call_id).where(CALLS.c.run_id == run_id)))
 
-    async def run_calls(self, run_id: str) -> list[ToolCallRow]:
+    async def run_calls(self, run_id: str) -> list[StoredToolCall]:
         """Every tool call of the run, in the order the model made them."""
         async with self._storage.read() as connection:
             rows = await connection.execute(
                 select(CALLS).where(CALLS.c.run_id == run_id).order_by(CALLS.c.step, CALLS.c.position)
             )
-            return [ToolCallRow(**row._mapping) for row in rows]
+            return [StoredToolCall(**row._mapping) for row in rows]
 
-    async def step_calls(self, run_id: str, step: int) -> list[ToolCallRow]:
+    async def step_calls(self, run_id: str, step: int) -> list[StoredToolCall]:
         async with self._storage.read() as connection:
             rows = await connection.execute(
                 select(CALLS).where(CALLS.c.run_id == run_id, CALLS.c.step == step).order_by(CALLS.c.position)
             )
-            return [ToolCallRow(**row._mapping) for row in rows]
+            return [StoredToolCall(**row._mapping) for row in rows]
 
     async def transition(
         self,
-        call: ToolCallRow,
+        call: StoredToolCall,
         to: ToolCallState,
         *,
         allowed_from: Iterable[ToolCallState] | None = None,
         messages: Iterable[dict[str, Any]] = (),
-        run: RunRow | None = None,
+        run: StoredRun | None = None,
         audit: Audit | Iterable[Audit] | None = None,
         lease: str | None = None,
         approvals_seen: int | None = None,
@@ -361,7 +366,7 @@ class RunStore:
             return won
 
     async def count_approval(
-        self, call: ToolCallRow, approval: dict[str, Any], *, audit: Audit, lease: str | None = None
+        self, call: StoredToolCall, approval: dict[str, Any], *, audit: Audit, lease: str | None = None
     ) -> bool:
         """Count one more approval of a call that needs several (four eyes), the call staying where it
         waits; True if this caller's approval counted.
@@ -387,7 +392,7 @@ class RunStore:
             setattr(call, key, value)
         return True
 
-    async def start(self, call: ToolCallRow, **fields: Any) -> tuple[bool, int | None]:
+    async def start(self, call: StoredToolCall, **fields: Any) -> tuple[bool, int | None]:
         """Mark `call` running (the durable "the tool started" mark) unless an admin's policy disables
         its tool; (True, None) if this caller may run it now, (False, version) when the disable stopped
         it (`version`: of the policy that did), (False, None) when another caller took the call.
@@ -410,10 +415,10 @@ class RunStore:
 
     async def store_result_and_next_move(
         self,
-        call: ToolCallRow,
+        call: StoredToolCall,
         to: ToolCallState,
         *,
-        run: RunRow,
+        run: StoredRun,
         messages: Iterable[dict[str, Any]],
         audit: Audit,
         owner: str,
@@ -431,11 +436,11 @@ class RunStore:
     async def _transition(
         self,
         connection: AsyncConnection,
-        call: ToolCallRow,
+        call: StoredToolCall,
         to: ToolCallState,
         allowed_from: Iterable[ToolCallState] | None,
         messages: Iterable[dict[str, Any]],
-        run: RunRow | None,
+        run: StoredRun | None,
         audit: Audit | Iterable[Audit] | None,
         lease: str | None,
         fields: dict[str, Any],
@@ -558,7 +563,7 @@ class RunStore:
         resource_id: str | None,
         page: int,
         per_page: int,
-    ) -> tuple[list[tuple[RunRow, list[ToolCallRow]]], int, bool]:
+    ) -> tuple[list[tuple[StoredRun, list[StoredToolCall]]], int, bool]:
         """Top-level runs of one agent with a call that waits for a human, newest first, with those calls;
         and their total, counted up to `SUSPENDED_RUNS_COUNTED_AHEAD` past the page (whether it is exact)."""
         waiting = exists().where(ToolCallRow.run_id == RunRow.id, _one_of(ToolCallRow.state, WAITING_STATES))
@@ -572,43 +577,36 @@ class RunStore:
             conditions.append(RunRow.thread_id == thread_id)
         if resource_id is not None:
             conditions.append(RunRow.resource_id == resource_id)
-        async with self._storage.read_session() as session:
+        async with self._storage.read() as connection:
             counted_up_to = (page + 1) * per_page + SUSPENDED_RUNS_COUNTED_AHEAD
             # The count walks the page's own index in the page's order (by agent, thread or user; see
             # migrations 0004 and 0010) and stops `counted_up_to` past the start: without the order the
             # planner may read every run of the user (PostgreSQL's bitmap scan) or of the table first.
             newest_first = (RunRow.suspended_at.desc(), RunRow.id)
             some = select(RunRow.id).where(and_(*conditions)).order_by(*newest_first).limit(counted_up_to + 1)
-            total = await session.scalar(select(func.count()).select_from(some.subquery()))
-            runs = list(
-                await session.scalars(
-                    select(RunRow)
-                    .where(and_(*conditions))
-                    .order_by(*newest_first)
-                    .offset(page * per_page)
-                    .limit(per_page)
-                )
-            )
-            calls: dict[str, list[ToolCallRow]] = {run.id: [] for run in runs}
+            total = await connection.scalar(select(func.count()).select_from(some.subquery()))
+            page_of_runs = select(RUNS).where(and_(*conditions)).order_by(*newest_first)
+            runs = [
+                StoredRun(**row._mapping)
+                for row in await connection.execute(page_of_runs.offset(page * per_page).limit(per_page))
+            ]
+            calls: dict[str, list[StoredToolCall]] = {run.id: [] for run in runs}
             if runs:
-                rows = await session.scalars(
-                    select(ToolCallRow)
-                    .where(
-                        ToolCallRow.run_id.in_(list(calls)),
-                        _one_of(ToolCallRow.state, WAITING_STATES),
-                    )
-                    .order_by(ToolCallRow.step, ToolCallRow.position)
+                rows = await connection.execute(
+                    select(CALLS)
+                    .where(CALLS.c.run_id.in_(list(calls)), _one_of(CALLS.c.state, WAITING_STATES))
+                    .order_by(CALLS.c.step, CALLS.c.position)
                 )
                 for row in rows:
-                    calls[row.run_id].append(row)
+                    calls[row.run_id].append(StoredToolCall(**row._mapping))
             total = total or 0
             return [(run, calls[run.id]) for run in runs], total, total <= counted_up_to
 
-    async def waiting_calls_in_thread(self, thread_id: str) -> list[ToolCallRow]:
+    async def waiting_calls_in_thread(self, thread_id: str) -> list[StoredToolCall]:
         """Every call of the thread still waiting, approvals included, oldest first: one indexed query."""
         async with self._storage.read() as connection:
             rows = await connection.execute(_WAITING_IN_THREAD, {"b_thread": thread_id})
-            return [ToolCallRow(**row._mapping) for row in rows]
+            return [StoredToolCall(**row._mapping) for row in rows]
 
     async def stored_bytes(self, run_id: str) -> int:
         """Bytes stored for one run: its row, its messages and its tool calls, as JSON."""
@@ -721,7 +719,7 @@ class Audit:
     """What the move changed, as it was (an edit: the arguments shown before)."""
     after: Any = None
 
-    def values(self, call: ToolCallRow, moved: dict[str, Any]) -> dict[str, Any]:
+    def values(self, call: StoredToolCall, moved: dict[str, Any]) -> dict[str, Any]:
         """The audit row, for `call` as it is after the move (`moved`: the values the move wrote)."""
         return {
             "run_id": call.run_id,
@@ -739,7 +737,7 @@ class Audit:
         }
 
 
-async def _add_messages(connection: AsyncConnection, run: RunRow, messages: Iterable[dict[str, Any]]) -> None:
+async def _add_messages(connection: AsyncConnection, run: StoredRun, messages: Iterable[dict[str, Any]]) -> None:
     thread_id = run.thread_id if run.uses_memory else None
     now = utcnow()
     rows = [
@@ -758,20 +756,15 @@ async def _add_messages(connection: AsyncConnection, run: RunRow, messages: Iter
         await connection.execute(_INSERT_MESSAGES, rows)
 
 
-def _new_row_values(row: RunRow | ToolCallRow, now: datetime | None = None) -> dict[str, Any]:
+def _new_row_values(row: StoredRun | StoredToolCall, now: datetime | None = None) -> dict[str, Any]:
     """The columns of a row built in memory, for its INSERT; its creation times are set on it too."""
     now = now or utcnow()
     for stamp in ("created_at", "updated_at"):
         if getattr(row, stamp) is None:
             setattr(row, stamp, now)
-    values = {}
-    for column in row.__table__.columns:
-        if column.autoincrement is True:
-            continue
-        value = getattr(row, column.key)
-        if value is None and column.default is not None and column.default.is_scalar:
-            value = column.default.arg  # what the ORM would have filled in for a column left unset
-        values[column.key] = value
+    values = values_of(row)
+    if isinstance(row, StoredToolCall):
+        del values["id"]  # the database numbers the row
     return values
 
 

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from ._grants import Grant
     from ._policies import ToolPolicy, UnreadablePolicy
     from ._runs import Audit
+    from .records import StoredRun, StoredToolCall
     from .states import NextMove, RunStatus, ToolCallState
-    from .tables import RunRow, ToolCallRow
 
 
 class RunStorage(Protocol):
@@ -26,20 +26,22 @@ class RunStorage(Protocol):
 
     # --- runs
     async def create_run(
-        self, run: RunRow, messages: Iterable[dict[str, Any]] = (), *, new_thread: bool = False
+        self, run: StoredRun, messages: Iterable[dict[str, Any]] = (), *, new_thread: bool = False
     ) -> None:
         """Store a new run with its first messages; with `new_thread`, its thread too (see `open_thread`)."""
         ...
 
-    async def get_run(self, run_id: str) -> RunRow | None: ...
+    async def get_run(self, run_id: str) -> StoredRun | None: ...
 
-    async def run_and_call(self, run_id: str, tool_call_id: str | None) -> tuple[RunRow | None, ToolCallRow | None]:
+    async def run_and_call(
+        self, run_id: str, tool_call_id: str | None
+    ) -> tuple[StoredRun | None, StoredToolCall | None]:
         """A run and one of its calls (no `tool_call_id`: the call that waits latest), read together."""
         ...
 
     async def move_run(
         self,
-        run: RunRow,
+        run: StoredRun,
         to: RunStatus,
         *,
         only_from: Iterable[RunStatus] | None = None,
@@ -49,11 +51,11 @@ class RunStorage(Protocol):
         """Move a run to `to` if its status may go there; True if this caller won."""
         ...
 
-    async def after_work(self, run: RunRow, owner: str, *, holds_run: bool) -> NextMove:
+    async def after_work(self, run: StoredRun, owner: str, *, holds_run: bool) -> NextMove:
         """What follows a worker's calls of the current step (go on, park, or leave it to another)."""
         ...
 
-    async def held_calls(self, owner: str, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], ToolCallRow]:
+    async def held_calls(self, owner: str, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], StoredToolCall]:
         """The calls among `keys` (run id, tool call id) that `owner` still holds live (`held_by`), by key."""
         ...
 
@@ -65,13 +67,13 @@ class RunStorage(Protocol):
         """Top-level runs of one agent whose lease is older than `stale_before` and that have work in hand."""
         ...
 
-    async def take_over(self, run_id: str, *, stale_before: datetime, owner: str) -> RunRow | None:
+    async def take_over(self, run_id: str, *, stale_before: datetime, owner: str) -> StoredRun | None:
         """Take a run whose lease went stale; exactly one of several recovering processes wins it."""
         ...
 
     async def suspended_runs(
         self, agent_id: str, *, thread_id: str | None, resource_id: str | None, page: int, per_page: int
-    ) -> tuple[list[tuple[RunRow, list[ToolCallRow]]], int]:
+    ) -> tuple[list[tuple[StoredRun, list[StoredToolCall]]], int]:
         """Top-level runs of one agent with a call that waits for a human, newest first, and the total."""
         ...
 
@@ -86,26 +88,26 @@ class RunStorage(Protocol):
     # --- steps and tool calls
     async def record_step(
         self,
-        run: RunRow,
+        run: StoredRun,
         reply: dict[str, Any],
-        calls: list[ToolCallRow],
+        calls: list[StoredToolCall],
         results: Iterable[dict[str, Any]] = (),
-        audits: Iterable[tuple[ToolCallRow, Audit]] = (),
+        audits: Iterable[tuple[StoredToolCall, Audit]] = (),
         *,
         suspend: bool = False,
     ) -> None:
         """Store one step at once: the model's reply, its calls and any immediate results."""
         ...
 
-    async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRow | None: ...
+    async def get_tool_call(self, run_id: str, tool_call_id: str) -> StoredToolCall | None: ...
 
-    async def latest_waiting_call(self, run_id: str) -> ToolCallRow | None: ...
+    async def latest_waiting_call(self, run_id: str) -> StoredToolCall | None: ...
 
     async def call_ids(self, run_id: str) -> set[str]: ...
 
-    async def step_calls(self, run_id: str, step: int) -> list[ToolCallRow]: ...
+    async def step_calls(self, run_id: str, step: int) -> list[StoredToolCall]: ...
 
-    async def waiting_calls_in_thread(self, thread_id: str) -> list[ToolCallRow]:
+    async def waiting_calls_in_thread(self, thread_id: str) -> list[StoredToolCall]:
         """Every call of the thread still waiting, oldest first (one indexed query)."""
         ...
 
@@ -117,12 +119,12 @@ class RunStorage(Protocol):
 
     async def transition(
         self,
-        call: ToolCallRow,
+        call: StoredToolCall,
         to: ToolCallState,
         *,
         allowed_from: Iterable[ToolCallState] | None = None,
         messages: Iterable[dict[str, Any]] = (),
-        run: RunRow | None = None,
+        run: StoredRun | None = None,
         audit: Audit | Iterable[Audit] | None = None,
         lease: str | None = None,
         approvals_seen: int | None = None,
@@ -136,22 +138,22 @@ class RunStorage(Protocol):
         ...
 
     async def count_approval(
-        self, call: ToolCallRow, approval: dict[str, Any], *, audit: Audit, lease: str | None = None
+        self, call: StoredToolCall, approval: dict[str, Any], *, audit: Audit, lease: str | None = None
     ) -> bool:
         """Four eyes: count one more approval of a call that still waits for approval with the approvals
         and the arguments its approver read (the call stays waiting); True if it counted."""
         ...
 
-    async def start(self, call: ToolCallRow, **fields: Any) -> tuple[bool, int | None]:
+    async def start(self, call: StoredToolCall, **fields: Any) -> tuple[bool, int | None]:
         """Mark `call` running (the durable "the tool started" mark) unless its tool was disabled."""
         ...
 
     async def store_result_and_next_move(
         self,
-        call: ToolCallRow,
+        call: StoredToolCall,
         to: ToolCallState,
         *,
-        run: RunRow,
+        run: StoredRun,
         messages: Iterable[dict[str, Any]],
         audit: Audit,
         owner: str,

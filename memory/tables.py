@@ -147,16 +147,6 @@ class ToolCallRow(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     suspended_at: Mapped[datetime | None]
 
-    @property
-    def displayed_tool_name(self) -> str:
-        """The tool a human decides about: the inner one for a supervisor's call that passes a decision down."""
-        return self.shown_tool_name or self.tool_name
-
-    @property
-    def displayed_args(self) -> Any:
-        """The arguments a human decides about (the inner call's, for a supervisor's call)."""
-        return self.shown_args if self.shown_tool_name else self.args
-
     __table_args__ = (
         UniqueConstraint("run_id", "tool_call_id", name="uq_tool_calls_run_call"),
         Index("ix_tool_calls_thread_state", "thread_id", "state"),

@@ -17,7 +17,18 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from bot.defaults import DEFAULT_MODEL, LIVE_QUESTION_POLL, LIVE_QUESTION_POLL_NOTIFIED, MCP_ELICITATION_WAIT
-from memory import Audit, Memory, RunStatus, Storage, ToolCallState, ToolPolicy, UnreadablePolicy, new_grant_values
+from memory import (
+    Audit,
+    Memory,
+    RunStatus,
+    Storage,
+    StoredRun,
+    StoredToolCall,
+    ToolCallState,
+    ToolPolicy,
+    UnreadablePolicy,
+    new_grant_values,
+)
 from memory.states import (
     FINISHED_RUN_STATUSES,
     RUN_STARTS_IN,
@@ -26,7 +37,7 @@ from memory.states import (
     shown_suspend_payload,
     waiting_state_for,
 )
-from memory.tables import RunRow, ToolCallRow, utcnow
+from memory.tables import utcnow
 from tools import JsonValueError, Schema, SchemaError, SchemaValidationError, Tool, create_tool, plain_json, to_jsonable
 
 from ._autoresume import find_answer, waiting_note
@@ -288,7 +299,7 @@ class Agent:
         return AgentStream(run.id, driver.loop(notes))
 
     async def _auto_resume(
-        self, parked: list[ToolCallRow], message: str | list[dict[str, Any]], resource_id: str | None
+        self, parked: list[StoredToolCall], message: str | list[dict[str, Any]], resource_id: str | None
     ) -> tuple[AgentStream | None, list[str]]:
         """Resume the parked call the message answers, with the message kept in the thread; else None and
         what the message left unclear."""
@@ -318,7 +329,7 @@ class Agent:
         return await stream.result()
 
     async def _start_child_run(
-        self, *, prompt: str, parent: RunRow, run_id: str, options: RequestOptions
+        self, *, prompt: str, parent: StoredRun, run_id: str, options: RequestOptions
     ) -> AgentStream:
         """Run this agent as a supervisor's sub-agent: its own run (`run_id`, already named on the
         supervisor's call), linked to the parent, no thread history."""
@@ -339,7 +350,7 @@ class Agent:
 
     def _new_run(
         self, *, thread_id, resource_id, uses_memory: bool, options: RequestOptions, run_id: str | None = None
-    ) -> RunRow:
+    ) -> StoredRun:
         run_id = run_id or uuid.uuid4().hex
         rule = options.require_tool_approval
         stored_rule = rule if isinstance(rule, bool) else None
@@ -348,7 +359,7 @@ class Agent:
             # with the run finds True, so it asks a human wherever the callable would have been asked.
             self._request_rules[run_id] = rule
             stored_rule = True
-        return RunRow(
+        return StoredRun(
             id=run_id,
             agent_id=self.id,
             thread_id=thread_id,
@@ -374,7 +385,7 @@ class Agent:
             heartbeat_interval=float(merged["heartbeat_interval"]),
         )
 
-    def _stored_options(self, run: RunRow) -> RequestOptions:
+    def _stored_options(self, run: StoredRun) -> RequestOptions:
         """The options of a stored run, as far as storage holds them (see `_new_run` for the approval rule)."""
         rule = self._request_rules.get(run.id, run.require_tool_approval)
         if rule is None:
@@ -532,7 +543,7 @@ class Agent:
 
     async def _waiting_call(
         self, run_id: str, tool_call_id: str | None, kind: DecisionKind
-    ) -> tuple[RunRow, ToolCallRow]:
+    ) -> tuple[StoredRun, StoredToolCall]:
         """This agent's run and its call that waits for a decision of `kind`; raises when there is none."""
         run, call = await self.storage.runs.run_and_call(run_id, tool_call_id)
         if run is None or run.agent_id != self.id:
@@ -541,7 +552,7 @@ class Agent:
             raise ToolCallNotSuspendedError(run_id, tool_call_id, call.state if call else None, wanted=kind)
         return run, call
 
-    def _checked_decision(self, call: ToolCallRow, decision: Decision) -> tuple[Decision, dict[str, Any]]:
+    def _checked_decision(self, call: StoredToolCall, decision: Decision) -> tuple[Decision, dict[str, Any]]:
         """The decision as it will be stored (resume data cleaned and validated) and the fields of an edit
         of the arguments (none unless `Approve(args=...)`); refused before anything is stored."""
         if isinstance(decision, Resume):
@@ -552,8 +563,8 @@ class Agent:
 
     async def _store_decision(
         self,
-        run: RunRow,
-        call: ToolCallRow,
+        run: StoredRun,
+        call: StoredToolCall,
         won: WonDecision,
         edit: dict[str, Any],
         *,
@@ -622,8 +633,8 @@ class Agent:
 
     def _new_grant(
         self,
-        run: RunRow,
-        call: ToolCallRow,
+        run: StoredRun,
+        call: StoredToolCall,
         decision: Decision,
         policy: ToolPolicy,
         decided_by: str | None,
@@ -662,7 +673,7 @@ class Agent:
             seconds=seconds,
         )
 
-    async def _held_elsewhere_below(self, call: ToolCallRow) -> bool:
+    async def _held_elsewhere_below(self, call: StoredToolCall) -> bool:
         """Whether the inner call a supervisor's call passes decisions down to is a live question held by
         another process (not by this agent or one of its sub-agents here)."""
         owners, agents = set(), [self]
@@ -670,7 +681,7 @@ class Agent:
             current = agents.pop()
             owners.add(current.owner)
             agents.extend(current.agents.values())
-        inner: ToolCallRow | None = call
+        inner: StoredToolCall | None = call
         for _ in range(32):  # a chain of sub-agents is short; a cycle in stored data ends here
             if inner is None or inner.child_run_id is None or inner.child_tool_call_id is None:
                 break
@@ -693,7 +704,7 @@ class Agent:
         return await self.decide(run_id, tool_call_id, decision, decided_by=actor, via=via)
 
     # --- live questions ---------------------------------------------------------------------
-    def _hold(self, row: ToolCallRow) -> None:
+    def _hold(self, row: StoredToolCall) -> None:
         self._hold_key((row.run_id, row.tool_call_id))
 
     def _hold_key(self, key: tuple[str, str]) -> None:
@@ -747,7 +758,7 @@ class Agent:
                     log.info("the question of %s/%s waited %gs: cancelled", key[0], key[1], wait)
                     self._background(stream)
 
-    async def _carry_on(self, row: ToolCallRow) -> AgentStream:
+    async def _carry_on(self, row: StoredToolCall) -> AgentStream:
         """Go on, in this process that holds it, with a live question answered through another process."""
         run = await self.storage.runs.get_run(row.run_id)
         kind = DecisionKind.of_recorded(row.decision)
@@ -761,8 +772,8 @@ class Agent:
         return AgentStream(run.id, driver.after_decision(row, won, policy))
 
     async def _count_approval(
-        self, run: RunRow, call: ToolCallRow, won: WonDecision, policy: ToolPolicy, *, edited: bool
-    ) -> AgentStream | ToolCallRow:
+        self, run: StoredRun, call: StoredToolCall, won: WonDecision, policy: ToolPolicy, *, edited: bool
+    ) -> AgentStream | StoredToolCall:
         """Four eyes: count one approval of a call whose policy needs several distinct approvers.
 
         The requester never counts, nor a second approval by the same person, nor one without a named
@@ -943,7 +954,7 @@ class Agent:
             recovered.append(run.id)
         return recovered
 
-    async def _recover_run(self, run: RunRow) -> AgentStream:
+    async def _recover_run(self, run: StoredRun) -> AgentStream:
         """Go on with a run this process took over: interrupted calls are turned into approvals first."""
         if run.status in FINISHED_RUN_STATUSES:
             return AgentStream(run.id, self._finished_output(run))
@@ -951,7 +962,7 @@ class Agent:
         interrupted = await driver.prepare_recovery()
         return AgentStream(run.id, driver.recover(interrupted))
 
-    async def _finished_output(self, run: RunRow):
+    async def _finished_output(self, run: StoredRun):
         """The chunks of a run that finished before its supervisor heard of it: its last answer, or its error."""
         messages = await self.storage.runs.run_messages(run.id)
         answer = next((m["content"] for m in reversed(messages) if m["role"] == "assistant" and m["content"]), "")
@@ -975,7 +986,7 @@ class Agent:
         except Exception:  # noqa: BLE001 - the run goes on whether or not a front end shows it
             log.exception("on_background_stream failed for run %s", stream.run_id)
 
-    def _checked_resume_data(self, call: ToolCallRow, resume_data: Any) -> Any:
+    def _checked_resume_data(self, call: StoredToolCall, resume_data: Any) -> Any:
         """The data to store, text cleaned (tools.plain_json); refused before anything is stored."""
         schema = Schema(call.resume_schema) if call.resume_schema else None
         try:
@@ -986,7 +997,7 @@ class Agent:
         except SchemaValidationError as exc:
             raise ResumeDataInvalidError(call.displayed_tool_name, exc.errors) from None
 
-    def _checked_edit(self, call: ToolCallRow, args: Any) -> dict[str, Any]:
+    def _checked_edit(self, call: StoredToolCall, args: Any) -> dict[str, Any]:
         tool = self.tools.get(call.tool_name)
         if tool is None or call.child_run_id is not None:
             raise ToolArgsInvalidError(call.displayed_tool_name, ["only a direct tool call can be edited"])
@@ -1029,7 +1040,7 @@ class Agent:
             suspended_at=run.suspended_at,
         )
 
-    def _record_of(self, row: ToolCallRow) -> ToolCallRecord:
+    def _record_of(self, row: StoredToolCall) -> ToolCallRecord:
         shown = self._shown_tool(row.displayed_tool_name)
         own = self.tools.get(row.tool_name)
         editable = own is not None and row.child_run_id is None and own.input_schema is not None
@@ -1154,7 +1165,7 @@ async def _handed_over(run_id: str):
     yield Chunk.finish(run_id, "stop")
 
 
-def _suspended_call(call: ToolCallRow) -> SuspendedToolCall:
+def _suspended_call(call: StoredToolCall) -> SuspendedToolCall:
     return SuspendedToolCall(
         tool_call_id=call.tool_call_id,
         tool_name=call.displayed_tool_name,
@@ -1166,13 +1177,13 @@ def _suspended_call(call: ToolCallRow) -> SuspendedToolCall:
     )
 
 
-def escalated_at(call: ToolCallRow) -> datetime | None:
+def escalated_at(call: StoredToolCall) -> datetime | None:
     """When the call's current wait was escalated; None if it was not (an older wait's does not count)."""
     at, since = call.escalated_at, call.suspended_at
     return at if at is not None and (since is None or at >= since) else None
 
 
-def _approval(won: WonDecision, call: ToolCallRow) -> dict[str, Any]:
+def _approval(won: WonDecision, call: StoredToolCall) -> dict[str, Any]:
     """One approval as a four-eyes call keeps it: who, when, and the arguments it approved."""
     return {"by": won.decided_by, "at": utcnow().isoformat(), "fingerprint": call.fingerprint}
 

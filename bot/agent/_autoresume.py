@@ -25,7 +25,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memory.tables import ToolCallRow
+from memory import StoredToolCall
 from tools import Schema, SchemaValidationError
 
 from . import _grounding as grounding
@@ -63,7 +63,7 @@ _json_object_only: weakref.WeakSet[Any] = weakref.WeakSet()
 class Answer:
     """A parked call the message answers, with resume data it supports."""
 
-    call: ToolCallRow
+    call: StoredToolCall
     resume_data: Any
 
 
@@ -83,7 +83,7 @@ class _Form:
 
     label: str
     """How the request names the call: its tool (numbered if the same tool waits twice)."""
-    call: ToolCallRow
+    call: StoredToolCall
     fields: dict[str, dict[str, Any]]
     """Field name -> its schema (references resolved)."""
     required: list[str]
@@ -91,7 +91,7 @@ class _Form:
     """False when the resume schema is not an object: the data is the one field's value."""
 
 
-def _forms(parked: list[ToolCallRow]) -> list[_Form]:
+def _forms(parked: list[StoredToolCall]) -> list[_Form]:
     forms, seen = [], {}
     for call in parked:
         name = call.displayed_tool_name
@@ -156,7 +156,7 @@ def _describe(name: str, schema: dict[str, Any]) -> str:
     return f"{name}: {kind}{about}" if kind else f"{name}{about}"
 
 
-def _question(call: ToolCallRow) -> str:
+def _question(call: StoredToolCall) -> str:
     asked = call.suspend_payload
     if isinstance(asked, str):
         return asked
@@ -167,7 +167,9 @@ def _question(call: ToolCallRow) -> str:
     return json.dumps(asked, ensure_ascii=False, sort_keys=True)
 
 
-def extraction_request(parked: list[ToolCallRow], message: str, *, schema_in_prompt: bool = False) -> tuple[list, dict]:
+def extraction_request(
+    parked: list[StoredToolCall], message: str, *, schema_in_prompt: bool = False
+) -> tuple[list, dict]:
     """The messages and the JSON schema of the one extraction request. Deterministic: the same calls
     (tool, question, schema) and the same message give the same request, whatever their ids."""
     forms = _forms(parked)
@@ -215,13 +217,13 @@ class _Unchecked:
     """A yes/no reading the words of the message cannot check (no word of a known language in it)."""
 
     label: str
-    call: ToolCallRow
+    call: StoredToolCall
     field: str
     value: bool
 
 
 def read_reply(
-    parked: list[ToolCallRow], reply: Any, message: str, *, second: dict[str, bool | None] | None = None
+    parked: list[StoredToolCall], reply: Any, message: str, *, second: dict[str, bool | None] | None = None
 ) -> Reading:
     """Which call the model's reply answers, keeping only what the message supports. `second` is the
     second reading of an unchecked yes/no (call label -> True for "call it off", False for "go on")."""
@@ -229,7 +231,7 @@ def read_reply(
 
 
 def _read(
-    parked: list[ToolCallRow], reply: Any, message: str, second: dict[str, bool | None]
+    parked: list[StoredToolCall], reply: Any, message: str, second: dict[str, bool | None]
 ) -> tuple[Reading, list[_Unchecked]]:
     forms = _forms(parked)
     if len(forms) == 1:
@@ -291,7 +293,7 @@ def _read(
     return Reading(unclear=unclear), unchecked
 
 
-def second_reading_request(call: ToolCallRow, message: str) -> tuple[list, dict]:
+def second_reading_request(call: StoredToolCall, message: str) -> tuple[list, dict]:
     """The second, differently shaped reading of a yes/no the words cannot check: the question asked the
     other way round. A model that says yes to anything says yes here too, and so contradicts itself."""
     schema = {
@@ -320,7 +322,7 @@ def _unclear(form: _Form, names: list[str]) -> str:
 
 
 async def find_answer(
-    client: openai.AsyncOpenAI, model: str, parked: list[ToolCallRow], message: str, *, timeout: float
+    client: openai.AsyncOpenAI, model: str, parked: list[StoredToolCall], message: str, *, timeout: float
 ) -> Reading:
     """What the message answers among the parked calls: one call to resume with validated, supported
     data, or nothing (and what was unclear)."""
@@ -372,7 +374,7 @@ async def find_answer(
     return _read(parked, reply, message, {target.label: _BOOLEAN_WORDS.get(said) if isinstance(said, str) else None})[0]
 
 
-def waiting_note(calls: list[ToolCallRow], unclear: list[str] | None = None) -> str:
+def waiting_note(calls: list[StoredToolCall], unclear: list[str] | None = None) -> str:
     """A brief system note so the model can remind the user of what still waits."""
     lines = ["Still waiting in this conversation (remind the user if their message does not settle it):"]
     for call in calls:

@@ -29,6 +29,8 @@ from memory import (
     PolicyReader,
     RunStatus,
     RunStorage,
+    StoredRun,
+    StoredToolCall,
     ToolCallState,
     ToolPolicy,
     pair_tool_results,
@@ -42,7 +44,7 @@ from memory.states import (
     NextMove,
     shown_suspend_payload,
 )
-from memory.tables import RunRow, ToolCallRow, utcnow
+from memory.tables import utcnow
 from tools import (
     AgentToolContext,
     ApprovalCheck,
@@ -119,7 +121,7 @@ class SubAgent:
     """Start its run for a supervisor's call (`prompt=`, `parent=`, `run_id=`, `options=`)."""
     decide: Callable[..., Awaitable[AgentStream]]
     """Pass a decision down to its waiting call (its agent's `decide`)."""
-    recover: Callable[[RunRow], Awaitable[AgentStream]]
+    recover: Callable[[StoredRun], Awaitable[AgentStream]]
     """Go on with its run after the process that worked on it stopped."""
 
 
@@ -150,7 +152,7 @@ class RunDeps:
     hooks: Mapping[str, Callable[..., Any]]
     forget_request_rule: Callable[[str], None]
     """Drop the request's approval callable kept for a run that finished."""
-    hold: Callable[[ToolCallRow], None] = lambda _row: None
+    hold: Callable[[StoredToolCall], None] = lambda _row: None
     """Keep watch over a call this process now holds live (`suspend(live=True)`): its lease, its answer."""
     at_work: Counter[str] = field(default_factory=Counter)
     """Run id -> how many drivers of this process work on it now: this process's own recovery leaves
@@ -161,7 +163,7 @@ class RunDriver:
     def __init__(
         self,
         deps: RunDeps,
-        run: RunRow,
+        run: StoredRun,
         options: RequestOptions,
         *,
         messages: list[dict[str, Any]] | None = None,
@@ -191,13 +193,13 @@ class RunDriver:
         """Drive the run from where it stands until it finishes or parks a call."""
         return self._guarded(self._steps(notes))
 
-    def after_decision(self, call: ToolCallRow, decision: WonDecision, policy: ToolPolicy) -> AsyncIterator[Chunk]:
+    def after_decision(self, call: StoredToolCall, decision: WonDecision, policy: ToolPolicy) -> AsyncIterator[Chunk]:
         """Carry out a decision already won in storage, then go on with the run if its step is settled.
 
         `policy` is the tool's policy as read for the decision, right before it was stored."""
         return self._guarded(self._decided(call, decision, policy))
 
-    def recover(self, interrupted: list[ToolCallRow]) -> AsyncIterator[Chunk]:
+    def recover(self, interrupted: list[StoredToolCall]) -> AsyncIterator[Chunk]:
         """Go on with a run taken over from a process that stopped (see `prepare_recovery`)."""
         return self._guarded(self._recovered(interrupted))
 
@@ -296,14 +298,14 @@ class RunDriver:
                 yield Chunk.finish(self.run.id, move.finish_reason, self.usage)
                 return
 
-    async def _decided(self, call: ToolCallRow, decision: WonDecision, policy: ToolPolicy) -> AsyncIterator[Chunk]:
+    async def _decided(self, call: StoredToolCall, decision: WonDecision, policy: ToolPolicy) -> AsyncIterator[Chunk]:
         telemetry.decided(call, kind=decision.kind.recorded_as, actor=decision.decided_by, via=decision.via)
         for chunk in await self._carry_out_decision(call, decision, policy):
             yield chunk
         async for chunk in self._surface_waits_or_go_on([call]):
             yield chunk
 
-    async def _recovered(self, interrupted: list[ToolCallRow]) -> AsyncIterator[Chunk]:
+    async def _recovered(self, interrupted: list[StoredToolCall]) -> AsyncIterator[Chunk]:
         calls = await self.runs.step_calls(self.run.id, self.run.step)
         if not calls and self._holds_run:
             async for chunk in self._steps():  # it stopped during a model call: ask again
@@ -315,7 +317,7 @@ class RunDriver:
         async for chunk in self._surface_waits_or_go_on([*interrupted, *work]):
             yield chunk
 
-    async def _surface_waits_or_go_on(self, touched: list[ToolCallRow]) -> AsyncIterator[Chunk]:
+    async def _surface_waits_or_go_on(self, touched: list[StoredToolCall]) -> AsyncIterator[Chunk]:
         """After calls were carried out outside the loop: surface what waits, or go on with the run."""
         waiting, move = await self._after_work(touched)
         for chunk in waiting:
@@ -326,7 +328,7 @@ class RunDriver:
         async for chunk in self._steps():
             yield chunk
 
-    async def _after_work(self, touched: list[ToolCallRow]) -> tuple[list[Chunk], NextMove]:
+    async def _after_work(self, touched: list[StoredToolCall]) -> tuple[list[Chunk], NextMove]:
         """Make the run's `NextMove` after a step's work: `CONTINUE` (this driver asks the model next),
         `SUSPENDED` (a call waits), or `HANDED_OFF` (another process goes on); with the chunks of calls
         that now wait.
@@ -352,7 +354,7 @@ class RunDriver:
                 tool_call["id"] = f"{tool_call['id']}-s{self.run.step}p{position}"
             taken.add(tool_call["id"])
 
-    async def _work_on(self, calls: list[ToolCallRow], policy: ToolPolicy | None = None) -> list[Chunk]:
+    async def _work_on(self, calls: list[StoredToolCall], policy: ToolPolicy | None = None) -> list[Chunk]:
         """Carry out calls that need no (more) decision, concurrently; the chunks of their outcomes.
         `policy`: of the one call a decision just read it for (see `_execute`)."""
         alone = len(calls) == 1  # then its result decides the run's next move too
@@ -361,16 +363,16 @@ class RunDriver:
             chunks += outcome
         return chunks
 
-    async def _work_on_one(self, call: ToolCallRow, policy: ToolPolicy | None, *, decides_next: bool) -> list[Chunk]:
+    async def _work_on_one(self, call: StoredToolCall, policy: ToolPolicy | None, *, decides_next: bool) -> list[Chunk]:
         if call.state == ToolCallState.RUNNING:
             return await self._continue_sub_agent(call, decides_next=decides_next)
         return await self._execute(call, policy, decides_next=decides_next)
 
     # --- one step ---------------------------------------------------------------------------
-    async def _record(self, position: int, tool_call: dict[str, Any]) -> ToolCallRow:
+    async def _record(self, position: int, tool_call: dict[str, Any]) -> StoredToolCall:
         """A row for one proposed call: pending, awaiting approval, or failed with the reason."""
         name = tool_call["function"]["name"]
-        row = ToolCallRow(
+        row = StoredToolCall(
             run_id=self.run.id,
             tool_call_id=tool_call["id"],
             agent_id=self.deps.agent_id,
@@ -415,7 +417,7 @@ class RunDriver:
             telemetry.waits_for_approval(row, policy)
         return row
 
-    async def _live_grant(self, row: ToolCallRow, policy: ToolPolicy) -> Grant | None:
+    async def _live_grant(self, row: StoredToolCall, policy: ToolPolicy) -> Grant | None:
         """The live standing grant that covers this call, read now with the policy as it is now: none when
         the policy no longer allows grants (or needs several approvals), in a run without a thread, or when
         the only grant was given by the requester while the policy refuses self-approval."""
@@ -431,7 +433,7 @@ class RunDriver:
             not_granted_by=None if policy.self_approval else requester,
         )
 
-    async def _preview(self, row: ToolCallRow) -> None:
+    async def _preview(self, row: StoredToolCall) -> None:
         """Run the tool's dry run (`preview=`) for a call that will wait for approval, bounded by the tool's
         `preview_timeout`; what it said, or that it failed, is kept on the row. Never `execute`, never the
         started mark: a preview changes nothing the runtime knows of, and its failure blocks nothing."""
@@ -466,7 +468,7 @@ class RunDriver:
         except (JsonValueError, ValueError):
             row.preview = {"ok": False, "error": "the preview returned something that is not JSON"}
 
-    def _requested(self, rows: list[ToolCallRow]) -> list[tuple[ToolCallRow, Audit]]:
+    def _requested(self, rows: list[StoredToolCall]) -> list[tuple[StoredToolCall, Audit]]:
         """The audit lines of a step's calls: requested by the speaker (those that wait for approval, and
         those a standing grant lets run, with `grant_used`), or blocked (those the model made to a disabled tool)."""
         context = self.options.request_context
@@ -505,7 +507,9 @@ class RunDriver:
         return await rule_says_yes(self.options.require_tool_approval, check)
 
     # --- running one call -------------------------------------------------------------------
-    async def _execute(self, row: ToolCallRow, policy: ToolPolicy | None = None, *, decides_next: bool) -> list[Chunk]:
+    async def _execute(
+        self, row: StoredToolCall, policy: ToolPolicy | None = None, *, decides_next: bool
+    ) -> list[Chunk]:
         """Run a call that is pending (no approval needed) or decided (approved, or resumed with data).
         `decides_next`: it is the driver's only work, so storing its result also makes the run's next move.
 
@@ -538,7 +542,7 @@ class RunDriver:
         return await self._store_tool_outcome(row, tool, context, output, decides_next=decides_next)
 
     async def _mark_started(
-        self, row: ToolCallRow, policy: ToolPolicy, sub_agent: SubAgent | None, *, decides_next: bool
+        self, row: StoredToolCall, policy: ToolPolicy, sub_agent: SubAgent | None, *, decides_next: bool
     ) -> list[Chunk] | None:
         """Mark the call `running` unless its policy disables the tool or the `before_tool_call` hook answers
         for it: None once this caller holds the mark and runs the call; else the chunks of what became of
@@ -557,7 +561,7 @@ class RunDriver:
             return []  # someone else took it: a call runs once
         return None
 
-    async def _call_tool(self, row: ToolCallRow, tool: Tool, policy: ToolPolicy, context: AgentToolContext) -> Any:
+    async def _call_tool(self, row: StoredToolCall, tool: Tool, policy: ToolPolicy, context: AgentToolContext) -> Any:
         """The tool's `execute` on the call's arguments, traced, while the run's turn serves others."""
         with telemetry.tool_call(row, policy, context):  # off: a no-op
             async with waiting():  # a tool's work is a wait for the turn: its work slot serves another
@@ -575,7 +579,7 @@ class RunDriver:
                 )
 
     async def _store_tool_outcome(
-        self, row: ToolCallRow, tool: Tool, context: AgentToolContext, output: Any, *, decides_next: bool
+        self, row: StoredToolCall, tool: Tool, context: AgentToolContext, output: Any, *, decides_next: bool
     ) -> list[Chunk]:
         """Store what `execute` came back with: a suspension (the call waits), or its output checked
         against the tool's `output_schema` (done, or failed when it does not fit)."""
@@ -597,7 +601,7 @@ class RunDriver:
                 )
         return await self._store_result(row, ToolCallState.DONE, output, decides_next=decides_next)
 
-    async def _store_suspension(self, row: ToolCallRow, tool: Tool, context: AgentToolContext) -> None:
+    async def _store_suspension(self, row: StoredToolCall, tool: Tool, context: AgentToolContext) -> None:
         """The call waits for resume data with what the tool suspended with; a live suspension (its call
         stays open here, an MCP server's question) is held by this process."""
         await self.runs.transition(
@@ -613,7 +617,7 @@ class RunDriver:
             self.deps.hold(row)
         metrics.tool_run(row.tool_name, "suspended")
 
-    async def _before_tool_call(self, row: ToolCallRow) -> tuple[bool, Any]:
+    async def _before_tool_call(self, row: StoredToolCall) -> tuple[bool, Any]:
         hook = self.deps.hooks.get("before_tool_call")
         if hook is None:
             return False, None
@@ -632,7 +636,7 @@ class RunDriver:
             return True, answer.get("output")
         return False, None
 
-    async def _blocked(self, row: ToolCallRow, policy_version: int, *, decides_next: bool) -> list[Chunk]:
+    async def _blocked(self, row: StoredToolCall, policy_version: int, *, decides_next: bool) -> list[Chunk]:
         """A decided or pending call whose tool an admin disabled before it started: it does not run, the
         model reads that it is disabled, and the audit trail says `blocked` (by that policy version)."""
         audit = Audit(
@@ -644,7 +648,7 @@ class RunDriver:
 
     async def _store_result(
         self,
-        row: ToolCallRow,
+        row: StoredToolCall,
         to: ToolCallState,
         result: Any,
         is_error: bool = False,
@@ -674,7 +678,7 @@ class RunDriver:
         metrics.tool_run(row.tool_name, "error" if is_error else "ok")
         return [self._result_chunk(row)]
 
-    async def _carry_out_decision(self, call: ToolCallRow, decision: WonDecision, policy: ToolPolicy) -> list[Chunk]:
+    async def _carry_out_decision(self, call: StoredToolCall, decision: WonDecision, policy: ToolPolicy) -> list[Chunk]:
         if call.child_run_id is not None and call.state == ToolCallState.RUNNING:
             child = self._sub_agent_of(call)
             stream = await child.decide(
@@ -694,7 +698,7 @@ class RunDriver:
         return await self._work_on([call], policy)
 
     # --- recovery ---------------------------------------------------------------------------
-    async def prepare_recovery(self) -> list[ToolCallRow]:
+    async def prepare_recovery(self) -> list[StoredToolCall]:
         """Turn each call of the current step that started but never stored a result into an interrupted
         approval (it is never re-run on its own); return those calls. A supervisor's call whose sub-agent
         run exists is left to `recover`, which goes on with that run."""
@@ -735,7 +739,7 @@ class RunDriver:
                 interrupted.append(call)
         return interrupted
 
-    async def _continue_sub_agent(self, row: ToolCallRow, *, decides_next: bool) -> list[Chunk]:
+    async def _continue_sub_agent(self, row: StoredToolCall, *, decides_next: bool) -> list[Chunk]:
         """Go on with the sub-agent run of a supervisor's call that was at work when its process stopped."""
         sub_agent = self._sub_agent_of(row)
         child_run = await self.runs.get_run(row.child_run_id)
@@ -743,19 +747,19 @@ class RunDriver:
         return await self._after_child(row, await stream.result(), decides_next=decides_next)
 
     # --- sub-agents -------------------------------------------------------------------------
-    def _sub_agent_of(self, call: ToolCallRow) -> SubAgent:
+    def _sub_agent_of(self, call: StoredToolCall) -> SubAgent:
         sub_agent = self.deps.sub_agent_for(call.tool_name)
         if sub_agent is None:
             raise SubAgentNotFoundError(self.deps.agent_id, call.tool_call_id, call.tool_name)
         return sub_agent
 
-    async def _run_sub_agent(self, row: ToolCallRow, sub_agent: SubAgent, *, decides_next: bool) -> list[Chunk]:
+    async def _run_sub_agent(self, row: StoredToolCall, sub_agent: SubAgent, *, decides_next: bool) -> list[Chunk]:
         stream = await sub_agent.start(
             prompt=str(row.args.get("prompt", "")), parent=self.run, run_id=row.child_run_id, options=self.options
         )
         return await self._after_child(row, await stream.result(), decides_next=decides_next)
 
-    async def _after_child(self, row: ToolCallRow, output: AgentOutput, *, decides_next: bool) -> list[Chunk]:
+    async def _after_child(self, row: StoredToolCall, output: AgentOutput, *, decides_next: bool) -> list[Chunk]:
         """Show a waiting inner call as this call, or turn the sub-agent's answer into this call's result."""
         if output.finish_reason == "suspended":
             inner = await self.runs.latest_waiting_call(output.run_id)
@@ -824,7 +828,7 @@ class RunDriver:
             history = [m for group in pair_tool_results(await self.runs.run_messages(self.run.id)) for m in group]
         return messages + history
 
-    def _result_chunk(self, row: ToolCallRow) -> Chunk:
+    def _result_chunk(self, row: StoredToolCall) -> Chunk:
         return Chunk.tool_result(
             self.run.id,
             tool_call_id=row.tool_call_id,
@@ -833,12 +837,12 @@ class RunDriver:
             is_error=bool(row.is_error),
         )
 
-    def _denied_chunk(self, row: ToolCallRow, reason: str | None) -> Chunk:
+    def _denied_chunk(self, row: StoredToolCall, reason: str | None) -> Chunk:
         return Chunk.denied(
             self.run.id, tool_call_id=row.tool_call_id, tool_name=row.displayed_tool_name, reason=reason
         )
 
-    def _waiting_chunk(self, row: ToolCallRow) -> Chunk:
+    def _waiting_chunk(self, row: StoredToolCall) -> Chunk:
         payload = WaitingCallPayload(
             tool_call_id=row.tool_call_id,
             tool_name=row.displayed_tool_name,
@@ -870,7 +874,7 @@ def disabled_error(tool_name: str) -> str:
     return f"The tool {tool_name!r} is disabled by an admin's policy, so it was not run."
 
 
-def expired_message(call: ToolCallRow, reason: str | None) -> dict[str, Any]:
+def expired_message(call: StoredToolCall, reason: str | None) -> dict[str, Any]:
     """The tool message the model reads when nobody decided a call before its policy's expiry."""
     content = "Nobody approved this tool call in time: the approval request expired, so it was not run."
     if reason:
@@ -878,7 +882,7 @@ def expired_message(call: ToolCallRow, reason: str | None) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call.tool_call_id, "content": content}
 
 
-def declined_message(call: ToolCallRow, reason: str | None) -> dict[str, Any]:
+def declined_message(call: StoredToolCall, reason: str | None) -> dict[str, Any]:
     """The tool message the model reads when a call was declined (stored with the decision)."""
     if call.interrupted:
         content = (
@@ -892,14 +896,14 @@ def declined_message(call: ToolCallRow, reason: str | None) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call.tool_call_id, "content": content}
 
 
-def _suspended_with(call: ToolCallRow) -> Any:
+def _suspended_with(call: StoredToolCall) -> Any:
     """What the call's tool suspended with, also after an interruption wrapped it."""
     if call.interrupted and isinstance(call.suspend_payload, dict):
         return call.suspend_payload.get("suspended_with")
     return call.suspend_payload
 
 
-def _tool_context_for(row: ToolCallRow, tool: Tool) -> AgentToolContext:
+def _tool_context_for(row: StoredToolCall, tool: Tool) -> AgentToolContext:
     """What the tool is handed of its call's wait: the resume data, what it suspended with when it was
     answered, and the answer's action (an MCP server's `accept`, `decline`, `cancel`)."""
     decided = DecisionKind.of_recorded(row.decision)
@@ -918,7 +922,7 @@ def internal_failure(run_id: str) -> str:
     return f"The bot hit an internal error and stopped this run; the details are in its log (run {run_id})."
 
 
-def _failed(row: ToolCallRow, error: str) -> ToolCallRow:
+def _failed(row: StoredToolCall, error: str) -> StoredToolCall:
     row.state = str(ToolCallState.FAILED)
     row.result = {"error": error}
     row.is_error = True
@@ -930,5 +934,5 @@ def _result_message_of(tool_call_id: str, result: Any) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": tool_call_id, "content": content}
 
 
-def _result_message(row: ToolCallRow) -> dict[str, Any]:
+def _result_message(row: StoredToolCall) -> dict[str, Any]:
     return _result_message_of(row.tool_call_id, row.result)

@@ -12,12 +12,12 @@ import asyncpg
 from sqlalchemy import insert
 from sqlalchemy.engine import make_url
 
-from memory import Storage
-from memory.tables import MessageRow, RunRow, utcnow
+from memory import Storage, StoredRun
+from memory.tables import MessageRow, utcnow
 from tests.support.rows import a_run
 
 
-async def add_message(storage: Storage, run: RunRow, content: str) -> None:
+async def add_message(storage: Storage, run: StoredRun, content: str) -> None:
     """A write of one message of `run`, in a transaction of its own."""
     async with storage.transaction() as connection:
         await connection.execute(

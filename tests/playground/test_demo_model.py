@@ -77,11 +77,21 @@ def test_a_city_looking_word(text, city):
 def extraction(message, *tools):
     """The auto-resume extraction request for one waiting get-weather call, or for several tools."""
     from bot.agent._autoresume import extraction_request
-    from memory.tables import ToolCallRow
+    from memory import StoredToolCall
 
     city = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
     calls = [
-        ToolCallRow(tool_call_id=f"call_{n}", tool_name=name, suspend_payload={"question": "?"}, resume_schema=schema)
+        StoredToolCall(
+            run_id="run-1",
+            tool_call_id=f"call_{n}",
+            agent_id="demo",
+            step=0,
+            position=n,
+            tool_name=name,
+            state="suspended",
+            suspend_payload={"question": "?"},
+            resume_schema=schema,
+        )  # fmt: skip
         for n, (name, schema) in enumerate(tools or [("get-weather", city)])
     ]
     return extraction_request(calls, message)

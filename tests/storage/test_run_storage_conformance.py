@@ -15,13 +15,13 @@ from datetime import timedelta
 
 import pytest
 
-from memory import RunStatus, ThreadOwnerError, ToolCallState
+from memory import RunStatus, StoredToolCall, ThreadOwnerError, ToolCallState
 from memory.protocols import RunStorage
-from memory.tables import ToolCallRow, utcnow
+from memory.tables import utcnow
 from tests.support.rows import a_call, a_run
 
 
-async def a_waiting_call(runs: RunStorage, state: ToolCallState = ToolCallState.AWAITING_APPROVAL) -> ToolCallRow:
+async def a_waiting_call(runs: RunStorage, state: ToolCallState = ToolCallState.AWAITING_APPROVAL) -> StoredToolCall:
     run = a_run(step=1)
     await runs.create_run(run, [{"role": "user", "content": "delete record 3"}])
     call = a_call(run, state)

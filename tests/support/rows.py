@@ -1,18 +1,19 @@
-"""Runtime rows built in memory, for the storage tests that store them directly (no agent in between)."""
+"""Runtime records built in memory, for the storage tests that store them directly (no agent in between)."""
 
 from __future__ import annotations
 
 import uuid
 
+from memory import StoredRun, StoredToolCall
 from memory.states import RUN_STARTS_IN, ToolCallState
-from memory.tables import RunRow, ToolCallRow, utcnow
+from memory.tables import utcnow
 
 
 def a_run(
     *, status: str = str(RUN_STARTS_IN), thread_id: str | None = None, resource_id: str | None = "user-1", step: int = 0
-) -> RunRow:
+) -> StoredRun:
     """A run of agent `agent` for `resource_id`, in a thread (with memory) when `thread_id` is given."""
-    return RunRow(
+    return StoredRun(
         id=uuid.uuid4().hex,
         agent_id="agent",
         thread_id=thread_id,
@@ -26,9 +27,9 @@ def a_run(
     )
 
 
-def a_call(run: RunRow, state: ToolCallState, *, tool_call_id: str = "call-1") -> ToolCallRow:
+def a_call(run: StoredRun, state: ToolCallState, *, tool_call_id: str = "call-1") -> StoredToolCall:
     """A `delete-record` call of `run`'s current step, in `state` (needing approval when it waits for one)."""
-    return ToolCallRow(
+    return StoredToolCall(
         run_id=run.id,
         tool_call_id=tool_call_id,
         agent_id=run.agent_id,

@@ -17,6 +17,7 @@ from bot.slack.stores import SlackStores, prepare_slack_tables
 from bot.slack.tables import SlackThreadTurnRow
 from bot.slack.threads import SlackThread
 from bot.slack.turn_queue import INTERRUPTED_TEXT, QUEUED_TEXT
+from memory import StoredRun
 from memory.states import RUN_STARTS_IN, RunStatus
 from memory.tables import RunRow, utcnow
 from tests.support.scripted_model import failure, reply
@@ -166,7 +167,7 @@ async def crashed_mid_turn(storage, *, reached_the_agent: bool) -> tuple[dict, s
     async with storage.session() as session:  # the dead replica's last heartbeat, a minute ago
         await session.execute(update(SlackThreadTurnRow).values(heartbeat_at=utcnow() - timedelta(seconds=60)))
     if reached_the_agent:  # the run it started stored the message (the runtime's recovery goes on with it)
-        run = RunRow(id="run-dead", agent_id="demo", thread_id=thread_id, resource_id="U1", uses_memory=True,
+        run = StoredRun(id="run-dead", agent_id="demo", thread_id=thread_id, resource_id="U1", uses_memory=True,
                      status=RUN_STARTS_IN, step=1, max_steps=10)  # fmt: skip
         await storage.runs.create_run(run, [{"role": "user", "content": "first"}])
         async with storage.session() as session:  # and finished it before the replica died
