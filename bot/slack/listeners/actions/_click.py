@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ...decisions import ClickRefused, WaitingCall, check_click, refuse, tell
+from bot.agent import Decision
+
+from ...decisions import ClickRefused, WaitingCall, check_click, decide, refuse, tell
 from ...modal_builder import ModalTarget
 from ...posting import carries
-from ...services import SlackServices
+from ...services import SlackServices, services_of
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,12 +74,26 @@ async def checked_click(
     return click, call
 
 
-async def decide_or_tell_clicker(
-    services: SlackServices, client: AsyncWebClient, click: Click, deciding: Awaitable[None]
+async def decide_clicked(
+    ack: AsyncAck,
+    body: dict[str, Any],
+    client: AsyncWebClient,
+    context: AsyncBoltContext,
+    decision: Decision,
+    *,
+    kind: str,
+    action: str,
 ) -> None:
-    """Carry out a decision; when another click won the race, explain that to this clicker."""
+    """What a button that decides does: ack, check the click (`kind` of wait, `action` for the decision
+    rule), make `decision` about its call and show it. A refused click, or one that lost the race to
+    another, is explained to the clicker alone."""
+    await ack()
+    services = services_of(context)
+    click, call = await checked_click(services, client, body, kind=kind, action=action)
+    if call is None:
+        return
     try:
-        await deciding
+        await decide(services, client, call, decision, user_id=click.user_id, via=click.via)
     except ClickRefused as refused:
         await explain(services, client, click, refused)
 

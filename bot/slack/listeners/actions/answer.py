@@ -11,10 +11,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent import CancelQuestion, DeclineQuestion, Resume
 
-from ...decisions import decide
 from ...modal_builder import build_answer_modal
 from ...services import services_of
-from ._click import checked_click, decide_or_tell_clicker, open_form
+from ._click import checked_click, decide_clicked, open_form
 
 
 async def handle_answer_button(
@@ -51,23 +50,11 @@ async def handle_question_url_button(
 ) -> None:
     """A link button (MCP URL mode): Slack opens the page for the user; the click tells the server
     `accept` (the user went there), and the call waits for the server to finish."""
-    await ack()
-    services = services_of(context)
-    click, call = await checked_click(services, client, body, kind="question", action="answer")
-    if call is not None:
-        await decide_or_tell_clicker(
-            services, client, click, decide(services, client, call, Resume(None), user_id=click.user_id)
-        )
+    await decide_clicked(ack, body, client, context, Resume(None), kind="question", action="answer")
 
 
 async def _refuse_question(
     ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext, *, cancel: bool
 ) -> None:
-    await ack()
-    services = services_of(context)
-    click, call = await checked_click(services, client, body, kind="question", action="answer")
-    if call is not None:
-        refusal = CancelQuestion() if cancel else DeclineQuestion()
-        await decide_or_tell_clicker(
-            services, client, click, decide(services, client, call, refusal, user_id=click.user_id)
-        )
+    refusal = CancelQuestion() if cancel else DeclineQuestion()
+    await decide_clicked(ack, body, client, context, refusal, kind="question", action="answer")

@@ -10,21 +10,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent import Approve, GrantRequest
 
-from ...decisions import decide
-from ...services import services_of
-from ._click import checked_click, decide_or_tell_clicker
+from ._click import decide_clicked
 
 
 async def handle_approve_button(
     ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
 ) -> None:
-    await ack()
-    services = services_of(context)
-    click, call = await checked_click(services, client, body, kind="approval", action="approve")
-    if call is not None:
-        await decide_or_tell_clicker(
-            services, client, click, decide(services, client, call, Approve(), user_id=click.user_id, via=click.via)
-        )
+    await decide_clicked(ack, body, client, context, Approve(), kind="approval", action="approve")
 
 
 async def handle_approve_and_grant_button(
@@ -44,11 +36,5 @@ async def handle_approve_and_grant_same_args_button(
 async def _approve_and_grant(
     ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext, *, same_arguments: bool
 ) -> None:
-    await ack()
-    services = services_of(context)
-    click, call = await checked_click(services, client, body, kind="approval", action="approve")
-    if call is not None:
-        decision = Approve(grant=GrantRequest(same_arguments=same_arguments))
-        await decide_or_tell_clicker(
-            services, client, click, decide(services, client, call, decision, user_id=click.user_id, via=click.via)
-        )
+    decision = Approve(grant=GrantRequest(same_arguments=same_arguments))
+    await decide_clicked(ack, body, client, context, decision, kind="approval", action="approve")

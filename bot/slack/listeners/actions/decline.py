@@ -10,22 +10,15 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent import Decline
 
-from ...decisions import decide
 from ...modal_builder import ModalTarget, build_decline_reason_modal
 from ...services import services_of
-from ._click import checked_click, decide_or_tell_clicker
+from ._click import checked_click, decide_clicked
 
 
 async def handle_decline_button(
     ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
 ) -> None:
-    await ack()
-    services = services_of(context)
-    click, call = await checked_click(services, client, body, kind="approval", action="decline")
-    if call is not None:
-        await decide_or_tell_clicker(
-            services, client, click, decide(services, client, call, Decline(), user_id=click.user_id, via=click.via)
-        )
+    await decide_clicked(ack, body, client, context, Decline(), kind="approval", action="decline")
 
 
 async def handle_decline_with_reason_button(
