@@ -173,9 +173,9 @@ async def _send(
     The client's generic `post`, with the reply as plain JSON (`cast_to=object`): the request and its
     status codes, retries, 429s and streamed error events are the client's as with `chat.completions
     .create`, without its walk over the request's messages and tools against their typed parameters,
-    nor the typed model built for every streamed chunk (together about a third of the client's CPU per
-    step, `benchmarks/README.md`). The body is JSON already: the thread's stored history, the tools'
-    schemas. A streamed reply (`"stream": true` in `body`) is the client's `AsyncStream` of dicts."""
+    nor the typed model it builds for every streamed chunk (`benchmarks/README.md`, 2026-12-04). The body
+    is JSON already: the thread's stored history, the tools' schemas. A streamed reply (`"stream": true`
+    in `body`) is the client's `AsyncStream` of dicts."""
     import openai  # see the module's docstring
 
     stream = bool(body.get("stream"))

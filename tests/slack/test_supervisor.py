@@ -31,7 +31,7 @@ async def test_sub_agent_approval_is_shown_and_decided_in_the_thread(database_ur
 
         await bot.sender.click(message, "tool_edit_args", user="U2")
         note = await slack.wait_for("chat.postEphemeral")
-        assert "cannot be edited" in note[0].params["text"]
+        assert "The arguments of `delete-record` cannot be edited here" in note[0].params["text"]
 
         await bot.sender.click(message, "tool_approve", user="U2")
         stops = await slack.wait_for("chat.stopStream")

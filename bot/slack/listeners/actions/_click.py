@@ -10,7 +10,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.agent import Decision
+from bot.agent import Decision, ToolCallRecord
 
 from ...decisions import ClickRefused, WaitingCall, check_click, decide, refuse, tell
 from ...modal_builder import ModalTarget
@@ -102,21 +102,30 @@ async def explain(services: SlackServices, client: AsyncWebClient, click: Click,
     await refuse(services, client, refused, user=click.user_id, channel=click.channel, thread_ts=click.thread_ts)
 
 
-async def open_form(
+async def open_clicked_form(
+    ack: AsyncAck,
+    body: dict[str, Any],
     client: AsyncWebClient,
-    click: Click,
-    call: WaitingCall,
+    context: AsyncBoltContext,
     *,
-    schema: dict[str, Any] | None,
-    build: Callable[[ModalTarget, dict[str, Any]], dict[str, Any]],
+    kind: str,
+    action: str,
+    schema_of: Callable[[ToolCallRecord], dict[str, Any] | None],
+    build: Callable[[ModalTarget, Any, dict[str, Any]], dict[str, Any]],
     without_form: str,
 ) -> None:
-    """Open the modal `build(target, schema)` for a checked click; without a schema to build a form from,
-    tell the clicker `without_form` instead."""
+    """What a button that opens a form does: ack, check the click as `decide_clicked` does, then open the
+    modal `build(target, the call's arguments, schema)` for the schema `schema_of` gives; without one to
+    build a form from, tell the clicker `without_form` instead (`{tool}`: the tool's name). Nothing is
+    decided until the form is submitted."""
+    await ack()
+    click, call = await checked_click(services_of(context), client, body, kind=kind, action=action)
+    if call is None:
+        return
+    schema = schema_of(call.record)
     if schema is None:
-        await tell(
-            client, channel=call.row.channel, user=click.user_id, thread_ts=call.row.thread_ts, text=without_form
-        )
+        text = without_form.format(tool=call.row.tool_name)
+        await tell(client, channel=call.row.channel, user=click.user_id, thread_ts=call.row.thread_ts, text=text)
         return
     target = ModalTarget(ref=call.row.id, tool_name=call.row.tool_name)
-    await client.views_open(trigger_id=click.trigger_id, view=build(target, schema))
+    await client.views_open(trigger_id=click.trigger_id, view=build(target, call.row.args, schema))

@@ -12,25 +12,18 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.agent import CancelQuestion, DeclineQuestion, Resume
 
 from ...modal_builder import build_answer_modal
-from ...services import services_of
-from ._click import checked_click, decide_clicked, open_form
+from ._click import decide_clicked, open_clicked_form
 
 
 async def handle_answer_button(
     ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
 ) -> None:
-    await ack()
-    click, call = await checked_click(services_of(context), client, body, kind="question", action="answer")
-    if call is None:
-        return
-    await open_form(
-        client,
-        click,
-        call,
-        schema=call.record.resume_schema,
-        build=lambda target, schema: build_answer_modal(target, call.row.args, schema),
+    await open_clicked_form(
+        ack, body, client, context, kind="question", action="answer",
+        schema_of=lambda record: record.resume_schema,
+        build=build_answer_modal,
         without_form="Answer this question by replying in the thread.",
-    )
+    )  # fmt: skip
 
 
 async def handle_question_decline_button(

@@ -9,22 +9,15 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
 from ...modal_builder import build_edit_args_modal
-from ...services import services_of
-from ._click import checked_click, open_form
+from ._click import open_clicked_form
 
 
 async def handle_edit_args_button(
     ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
 ) -> None:
-    await ack()
-    click, call = await checked_click(services_of(context), client, body, kind="approval", action="edit_args")
-    if call is None:
-        return
-    await open_form(
-        client,
-        click,
-        call,
-        schema=call.record.input_schema,
-        build=lambda target, schema: build_edit_args_modal(target, schema, call.row.args),
-        without_form=f"The arguments of `{call.row.tool_name}` cannot be edited here; approve or decline it.",
-    )
+    await open_clicked_form(
+        ack, body, client, context, kind="approval", action="edit_args",
+        schema_of=lambda record: record.input_schema,
+        build=lambda target, args, schema: build_edit_args_modal(target, schema, args),
+        without_form="The arguments of `{tool}` cannot be edited here; approve or decline it.",
+    )  # fmt: skip
