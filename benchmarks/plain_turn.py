@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import os
 import signal
@@ -141,6 +142,9 @@ class Server:
         self.system, self.model, self.args, self.workdir = system, model, args, workdir
         self.answered = "chat.stopStream" if system == "bot" else "chat.postMessage"
         self.turns = 0
+        self.measured = 0
+        self.web_api_calls: collections.Counter[str] = collections.Counter()
+        """The Slack Web API calls of the measured turns, by method."""
 
     async def __aenter__(self) -> Server:
         self.slack = await SlackEmulator(Workspace(demo_people())).start()
@@ -203,9 +207,11 @@ class Server:
     async def measure(self, turns: int, py_spy: str | None = None) -> float:
         """CPU ms per turn over `turns` turns (sampled by py-spy into `py_spy` if given)."""
         spy = await start_py_spy(self.process.pid, py_spy) if py_spy else None
-        started = cpu_seconds(self.process.pid)
+        started, calls = cpu_seconds(self.process.pid), len(self.slack.calls)
         await self.send(turns)
         used = cpu_seconds(self.process.pid) - started
+        self.web_api_calls.update(call.method for call in self.slack.calls[calls:])
+        self.measured += turns
         if spy:
             spy.send_signal(signal.SIGINT)
             await spy.wait()
@@ -236,13 +242,17 @@ async def main() -> int:
         f"{args.rounds} rounds of {args.turns} plain turns one after the other per server, the servers taking"
         f" turns, after {args.warmups} warm-ups; load {os.getloadavg()[0]:.1f}"
     )
-    print("| server | CPU ms per turn (median of rounds) | rounds | vs the Bolt floor (median of rounds) |")
-    print("| --- | --- | --- | --- |")
+    print(
+        "| server | CPU ms per turn (median of rounds) | rounds | vs the Bolt floor (median of rounds) | Web API calls per turn |"
+    )
+    print("| --- | --- | --- | --- | --- |")
     floors = rounds.get("bolt-floor")
-    for system, values in rounds.items():
+    for server in servers:
+        values = rounds[server.system]
         ratio = f"{statistics.median(v / f for v, f in zip(values, floors, strict=True)):.2f}x" if floors else "-"
         shown = " ".join(f"{v:.1f}" for v in values)
-        print(f"| {system} | {statistics.median(values):.1f} | {shown} | {ratio} |")
+        calls = ", ".join(f"`{m}` {n / server.measured:g}" for m, n in sorted(server.web_api_calls.items()))
+        print(f"| {server.system} | {statistics.median(values):.1f} | {shown} | {ratio} | {calls} |")
     return 0
 
 
