@@ -20,9 +20,13 @@ DEFAULT_MAX_CONCURRENT_TURNS = 8
 tool holds none. One event loop uses one core: a few turns keep it busy while others wait on the
 database or Slack, and few enough leave the acks of a burst their share of the loop."""
 
-DEFAULT_MAX_MODEL_REQUESTS = 32
-"""Model requests one replica has in flight at once (`BOT_MAX_MODEL_REQUESTS`): about 1,000 requests a
-minute at 2 s each, within a hosted model's usual rate limits; a 429 pauses them all anyway."""
+DEFAULT_MAX_MODEL_REQUESTS = 256
+"""Model requests one replica has in flight at once (`BOT_MAX_MODEL_REQUESTS`). One replica's CPU answers
+about 100 plain turns a second (300 mentions at once in about 3 s with a model that answers at once,
+`benchmarks/ack_latency.py`): with answers of 2 s that is some 200 requests in flight, and a lower bound
+would make a burst wait for the gate while the CPU idles (at 32, 300 mentions with a 1 s model took 11.6 s
+against 2.9 s). A hosted model's rate limit is kept by its 429s: one pauses every request of the replica
+for its Retry-After, and the request is sent again without an error for the user."""
 
 DEFAULT_DATABASE_POOL_SIZE = 10
 """Database connections one replica keeps open (`BOT_DATABASE_POOL_SIZE`)."""
