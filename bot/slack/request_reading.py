@@ -11,7 +11,9 @@ of `actions`, `view.state.values`); a request that is not what Slack sends must 
 - signature headers that cannot be Slack's (`X-Slack-Request-Timestamp` not a whole number of seconds,
   `X-Slack-Signature` not `v0=` and 64 hex digits) make the request unsigned (401), as a wrong
   signature does;
-- the payload must have the shape (`SHAPES`) of its `type` as far as the bot reads it (400);
+- the payload must have the shape (`SHAPES`, JSON Schema) of its `type` as far as the bot reads it (400),
+  checked by validators that `fastjsonschema` compiles once: on every request's ack path, where
+  `jsonschema`'s walk cost about 60 µs of a 100 µs read (about 2 µs compiled);
 - text is cleaned (`tools.clean_text`): NUL characters removed, lone surrogates replaced by U+FFFD, so
   a message containing them is answered like any other and both databases store it.
 
@@ -24,11 +26,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import fastjsonschema
 from slack_bolt.request.async_internals import build_async_context
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
-from tools import JsonValueError, Schema, SchemaValidationError, plain_json
+from tools import JsonValueError, plain_json
 
 READ = "approval_bot_request_read"
 """Set in a request's Bolt context once it was read here, so the middleware does not read it again."""
@@ -85,11 +88,11 @@ def _problem(body: Any) -> Refusal | Any:
     except JsonValueError as exc:
         return Refusal(400, str(exc))
     kind = cleaned.get("type")
-    shape = SHAPES.get(kind, ANY_PAYLOAD) if isinstance(kind, str) else ANY_PAYLOAD
+    check = _CHECKS.get(kind, _CHECKS[None]) if isinstance(kind, str) else _CHECKS[None]
     try:
-        shape.validate(cleaned)
-    except SchemaValidationError as exc:
-        return Refusal(400, f"not a {cleaned.get('type') or 'Slack'} payload: {exc.errors[0]}")
+        check(cleaned)
+    except fastjsonschema.JsonSchemaValueException as exc:
+        return Refusal(400, f"not a {kind if isinstance(kind, str) and kind else 'Slack'} payload: {exc.message}")
     return cleaned
 
 
@@ -149,12 +152,12 @@ _VIEW = {
 }
 
 
-def _payload(required: list[str], **properties: Any) -> Schema:
-    return Schema({"type": "object", "required": required, "properties": {"type": _TEXT, **properties}})
+def _payload(required: list[str], **properties: Any) -> dict[str, Any]:
+    return {"type": "object", "required": required, "properties": {"type": _TEXT, **properties}}
 
 
 ANY_PAYLOAD = _payload([])
-SHAPES: dict[str, Schema] = {
+SHAPES: dict[str, dict[str, Any]] = {
     "event_callback": _payload(
         ["event"],
         event_id=_TEXT,
@@ -198,3 +201,8 @@ SHAPES: dict[str, Schema] = {
     "view_closed": _payload(["user", "view"], user=_PERSON, view=_VIEW),
 }
 """What the bot reads of each payload `type` it handles (Slack's own payloads always fit)."""
+
+_CHECKS: dict[str | None, Any] = {
+    kind: fastjsonschema.compile(schema) for kind, schema in [*SHAPES.items(), (None, ANY_PAYLOAD)]
+}
+"""Each shape's validator (None: a payload of another `type`), compiled once."""
