@@ -5,13 +5,15 @@ Bolt's dispatch (its middleware chain and listener matching) costs about a milli
 so a burst of hundreds would keep the last ack waiting behind all the others. Here a signed
 `event_callback` is checked (signature, duplicate) and recorded with its message (`EventLog.claim`,
 batched) and answered at once; Bolt dispatches it afterwards, one request at a time in the background,
-without recording it again. Everything else (interactivity, commands, a bad signature, an event whose
+without recording it again, and not while other deliveries are being recorded (for at most
+`ACKS_FIRST_FOR` at a time): a burst is acknowledged before its first turn takes the loop. Everything else (interactivity, commands, a bad signature, an event whose
 bot user is unknown) goes through Bolt as usual.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -22,6 +24,10 @@ from slack_sdk.signature import SignatureVerifier
 
 from .event_reading import kept, team_of, thread_to_answer
 from .stores import EventLog
+
+ACKS_FIRST_FOR = 0.25
+"""Seconds Bolt's dispatch waits at most, in one busy stretch, for the deliveries being recorded: under a
+steady stream of events that never lets up, the dispatch then goes on between acks as before."""
 
 RECORDED = "approval_bot_event_recorded"
 """Set in a request's Bolt context once its event is recorded, so the middleware does not record it again."""
@@ -64,6 +70,11 @@ class EventIntake:
         self.logger = logger
         self._waiting: asyncio.Queue[AsyncBoltRequest] | None = None
         self._dispatcher: asyncio.Task[None] | None = None
+        self._recording = 0
+        """Deliveries being recorded now (their acks wait for the claim's commit)."""
+        self._quiet = asyncio.Event()
+        """Set while none is."""
+        self._quiet.set()
 
     async def acknowledge(self, request: AsyncBoltRequest) -> BoltResponse | None:
         """The response for a signed event delivery, once recorded; None: let Bolt handle the request."""
@@ -76,12 +87,22 @@ class EventIntake:
         )
         if bot_user_id is None or not signed:
             return None  # Bolt answers a bad signature (401) and finds the bot user itself
-        if not await record_event(self.events, body, bot_user_id, None):
+        if not await self._record(body, bot_user_id):
             self.logger.info("event %s already handled; skipped", body["event_id"])
             return BoltResponse(status=200, body="")
         request.context[RECORDED] = True
         self._dispatch_later(request)
         return BoltResponse(status=200, body="")
+
+    async def _record(self, body: dict[str, Any], bot_user_id: str) -> bool:
+        self._recording += 1
+        self._quiet.clear()
+        try:
+            return await record_event(self.events, body, bot_user_id, None)
+        finally:
+            self._recording -= 1
+            if not self._recording:
+                self._quiet.set()
 
     def _dispatch_later(self, request: AsyncBoltRequest) -> None:
         if self._waiting is None:
@@ -91,9 +112,18 @@ class EventIntake:
             self._dispatcher = asyncio.create_task(self._dispatch_waiting())
 
     async def _dispatch_waiting(self) -> None:
-        # one at a time: between two acks at most one dispatch runs, so a burst is acknowledged first
+        # one at a time, and none while deliveries are being recorded: a burst is acknowledged first
         assert self._waiting is not None
+        loop = asyncio.get_running_loop()
+        busy_since: float | None = None
         while not self._waiting.empty():
+            if self._quiet.is_set():
+                busy_since = None
+            else:
+                busy_since = busy_since if busy_since is not None else loop.time()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout_at(busy_since + ACKS_FIRST_FOR):
+                        await self._quiet.wait()
             request = self._waiting.get_nowait()
             try:
                 await self.app.async_dispatch(request)
