@@ -9,6 +9,7 @@ from typing import Any
 
 from bot.slack.services import services_of_app
 from memory import PolicyChange
+from tests.support.waiting import until
 
 from .harness import (
     RunningBot,
@@ -45,7 +46,13 @@ async def test_an_admin_sees_the_tool_policies_and_a_non_admin_does_not(home_bot
     assert "Tool policies" not in text_of(member_view) and buttons(member_view) == []
     assert "Nothing is waiting for your decision" in text_of(member_view)
 
-    # opened again with nothing changed: nothing is published again
+    # opened again with nothing changed (what was published for U2 is recorded): nothing is published again
+    home_views = services_of_app(home_bot.app).stores.home_views
+
+    async def recorded() -> bool:
+        return await home_views.digest("U2") is not None
+
+    await until(recorded, what="the bot to record the Home it published for U2")
     await open_home(home_bot, "U2")
     await home_bot.slack.settle()
     assert len(published(home_bot, "U2")) == 1
