@@ -6,8 +6,9 @@ so a burst of hundreds would keep the last ack waiting behind all the others. He
 `event_callback` is checked (signature, duplicate) and recorded with its message (`EventLog.claim`,
 batched) and answered at once; Bolt dispatches it afterwards, one request at a time in the background,
 without recording it again, and not while other deliveries are being recorded (for at most
-`ACKS_FIRST_FOR` at a time): a burst is acknowledged before its first turn takes the loop. Everything else (interactivity, commands, a bad signature, an event whose
-bot user is unknown) goes through Bolt as usual.
+`ACKS_FIRST_FOR` at a time): a burst is acknowledged before its first turn takes the loop. Everything
+else (interactivity, commands, a bad signature, an event whose bot user is unknown) goes through Bolt
+as usual.
 """
 
 from __future__ import annotations
