@@ -320,9 +320,8 @@ def _read_chunk(event: Any, reply: StepReply, calls: dict[int, dict[str, Any]]) 
                 call = calls.setdefault(part.get("index") or 0, {"id": None, "name": "", "arguments": ""})
                 if part.get("id"):
                     call["id"] = part["id"]
-                function = part.get("function") or {}
-                call["name"] += function.get("name") or ""
-                call["arguments"] += function.get("arguments") or ""
+                for key, value in _name_and_arguments(part).items():
+                    call[key] += value
             if choice.get("finish_reason"):
                 reply.finish_reason = choice["finish_reason"]
     except (AttributeError, TypeError) as exc:
@@ -377,6 +376,7 @@ def _step_failed(exc: BaseException, timeout: float) -> ModelError:
 
 
 def _name_and_arguments(call: dict[str, Any]) -> dict[str, Any]:
+    """The name and arguments of a tool call (or of a streamed part of one), "" where it has none."""
     function = call.get("function") or {}
     return {"name": function.get("name") or "", "arguments": function.get("arguments") or ""}
 

@@ -92,7 +92,7 @@ def _problem(body: Any) -> Refusal | Any:
     try:
         check(cleaned)
     except fastjsonschema.JsonSchemaValueException as exc:
-        return Refusal(400, f"not a {kind if isinstance(kind, str) and kind else 'Slack'} payload: {exc.message}")
+        return Refusal(400, f"not a {kind or 'Slack'} payload: {exc.message}")
     return cleaned
 
 
