@@ -45,7 +45,7 @@ import openai  # noqa: E402
 from extraction_cases import CASES, CATEGORIES, LANGUAGE_ORDER, SMOKE, Case  # noqa: E402
 
 from bot.agent import _autoresume  # noqa: E402
-from memory.tables import ToolCallRow  # noqa: E402
+from memory import StoredToolCall  # noqa: E402
 
 
 @dataclass
@@ -59,10 +59,10 @@ class Outcome:
     """For an unsafe outcome: unsafe-refusal, unrelated-resume, wrong-call or wrong-value."""
 
 
-def parked_calls(case: Case) -> list[ToolCallRow]:
+def parked_calls(case: Case) -> list[StoredToolCall]:
     now = datetime.now(UTC)
     return [
-        ToolCallRow(
+        StoredToolCall(
             run_id=uuid.uuid4().hex,
             tool_call_id=f"call_{uuid.uuid4().hex[:24]}",
             agent_id="bench",
