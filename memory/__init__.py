@@ -25,7 +25,7 @@ from ._policies import (
 from ._runs import Audit, RunStore
 from ._storage import Storage
 from .clock import Clock, SystemClock
-from .exceptions import AgentError, PolicyError, ThreadOwnerError
+from .exceptions import AgentError, PolicyError, RunTakenOverError, ThreadOwnerError
 from .protocols import GrantReader, PolicyReader, RunStorage
 from .records import StoredRun, StoredToolCall
 from .states import RunStatus, ToolCallState
@@ -54,6 +54,7 @@ __all__ = [
     "RunStatus",
     "RunStorage",
     "RunStore",
+    "RunTakenOverError",
     "Storage",
     "StoredRun",
     "StoredToolCall",

@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._audit import SYSTEM
 from .defaults import SUSPENDED_RUNS_COUNTED_AHEAD
-from .exceptions import ThreadOwnerError
+from .exceptions import RunTakenOverError, ThreadOwnerError
 from .records import StoredRun, StoredToolCall, values_of
 from .states import (
     CALL_STARTS_IN,
@@ -94,12 +94,15 @@ class RunStore:
         to: RunStatus,
         *,
         only_from: Iterable[RunStatus] | None = None,
+        from_step: int | None = None,
         messages: Iterable[dict[str, Any]] = (),
         **fields: Any,
     ) -> bool:
-        """Move a run to `to` if its status may go there (optionally only from `only_from`); True if this caller won.
+        """Move a run to `to` if its status may go there (optionally only from `only_from`, and only while its
+        stored step is `from_step`); True if this caller won.
 
-        `messages` (the model's final answer) are stored in the same transaction, only if it won.
+        `messages` (the model's final answer) are stored in the same transaction, only if it won. A final
+        answer moves the run `from_step` the step it answers (see `record_step`).
         """
         sources = run_sources_of(to)
         if only_from is not None:
@@ -108,8 +111,11 @@ class RunStore:
         values = {"status": str(to), "updated_at": now, **fields}
         if to == RunStatus.RUNNING:
             values.setdefault("heartbeat_at", now)
+        statement, fence = _move_run(frozenset(sources)), {"b_run": run.id}
+        if from_step is not None:
+            statement, fence["b_step"] = statement.where(_AT_STEP), from_step
         async with self._storage.transaction() as connection:
-            result = await connection.execute(_move_run(frozenset(sources)), {"b_run": run.id, **values})
+            result = await connection.execute(statement, {**fence, **values})
             won = result.rowcount == 1
             if won:
                 await _add_messages(connection, run, messages)
@@ -279,21 +285,31 @@ class RunStore:
         with `suspend` (nothing of the step is left for this worker to do, a call waits) the run is parked too.
 
         One transaction, so a crash never leaves a reply whose calls were not recorded.
+
+        The step is a fence: `run.step` is the step the reply makes, and it is recorded only over the one
+        before (the step the worker asked the model at). A worker that stalled past the run's lease while
+        another process took the run over and recorded that step itself gets `RunTakenOverError`, and
+        nothing of its reply is stored: two replies to one step (whose calls have different ids) would
+        run the same request twice.
         """
         unstartable = [c.tool_call_id for c in calls if c.state not in CALL_STARTS_IN]
         if unstartable:
             raise ValueError(f"calls are stored in one of {sorted(CALL_STARTS_IN)}: not {unstartable}")
         now = self._storage.clock.now()
         values: dict[str, Any] = {"step": run.step, "heartbeat_at": now, "updated_at": now}
-        statement = _UPDATE_RUN
+        statement = _move_run(frozenset({str(RunStatus.RUNNING)}))
         if suspend:
             values.update(status=str(RunStatus.SUSPENDED), suspended_at=now, owner=None)
             statement = _move_run(frozenset(run_sources_of(RunStatus.SUSPENDED)))
         async with self._storage.transaction() as connection:
             await _add_messages(connection, run, [reply])
-            moved = await connection.execute(statement, {"b_run": run.id, **values})
+            fence = {"b_run": run.id, "b_step": run.step - 1}
+            moved = await connection.execute(statement.where(_AT_STEP), {**fence, **values})
             if moved.rowcount != 1:  # rolled back: nothing of the step is stored
-                raise RuntimeError(f"run {run.id} may not be parked from {run.status}: its step was not recorded")
+                raise RunTakenOverError(
+                    f"run {run.id} went on in another process while this one was stalled: "
+                    f"step {run.step} is not recorded here"
+                )
             for call in calls:
                 inserted = await connection.execute(_INSERT_CALL, _new_row_values(call, now))
                 call.id = inserted.inserted_primary_key[0]
@@ -635,6 +651,8 @@ _INSERT_RUN, _INSERT_CALL, _INSERT_MESSAGES, _INSERT_AUDIT = (
 )
 _UPDATE_RUN = update(RUNS).where(RUNS.c.id == bindparam("b_run"))
 """Sets the columns given with `b_run`."""
+_AT_STEP = RUNS.c.step == bindparam("b_step")
+"""The fence of a step's outcome: the run is still at the step its worker asked the model at."""
 _LOCK_RUN = select(RUNS.c.id).where(RUNS.c.id == bindparam("b_run")).with_for_update(key_share=True)
 """PostgreSQL's FOR NO KEY UPDATE: it does not wait for the key-share locks of rows inserted that reference the run."""
 

@@ -21,4 +21,9 @@ class PolicyError(AgentError, ValueError):
     """A policy change that cannot be stored; the message says what is wrong in one line."""
 
 
-__all__ = ["AgentError", "PolicyError", "ThreadOwnerError"]
+class RunTakenOverError(AgentError):
+    """This process asked the model for a step of a run that another process took over meanwhile (this one
+    stalled past the run's lease: a paused VM, SIGSTOP): nothing of its step was stored; the run goes on there."""
+
+
+__all__ = ["AgentError", "PolicyError", "RunTakenOverError", "ThreadOwnerError"]

@@ -45,10 +45,12 @@ class RunStorage(Protocol):
         to: RunStatus,
         *,
         only_from: Iterable[RunStatus] | None = None,
+        from_step: int | None = None,
         messages: Iterable[dict[str, Any]] = (),
         **fields: Any,
     ) -> bool:
-        """Move a run to `to` if its status may go there; True if this caller won."""
+        """Move a run to `to` if its status may go there (and, with `from_step`, its step is that); True if
+        this caller won."""
         ...
 
     async def after_work(self, run: StoredRun, owner: str, *, holds_run: bool) -> NextMove:
@@ -96,7 +98,8 @@ class RunStorage(Protocol):
         *,
         suspend: bool = False,
     ) -> None:
-        """Store one step at once: the model's reply, its calls and any immediate results."""
+        """Store one step at once: the model's reply, its calls and any immediate results, over the step
+        before `run.step` only (else `RunTakenOverError`: another process recorded it)."""
         ...
 
     async def get_tool_call(self, run_id: str, tool_call_id: str) -> StoredToolCall | None: ...

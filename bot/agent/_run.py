@@ -62,7 +62,7 @@ from tools import (
 from ._fingerprint import fingerprint
 from ._model import ModelError, stream_step
 from ._stream import AgentStream
-from .exceptions import AgentError, SubAgentNotFoundError
+from .exceptions import AgentError, RunTakenOverError, SubAgentNotFoundError
 from .types import AgentOutput, Chunk, Decision, ToolCallCheck, WaitingCallPayload
 
 if TYPE_CHECKING:
@@ -76,6 +76,10 @@ PREVIEW_LIMIT = 8000
 INTERRUPTED = (
     "The tool started, but the bot stopped before its result was stored: it may or may not have taken effect. "
     "Approve to run it again, or decline."
+)
+TAKEN_OVER = (
+    "This process stalled for longer than the run's lease, and another process took the run over meanwhile: "
+    "the answer comes from there, and nothing of what this one was doing was stored."
 )
 
 
@@ -212,6 +216,11 @@ class RunDriver:
         try:
             async for chunk in work:
                 yield chunk
+        except RunTakenOverError as exc:  # the run is another process's now: leave it as it is
+            log.warning("%s", exc)
+            self._holds_run = False
+            yield Chunk.error(self.run.id, TAKEN_OVER)
+            yield Chunk.finish(self.run.id, "error", self.usage)
         except ModelError as exc:
             log.warning("run %s: %s", self.run.id, exc)
             async for chunk in self._fail(str(exc)):
@@ -266,7 +275,7 @@ class RunDriver:
             self.run.step += 1
             if not reply.tool_calls:
                 yield Chunk.step_finish(self.run.id)
-                yield await self._finish(RunStatus.COMPLETED, "stop", messages=[reply.message()])
+                yield await self._finish(RunStatus.COMPLETED, "stop", messages=[reply.message()], answers_step=True)
                 return
             await self._make_call_ids_unique(reply.tool_calls)
             rows = [await self._record(position, tool_call) for position, tool_call in enumerate(reply.tool_calls)]
@@ -790,16 +799,25 @@ class RunDriver:
         return await self._store_result(row, ToolCallState.DONE, {"text": output.text}, decides_next=decides_next)
 
     # --- endings and chunks -----------------------------------------------------------------
-    async def _finish(self, status: RunStatus, finish_reason: str, messages: list[dict[str, Any]] = ()) -> Chunk:
-        await self.runs.move_run(
+    async def _finish(
+        self, status: RunStatus, finish_reason: str, messages: list[dict[str, Any]] = (), *, answers_step: bool = False
+    ) -> Chunk:
+        """End the run; with `answers_step`, with the model's final answer to the step it asked at (the step
+        before `run.step`), stored only if the run is still there (`RunStore.record_step`'s fence)."""
+        won = await self.runs.move_run(
             self.run,
             status,
             only_from=[RunStatus.RUNNING],
+            from_step=self.run.step - 1 if answers_step else None,
             messages=messages,
             step=self.run.step,
             finish_reason=finish_reason,
             owner=None,
         )
+        if answers_step and not won:
+            raise RunTakenOverError(
+                f"run {self.run.id} went on in another process while this one was stalled: its answer is not stored"
+            )
         self._holds_run = False
         self.deps.forget_request_rule(self.run.id)
         return Chunk.finish(self.run.id, finish_reason, self.usage)

@@ -1,7 +1,7 @@
 """Every error the agent runtime raises on purpose, each saying what to do about it.
 
-All are `AgentError`s. Three are defined in `memory.exceptions` and re-exported here: `AgentError`
-itself, and `ThreadOwnerError` and `PolicyError`, which storage raises; `memory` cannot import
+All are `AgentError`s. Four are defined in `memory.exceptions` and re-exported here: `AgentError`
+itself, and `ThreadOwnerError`, `PolicyError` and `RunTakenOverError`, which storage raises; `memory` cannot import
 `bot`, so the root of the hierarchy lives in the lower layer and this module is still the one place
 that lists them all.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.exceptions import AgentError, PolicyError, ThreadOwnerError
+from memory.exceptions import AgentError, PolicyError, RunTakenOverError, ThreadOwnerError
 from memory.states import DecisionKind, ToolCallState, waits_instead
 
 _RUNTIME_DOORS = {
@@ -161,6 +161,7 @@ __all__ = [
     "NoSuspendedRunError",
     "PolicyError",
     "ResumeDataInvalidError",
+    "RunTakenOverError",
     "SnapshotNotFoundError",
     "SubAgentNotFoundError",
     "ThreadOwnerError",

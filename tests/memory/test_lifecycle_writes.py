@@ -4,8 +4,11 @@ lets it leave; a write the tables refuse stores nothing. On SQLite and PostgreSQ
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from memory import RunTakenOverError
 from memory.states import CALL_STARTS_IN, RunStatus, ToolCallState
 from tests.support.rows import a_call, a_run
 
@@ -24,7 +27,7 @@ async def test_a_step_parks_only_a_running_run_and_stores_nothing_otherwise(stor
     run.step = 1
     reply = {"role": "assistant", "content": None, "tool_calls": []}
 
-    with pytest.raises(RuntimeError, match="not recorded"):
+    with pytest.raises(RunTakenOverError, match="not recorded"):
         await storage.runs.record_step(run, reply, [a_call(run, ToolCallState.AWAITING_APPROVAL)], suspend=True)
 
     stored = await storage.runs.get_run(run.id)
@@ -47,3 +50,31 @@ async def test_a_call_is_stored_only_in_a_state_a_proposed_call_starts_in(storag
     await storage.runs.record_step(run, reply, [a_call(run, ToolCallState.AWAITING_APPROVAL)], suspend=True)
     assert (await storage.runs.get_run(run.id)).status == "suspended"
     assert [c.state for c in await storage.runs.run_calls(run.id)] == ["awaiting_approval"]
+
+
+async def test_a_step_is_recorded_once_over_the_step_before_it(storage):
+    """Two workers that asked the model at the same step (one stalled past the lease while the other took the
+    run over): the second reply to that step stores nothing, neither its message nor its calls, and the
+    final answer of a step that is no longer the run's is not stored either."""
+    run = a_run()
+    await storage.runs.create_run(run, [{"role": "user", "content": "退款 Ø-7"}])
+    taker, stalled = replace(run, step=1), replace(run, step=1)
+    reply = {"role": "assistant", "content": None, "tool_calls": [{"id": "call_taker", "type": "function"}]}
+    await storage.runs.record_step(taker, reply, [a_call(taker, ToolCallState.PENDING, tool_call_id="call_taker")])
+
+    late = {"role": "assistant", "content": None, "tool_calls": [{"id": "call_stalled", "type": "function"}]}
+    with pytest.raises(RunTakenOverError, match="another process"):
+        await storage.runs.record_step(
+            stalled, late, [a_call(stalled, ToolCallState.PENDING, tool_call_id="call_stalled")]
+        )
+    answer = [{"role": "assistant", "content": "Remboursé."}]
+    assert not await storage.runs.move_run(
+        stalled, RunStatus.COMPLETED, only_from=[RunStatus.RUNNING], from_step=0, messages=answer, step=1
+    )
+
+    assert [c.tool_call_id for c in await storage.runs.run_calls(run.id)] == ["call_taker"]
+    assert [m.get("tool_calls", [{}])[0].get("id") for m in await storage.runs.run_messages(run.id)] == [
+        None,
+        "call_taker",
+    ]
+    assert (await storage.runs.get_run(run.id)).status == "running"

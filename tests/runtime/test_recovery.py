@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from datetime import timedelta
 
 from sqlalchemy import select
@@ -250,6 +251,55 @@ async def test_a_run_this_process_works_on_is_never_taken_over_by_its_own_recove
     assert recovered == []
     assert output.text == "Listed."
     assert len(model.chat.requests) == 2  # one model call per step, none repeated by a takeover
+
+
+async def test_a_process_that_stalled_past_its_lease_records_nothing_of_the_step_another_took_over(
+    model, storage, clock
+):
+    """A process stalls in a model call for longer than its lease (a long pause of the VM, SIGSTOP), another
+    takes the run over and asks the model again, then the first wakes with its own reply. The run's step is
+    recorded once: the refund both replies ask for (under different call ids) is issued once, the run the
+    other process finished stays finished, and the stalled one tells its reader where the run went on."""
+    refunds = []
+
+    async def refund(input, ctx):
+        refunds.append(input["order_id"])
+        return {"refunded": input["order_id"]}
+
+    tool = create_tool(
+        id="issue-refund",
+        description="Refund an order.",
+        input_schema={"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]},
+        execute=refund,
+    )
+    wake = threading.Event()
+
+    def stalled(body):
+        wake.wait(30)
+        return tool_calls(call("issue-refund", {"order_id": "Ø-7"}, id="call_stalled"))
+
+    model.chat.push(
+        stalled,
+        tool_calls(call("issue-refund", {"order_id": "Ø-7"}, id="call_taken_over")),
+        reply("已退款：Ø-7。"),
+    )
+    stalled_agent = make_agent([tool], storage=storage, default_options={"heartbeat_interval": 60})
+    work = asyncio.create_task(stalled_agent.generate("请退款 Ø-7", resource_id="u1"))
+    await asyncio.to_thread(model.chat.wait_for_requests, 1, 10)
+    clock.advance(30)  # no beat came: the run looks abandoned
+
+    recovered, outputs = await recover(make_agent([tool], storage=storage), stale_after=2)
+    assert len(recovered) == 1 and outputs[0].text == "已退款：Ø-7。"
+    wake.set()
+    stalled_output = await asyncio.wait_for(work, 10)
+
+    assert refunds == ["Ø-7"]
+    assert stalled_output.finish_reason == "error"
+    assert "another process" in stalled_output.error
+    assert (await storage.runs.get_run(recovered[0])).status == "completed"
+    messages = await storage.runs.run_messages(recovered[0])
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+    assert messages[1]["tool_calls"][0]["id"] == "call_taken_over"
 
 
 async def test_a_recovery_loop_makes_its_agent_beat_faster_than_any_replica_calls_a_run_stale(storage):

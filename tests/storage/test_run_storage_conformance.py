@@ -22,8 +22,9 @@ from tests.support.rows import a_call, a_run
 
 
 async def a_waiting_call(runs: RunStorage, state: ToolCallState = ToolCallState.AWAITING_APPROVAL) -> StoredToolCall:
-    run = a_run(step=1)
+    run = a_run()
     await runs.create_run(run, [{"role": "user", "content": "delete record 3"}])
+    run.step = 1  # the step the model's reply makes, recorded over the one before
     call = a_call(run, state)
     reply = {"role": "assistant", "content": None, "tool_calls": [{"id": call.tool_call_id, "type": "function"}]}
     await runs.record_step(run, reply, [call])
