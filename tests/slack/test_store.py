@@ -99,6 +99,25 @@ async def test_a_thread_with_a_message_waiting_is_not_let_go(slack_storage):
     assert await stores.thread_turns.keep(thread_id, "replica-a")
 
 
+async def test_a_replica_that_lost_the_thread_while_it_stalled_starts_nothing_more_there(slack_storage):
+    """Replica a stalls in a turn past its lease (a paused VM), b takes the thread over and goes on with its
+    messages; when a wakes and ends its turn it starts none of them: one turn at a time per thread."""
+    stores = SlackStores.on(slack_storage)
+    thread_id = "slack:T1:C1:1.0"
+    for n, text in enumerate(["Grüß Gott", "你好吗？", "שלום לכולם"], start=1):
+        await stores.events.claim(f"Ev{n}", "T1", thread_id=thread_id, event={"ts": f"{n}.0", "text": text})
+    stalled = await stores.take_thread(thread_id, "replica-a", stale_after=30)
+    taken_over = await stores.take_thread(thread_id, "replica-b", stale_after=-1)  # a's heartbeat is "stale"
+    assert (taken_over.event_id, taken_over.started) == ("Ev1", True)
+    second = await stores.finish_turn(taken_over, "replica-b")
+    assert (second.event["text"], second.started) == ("你好吗？", False)
+
+    assert await stores.finish_turn(stalled, "replica-a") is None
+    assert not await stores.thread_turns.keep(thread_id, "replica-a")
+    third = await stores.finish_turn(second, "replica-b")
+    assert (third.event["text"], third.started) == ("שלום לכולם", False)  # b's to start, not a's
+
+
 async def test_a_turn_started_by_a_replica_that_stopped_says_so(slack_storage):
     stores = SlackStores.on(slack_storage)
     thread_id = "slack:T1:C1:1.0"

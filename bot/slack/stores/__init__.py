@@ -76,10 +76,17 @@ class SlackStores:
     async def finish_turn(self, message: QueuedMessage, holder: str) -> QueuedMessage | None:
         """Mark `message`'s turn done and start the next waiting message of its thread, in one transaction;
         None if no message waits (the lease is let go in the same transaction). Mostly none waits: the
-        lease is let go first, in one statement, and the queue is read only if it was kept."""
+        lease is let go first, in one statement, and the queue is read only if it was kept.
+
+        None too if the lease is no longer `holder`'s: this replica stalled past its heartbeat and another
+        took the thread over (`ThreadTurns.take`), whose turns the thread's next messages are now. The
+        check refreshes the lease, so (PostgreSQL: with its row lock) no one takes it over before this
+        transaction has started the next message."""
         async with self.storage.transaction() as connection:
             await self.events.finish_turn(message.event_id, connection=connection)
             if await self.thread_turns.release_if_idle(message.thread_id, holder, connection=connection):
+                return None
+            if not await self.thread_turns.keep(message.thread_id, holder, connection=connection):
                 return None
             return await self._start_next_or_let_go(connection, message.thread_id, holder)
 
@@ -89,8 +96,8 @@ class SlackStores:
         while (message := await self.events.start_next(thread_id, connection=connection)) is None:
             if await self.thread_turns.release_if_idle(thread_id, holder, connection=connection):
                 return None
-            # kept: a message was queued after the look (PostgreSQL: committed meanwhile), or the lease
-            # is no longer this holder's (nothing left to start then)
+            # kept: a message was queued after the look (PostgreSQL: committed meanwhile); the lease is
+            # this holder's (taken or kept in this transaction), but never loop on a queue found empty
             if not await self.events.any_queued(thread_id, connection=connection):
                 return None
         if not message.starts_conversation or "user" not in message.event:

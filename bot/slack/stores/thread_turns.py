@@ -44,9 +44,9 @@ class ThreadTurns(TableStore):
             stale = {**values, "b_stale": now - timedelta(seconds=stale_after)}
             return (await connection.execute(_TAKE_OVER, stale)).rowcount == 1
 
-    async def keep(self, thread_id: str, holder: str) -> bool:
+    async def keep(self, thread_id: str, holder: str, *, connection: AsyncConnection | None = None) -> bool:
         """Refresh `holder`'s heartbeat on `thread_id`; False if the thread is no longer theirs."""
-        async with self._writing() as connection:
+        async with self._writing(connection) as connection:
             result = await connection.execute(
                 update(SlackThreadTurnRow)
                 .where(SlackThreadTurnRow.thread_id == thread_id, SlackThreadTurnRow.holder == holder)
