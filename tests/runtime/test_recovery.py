@@ -9,6 +9,7 @@ import json
 import threading
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import select
 
 from bot.recovery import RecoveryLoop
@@ -253,17 +254,21 @@ async def test_a_run_this_process_works_on_is_never_taken_over_by_its_own_recove
     assert len(model.chat.requests) == 2  # one model call per step, none repeated by a takeover
 
 
+@pytest.mark.parametrize("stalled_reply", ["a call", "an answer"])
 async def test_a_process_that_stalled_past_its_lease_records_nothing_of_the_step_another_took_over(
-    model, storage, clock
+    model, storage, clock, stalled_reply
 ):
     """A process stalls in a model call for longer than its lease (a long pause of the VM, SIGSTOP), another
-    takes the run over and asks the model again, then the first wakes with its own reply. The run's step is
-    recorded once: the refund both replies ask for (under different call ids) is issued once, the run the
-    other process finished stays finished, and the stalled one tells its reader where the run went on."""
-    refunds = []
+    takes the run over, asks the model again and runs the refund its reply asks for; the first wakes with its
+    own reply to the same step (a call, or a final answer) while the refund still runs. The step is recorded
+    once: the refund is issued once, the run goes on where it was taken over, and the stalled stream says so
+    instead of failing the run."""
+    refunds, refunding, refund_done = [], asyncio.Event(), asyncio.Event()
 
     async def refund(input, ctx):
         refunds.append(input["order_id"])
+        refunding.set()
+        await refund_done.wait()
         return {"refunded": input["order_id"]}
 
     tool = create_tool(
@@ -276,6 +281,8 @@ async def test_a_process_that_stalled_past_its_lease_records_nothing_of_the_step
 
     def stalled(body):
         wake.wait(30)
+        if stalled_reply == "an answer":
+            return reply("Ø-7 n'est pas remboursable.")
         return tool_calls(call("issue-refund", {"order_id": "Ø-7"}, id="call_stalled"))
 
     model.chat.push(
@@ -287,17 +294,22 @@ async def test_a_process_that_stalled_past_its_lease_records_nothing_of_the_step
     work = asyncio.create_task(stalled_agent.generate("请退款 Ø-7", resource_id="u1"))
     await asyncio.to_thread(model.chat.wait_for_requests, 1, 10)
     clock.advance(30)  # no beat came: the run looks abandoned
+    taker, streams = make_agent([tool], storage=storage), []
+    taker.hooks["on_background_stream"] = streams.append
+    [run_id] = await taker.recover_stale_runs(stale_after=2)
+    await asyncio.wait_for(refunding.wait(), 10)
 
-    recovered, outputs = await recover(make_agent([tool], storage=storage), stale_after=2)
-    assert len(recovered) == 1 and outputs[0].text == "已退款：Ø-7。"
     wake.set()
     stalled_output = await asyncio.wait_for(work, 10)
+    refund_done.set()
+    [taken_over] = [await stream.result() for stream in streams]
 
     assert refunds == ["Ø-7"]
     assert stalled_output.finish_reason == "error"
     assert "another process" in stalled_output.error
-    assert (await storage.runs.get_run(recovered[0])).status == "completed"
-    messages = await storage.runs.run_messages(recovered[0])
+    assert (taken_over.finish_reason, taken_over.text) == ("stop", "已退款：Ø-7。")
+    assert (await storage.runs.get_run(run_id)).status == "completed"
+    messages = await storage.runs.run_messages(run_id)
     assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
     assert messages[1]["tool_calls"][0]["id"] == "call_taken_over"
 
