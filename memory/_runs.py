@@ -102,7 +102,7 @@ class RunStore:
         stored step is `from_step`); True if this caller won.
 
         `messages` (the model's final answer) are stored in the same transaction, only if it won. A final
-        answer moves the run `from_step` the step it answers (see `record_step`).
+        answer passes the step it answers as `from_step`: the fence of `record_step`.
         """
         sources = run_sources_of(to)
         if only_from is not None:

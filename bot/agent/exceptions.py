@@ -1,9 +1,9 @@
 """Every error the agent runtime raises on purpose, each saying what to do about it.
 
 All are `AgentError`s. Four are defined in `memory.exceptions` and re-exported here: `AgentError`
-itself, and `ThreadOwnerError`, `PolicyError` and `RunTakenOverError`, which storage raises; `memory` cannot import
-`bot`, so the root of the hierarchy lives in the lower layer and this module is still the one place
-that lists them all.
+itself, and `ThreadOwnerError`, `PolicyError` and `RunTakenOverError`, which storage raises; `memory`
+cannot import `bot`, so the root of the hierarchy lives in the lower layer and this module is still the
+one place that lists them all.
 """
 
 from __future__ import annotations
