@@ -6,6 +6,7 @@ with buttons (`waiting_messages`), recorded so a later click, on any replica, ca
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -89,14 +90,22 @@ async def run_turn(
     """Show the thinking status, get the run's stream from `start`, relay it, and tell the thread if it
     failed; then close the messages of calls settled meanwhile (a question answered by this message).
 
+    The status is asked for beside the run's start, not before it: the run is stored (and the model asked)
+    while Slack answers, and a replica that stalls meanwhile leaves a message that has reached the runtime,
+    which another replica continues instead of answering it a second time. Nothing is written in the
+    thread before the status was set, so that the answer takes it away.
+
     A `new` conversation that ended in an answer has no such messages: the thread held none of the bot's
     before this turn, and a run that posts one stops at its waiting call. Its thread is not read for them.
     """
     status = ThinkingStatus(client, thread)
-    await status.show()
+    showing = asyncio.ensure_future(status.show())
     finish = None
     try:
-        stream = await start()
+        try:
+            stream = await start()
+        finally:
+            await showing
         finish = await relay(
             services, client, stream, thread=thread, requester=requester, request_text=request_text, status=status
         )

@@ -18,6 +18,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -278,10 +279,13 @@ class ThinkingStatus:
             self.showing = False
 
     async def _set(self, status: str) -> bool:
+        """Whether Slack set it. A status is never worth a turn: whatever Slack or the network does, no
+        error leaves here (the turn asks for it beside the run's start, `conversation.run_turn`)."""
         try:
             await self.client.assistant_threads_setStatus(
                 channel_id=self.thread.channel, thread_ts=self.thread.thread_ts, status=status
             )
             return True
-        except SlackApiError:
+        except (SlackApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            logging.getLogger("bot.slack").warning("could not set the status of %s: %s", self.thread.thread_id, exc)
             return False

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from sqlalchemy import event as sql_event
 
 from tests.support.scripted_model import call, reply, tool_calls
@@ -34,6 +36,37 @@ async def test_thinking_status_is_shown_until_the_answer_takes_it_away(bot: Runn
     # Slack clears the status when the app replies: the answer did, so the bot does not call again
     assert [(c.params["status"], c.params["thread_ts"]) for c in calls] == [("is thinking…", event["ts"])]
     assert bot.slack.workspace.statuses == {}
+
+
+async def test_a_slow_thinking_status_does_not_hold_the_model_up(bot: RunningBot, model):
+    """Slack is slow to answer `setStatus`: the run is stored and the model asked meanwhile, and the answer
+    is still written after the status was set, so that the answer takes it away."""
+    model.chat.push(reply("Guten Tag! 你好！"))
+    slow = bot.slack.hold("assistant.threads.setStatus")
+    event = await bot.mention("Hallo, wie geht's?")
+    await asyncio.wait_for(slow.arrived.wait(), 10)
+
+    await asyncio.to_thread(model.chat.wait_for_requests, 1, 10)
+    assert bot.slack.calls_of("chat.startStream") == []  # the answer waits for the status
+    slow.release()
+    stops = await bot.slack.wait_for("chat.stopStream", timeout=10)
+    assert bot.slack.message("C1", stops[0].params["ts"]).text == "Guten Tag! 你好！"
+    await bot.slack.settle()
+    assert bot.slack.workspace.statuses == {}
+    assert len(bot.slack.calls_of("assistant.threads.setStatus")) == 1
+    assert bot.slack.message("C1", stops[0].params["ts"]).thread_ts == event["ts"]
+
+
+async def test_a_thinking_status_slack_never_answers_does_not_cost_the_answer(bot: RunningBot, model):
+    """The status's connection drops, twice (the client's one retry too): the turn is answered anyway."""
+    model.chat.push(reply("Bonjour ! Ça va très bien."))
+    bot.slack.drop_connection("assistant.threads.setStatus", times=2, after=False)
+    event = await bot.mention("Salut, ça va ?")
+
+    stops = await bot.slack.wait_for("chat.stopStream", timeout=10)
+    answer = bot.slack.message("C1", stops[0].params["ts"])
+    assert (answer.text, answer.thread_ts) == ("Bonjour ! Ça va très bien.", event["ts"])
+    assert [method for method, _ in bot.slack.failed] == ["assistant.threads.setStatus"] * 2
 
 
 async def test_a_status_shown_after_the_answer_began_is_cleared_by_the_bot(bot: RunningBot, model):
