@@ -250,6 +250,7 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings, na
     )
     background = RuntimeWork()
     mcp: Any = None
+    app: Any = None
     try:
         mcp = await connect_mcp(options.mcp)
         agent = await assemble_agent(
@@ -260,6 +261,10 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings, na
         await _serve(command, app, storage, options, settings)
     finally:
         await background.stop(settings.bot_shutdown_grace)
+        if app is not None:
+            from .slack import stop_turns_left
+
+            await stop_turns_left(app)
         if mcp is not None:
             await mcp.aclose()
         await storage.close()

@@ -10,7 +10,7 @@ calls); `*_builder.py` build Block Kit; `stores/`/`tables.py` keep the adapter's
 from .app import create_slack_app, create_web_client, run_slack_recovery
 from .directory import Directory, DirectoryError
 from .permissions import DecisionCheck, DecisionRule, PolicyRule, Verdict, anyone_in_conversation
-from .server import build_web_app, serve_http, serve_socket
+from .server import build_web_app, serve_http, serve_socket, stop_turns_left
 from .services import SlackServices
 from .stores import SlackStores
 from .threads import SlackThread
@@ -34,4 +34,5 @@ __all__ = [
     "run_slack_recovery",
     "serve_http",
     "serve_socket",
+    "stop_turns_left",
 ]

@@ -86,6 +86,11 @@ async def stop_serving(app: AsyncApp) -> None:
         await app.client.session.close()
 
 
+async def stop_turns_left(app: AsyncApp) -> None:
+    """After the shutdown's grace, before the storage closes: cut off the turns still at work (`TurnQueue.stop_turns`)."""
+    await services_of_app(app).turns.stop_turns()
+
+
 SERVER_SHUTDOWN_TIMEOUT = 3.0
 """Seconds the HTTP server gives requests in flight when it stops."""
 

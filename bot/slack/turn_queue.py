@@ -70,6 +70,8 @@ class TurnQueue:
         """Who this replica is in the thread leases: the agent's `owner`, the one identity of the process."""
         self.slots = WorkSlots(max_concurrent_turns)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._turns: set[asyncio.Task[object]] = set()
+        """The tasks taking a thread's turns now: the listener of a message (Bolt's task), or a sweep's."""
         self._notices: dict[str, asyncio.Task[None]] = {}
         """The "queued" notice waiting to be checked, by event id: cancelled when the message's turn comes here."""
         self._sweeper: asyncio.Task[None] | None = None
@@ -91,6 +93,14 @@ class TurnQueue:
         need; while its turn waits for the model or a tool, the slot serves another thread. Taking the
         thread starts its first message, and each turn's end starts the next or lets the thread go, each
         in one transaction (`SlackStores.take_thread`, `finish_turn`)."""
+        turn = asyncio.current_task()
+        self._turns.add(turn)
+        try:
+            await self._take_turns(thread_id)
+        finally:
+            self._turns.discard(turn)
+
+    async def _take_turns(self, thread_id: str) -> None:
         async with self.slots.slot():
             message = await self.stores.take_thread(thread_id, self.holder, stale_after=self.stale_after)
             if message is None:
@@ -187,6 +197,17 @@ class TurnQueue:
             except Exception:
                 self.logger.exception("the sweep of queued messages failed")
             await asyncio.sleep(self.sweep_every)
+
+    async def stop_turns(self) -> None:
+        """Cut off the turns still at work and wait until they have ended, while the database is still open
+        (the shutdown, once its grace is over): a turn cut off in a transaction ends it, and its thread's
+        lease goes stale for another replica's sweep or the next start's. Left to `asyncio.run`'s own
+        cancellation after the storage had closed, a turn cut off in its last transaction could keep the
+        process from exiting (seen under load: `_cancel_all_tasks` waiting, a turn's commit pending)."""
+        turns = [turn for turn in self._turns if turn is not asyncio.current_task()]
+        for turn in turns:
+            turn.cancel()
+        await asyncio.gather(*turns, return_exceptions=True)
 
     async def close(self) -> None:
         """Stop the sweep and the work this replica started; what is left is swept up later."""
