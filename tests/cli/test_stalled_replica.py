@@ -1,9 +1,8 @@
 """Two `python -m bot serve` replicas on one database; one is stopped with SIGSTOP in the middle of a turn for
 longer than its leases (a paused VM, a long pause of the process), the other takes the thread and the run over
 and goes on with it, then the stalled one is woken with SIGCONT and its model reply comes in while the run is
-still at work elsewhere. The run's step is
-recorded once and the request it asks for is carried out once: the woken replica asks the model nothing
-more, and says in the thread that the answer came from elsewhere.
+still at work elsewhere. The run's step is recorded once and the request it asks for is carried out once:
+the woken replica asks the model nothing more, and says in the thread that the answer came from elsewhere.
 
 PostgreSQL only: SQLite has one writer, and a replica stopped while it holds the write lock (a heartbeat's
 commit) stops every replica until it wakes. On SQLite the same fences are tested in one process
