@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -204,20 +205,22 @@ class TurnQueue:
         lease goes stale for another replica's sweep or the next start's. Left to `asyncio.run`'s own
         cancellation after the storage had closed, a turn cut off in its last transaction could keep the
         process from exiting (seen under load: `_cancel_all_tasks` waiting, a turn's commit pending)."""
-        turns = [turn for turn in self._turns if turn is not asyncio.current_task()]
-        for turn in turns:
-            turn.cancel()
-        await asyncio.gather(*turns, return_exceptions=True)
+        await _cut_off(turn for turn in self._turns if turn is not asyncio.current_task())
 
     async def close(self) -> None:
         """Stop the sweep and the work this replica started; what is left is swept up later."""
-        tasks = [*self._tasks, *([self._sweeper] if self._sweeper else [])]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await _cut_off([*self._tasks, *([self._sweeper] if self._sweeper else [])])
 
     def _spawn(self, work: Awaitable[None]) -> asyncio.Task[None]:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+
+async def _cut_off(tasks: Iterable[asyncio.Task[Any]]) -> None:
+    """Cancel `tasks` and wait until each has ended (however it ended)."""
+    tasks = list(tasks)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
