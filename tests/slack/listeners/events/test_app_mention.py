@@ -58,15 +58,17 @@ async def test_a_slow_thinking_status_does_not_hold_the_model_up(bot: RunningBot
 
 
 async def test_a_thinking_status_slack_never_answers_does_not_cost_the_answer(bot: RunningBot, model):
-    """The status's connection drops, twice (the client's one retry too): the turn is answered anyway."""
+    """The status's connection drops at every attempt (the client's three retries too): no status is
+    shown, and the turn is answered anyway."""
     model.chat.push(reply("Bonjour ! Ça va très bien."))
-    bot.slack.drop_connection("assistant.threads.setStatus", times=2, after=False)
+    bot.slack.drop_connection("assistant.threads.setStatus", times=4, after=False)
     event = await bot.mention("Salut, ça va ?")
 
     stops = await bot.slack.wait_for("chat.stopStream", timeout=10)
     answer = bot.slack.message("C1", stops[0].params["ts"])
     assert (answer.text, answer.thread_ts) == ("Bonjour ! Ça va très bien.", event["ts"])
-    assert [method for method, _ in bot.slack.failed] == ["assistant.threads.setStatus"] * 2
+    assert [method for method, _ in bot.slack.failed] == ["assistant.threads.setStatus"] * 4
+    assert bot.slack.calls_of("assistant.threads.setStatus") == []  # it never got through
 
 
 async def test_a_status_shown_after_the_answer_began_is_cleared_by_the_bot(bot: RunningBot, model):
