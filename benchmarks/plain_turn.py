@@ -1,25 +1,34 @@
-"""CPU of one plain Slack turn: this bot against a hand-written Bolt app doing the least (issue 19).
+"""CPU of one plain Slack turn: this bot against hand-written Bolt apps doing the least (issue 19).
 
 A plain turn: a user mentions the bot ("hello"), the bot asks the model once and writes the answer in
-the thread. Both servers run as processes of their own (`python -m bot serve`, and the "Bolt floor"
-below) against the same Slack Web API emulation and the same scripted OpenAI-compatible model, which run
-in this process; the turns are sent one after the other (the next once the answer is in), and the
-server's CPU (user + system, from /proc) over the turns, divided by their number, is the CPU per turn.
+the thread. Every server runs as a process of its own (`python -m bot serve`, and the floors below)
+against its own Slack Web API emulation and the same scripted OpenAI-compatible model, which run in
+this process; the turns are sent one after the other (the next once the answer is in), and the server's
+CPU (user + system of all its threads, from /proc) over the turns, divided by their number, is the CPU
+per turn.
 
-The Bolt floor is a slack-bolt `AsyncApp` served by aiohttp that acks a mention, calls the model once
-(the openai client, streamed) and posts the answer with `chat.postMessage`: no database, no thread
-queue, no streaming API calls, no status. The ratio shows what this bot adds per turn (what it does
-for it: the event recorded before the ack, the thread's turn and queue, the conversation's records,
-the run's six-or-so writes, `setStatus` (once: the answer clears it), `startStream`/`stopStream`).
+The floors are one slack-bolt `AsyncApp` served by aiohttp, each doing a little more of what this bot
+does, so the ratios show where a turn's CPU goes:
+
+- `bolt-floor`: acks a mention, calls the model once (the openai client, streamed) and posts the answer
+  with `chat.postMessage`: no database, no status, no streaming API calls (issue 19's "Bolt floor");
+- `bolt-stream`: the same turn shown as this bot shows it in Slack: `assistant.threads.setStatus`, then
+  the answer through `chat.startStream` and `chat.stopStream`;
+- `bolt-durable`: `bolt-stream` with the least durable work that keeps a turn from being lost, in plain
+  SQL over one aiosqlite connection (WAL, as the bot's): the event recorded before the ack (a retry is
+  dropped), the thread's turn taken with the run and the user's message in one commit, and the answer
+  with the run's end, the event done and the thread let go in one more after it is shown. Three commits
+  where the bot makes five (it also takes the turn and ends it in transactions of their own, keeps the
+  conversation's record and the run's lease, and reads the thread's memory and waiting calls).
 
 The machine is noisy (the same server's CPU per turn varies by half from one minute to the next), so
-both servers run side by side and take turns: each round sends `--turns` turns to one, then to the
-other, and the ratio reported is the median of the rounds' ratios.
+the servers run side by side and take turns: each round sends `--turns` turns to each in order, and a
+ratio reported is the median of the rounds' ratios.
 
     python benchmarks/plain_turn.py                      # 5 rounds of 60 turns each, after 5 warm-ups, SQLite
-    python benchmarks/plain_turn.py --turns 30 --only bot
+    python benchmarks/plain_turn.py --turns 30 --only bolt-floor bot
     python benchmarks/plain_turn.py --profile /tmp/turn.prof   # the bot under cProfile (then pstats)
-    python benchmarks/plain_turn.py --py-spy /tmp/turn.txt     # py-spy over the first round (.bot, .bolt-floor)
+    python benchmarks/plain_turn.py --py-spy /tmp/turn.txt     # py-spy over the first round (.SYSTEM per server)
 """
 
 from __future__ import annotations
@@ -49,36 +58,107 @@ from tests.support.scripted_model import ScriptedModel, reply  # noqa: E402
 
 SECRET = "plain-turn-benchmark-secret"
 
-BOLT_FLOOR = """
-import os, sys
-import openai
+FLOORS = """
+import asyncio, json, os, sys, time, uuid
+import aiosqlite, openai
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 
+SYSTEM = sys.argv[2]  # bolt-floor, bolt-stream or bolt-durable
 app = AsyncApp(token=os.environ["SLACK_BOT_TOKEN"], signing_secret=os.environ["SLACK_SIGNING_SECRET"])
 app.client.base_url = os.environ["SLACK_API_URL"]
 model = openai.AsyncOpenAI()
+db = None
+written = asyncio.Lock()  # one connection: one transaction at a time
+
+SCHEMA = \"""
+CREATE TABLE IF NOT EXISTS events (event_id TEXT PRIMARY KEY, done INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS thread_turns (thread TEXT PRIMARY KEY, owner TEXT NOT NULL, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, thread TEXT NOT NULL, status TEXT NOT NULL, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, message TEXT NOT NULL);
+\"""
+
+async def write(*statements):
+    async with written:
+        await db.execute("BEGIN IMMEDIATE")
+        for sql, params in statements:
+            await db.execute(sql, params)
+        await db.execute("COMMIT")
+
+async def ask_model(text):
+    stream = await model.chat.completions.create(
+        model="test-model", messages=[{"role": "user", "content": text}], stream=True
+    )
+    return "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
 
 @app.event("app_mention")
-async def mention(event, say):
-    stream = await model.chat.completions.create(
-        model="test-model", messages=[{"role": "user", "content": event["text"]}], stream=True
+async def mention(event, say, client, body):
+    thread_ts = event.get("thread_ts") or event["ts"]
+    if SYSTEM == "bolt-floor":
+        await say(text=await ask_model(event["text"]), thread_ts=thread_ts)
+        return
+    thread, run_id = f"{event['channel']}:{thread_ts}", uuid.uuid4().hex
+    if SYSTEM == "bolt-durable":  # the thread's turn, the run and the user's message: one commit
+        user = json.dumps({"role": "user", "content": event["text"]})
+        await write(
+            ("INSERT INTO thread_turns VALUES (?, 'floor', ?)", (thread, time.time())),
+            ("INSERT INTO runs VALUES (?, ?, 'running', ?)", (run_id, thread, time.time())),
+            ("INSERT INTO messages (run_id, message) VALUES (?, ?)", (run_id, user)),
+        )
+    await client.assistant_threads_setStatus(channel_id=event["channel"], thread_ts=thread_ts, status="is thinking…")
+    text = await ask_model(event["text"])
+    started = await client.chat_startStream(
+        channel=event["channel"], thread_ts=thread_ts, recipient_team_id=event["team"],
+        recipient_user_id=event["user"], markdown_text=text,
     )
-    text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
-    await say(text=text, thread_ts=event.get("thread_ts") or event["ts"])
+    await client.chat_stopStream(channel=event["channel"], ts=started["ts"])
+    if SYSTEM == "bolt-durable":  # the answer, the run's end, the event done, the thread let go: one commit
+        answer = json.dumps({"role": "assistant", "content": text})
+        await write(
+            ("INSERT INTO messages (run_id, message) VALUES (?, ?)", (run_id, answer)),
+            ("UPDATE runs SET status = 'completed', at = ? WHERE id = ?", (time.time(), run_id)),
+            ("UPDATE events SET done = 1 WHERE event_id = ?", (body["event_id"],)),
+            ("DELETE FROM thread_turns WHERE thread = ?", (thread,)),
+        )
 
 async def events(request):
-    return await to_aiohttp_response(await app.async_dispatch(await to_bolt_request(request)))
+    bolt_request = await to_bolt_request(request)
+    if SYSTEM == "bolt-durable":  # the event recorded before the ack; a retry is answered and dropped
+        event_id = json.loads(bolt_request.raw_body).get("event_id")
+        if event_id is not None:
+            async with written:
+                inserted = await db.execute("INSERT OR IGNORE INTO events (event_id) VALUES (?)", (event_id,))
+                await db.commit()
+            if inserted.rowcount == 0:
+                return web.Response(status=200)
+    return await to_aiohttp_response(await app.async_dispatch(bolt_request))
 
 async def health(_request):
     return web.json_response({"ok": True})
 
+async def open_database(_app):
+    global db
+    if SYSTEM == "bolt-durable":
+        db = await aiosqlite.connect(os.environ["FLOOR_DATABASE"], isolation_level=None)
+        await db.execute("PRAGMA journal_mode=WAL")
+        await db.executescript(SCHEMA)
+
+async def close_database(_app):
+    if db is not None:
+        await db.close()  # its thread would keep the process from exiting
+
 web_app = web.Application()
+web_app.on_startup.append(open_database)
+web_app.on_cleanup.append(close_database)
 web_app.router.add_post("/slack/events", events)
 web_app.router.add_get("/health", health)
 web.run_app(web_app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None)
 """
+
+
+SYSTEMS = ("bolt-floor", "bolt-stream", "bolt-durable", "bot")
+"""The servers measured, from the least work to this bot (see the module's docstring)."""
 
 
 def free_port() -> int:
@@ -136,11 +216,11 @@ async def start_py_spy(pid: int, output: str) -> asyncio.subprocess.Process:
 
 
 class Server:
-    """One system ("bot" or "bolt-floor") as a process of its own, with its own Slack emulation."""
+    """One system (the bot or one of the floors) as a process of its own, with its own Slack emulation."""
 
     def __init__(self, system: str, model: ScriptedModel, args: argparse.Namespace, workdir: Path):
         self.system, self.model, self.args, self.workdir = system, model, args, workdir
-        self.answered = "chat.stopStream" if system == "bot" else "chat.postMessage"
+        self.answered = "chat.postMessage" if system == "bolt-floor" else "chat.stopStream"
         self.turns = 0
         self.measured = 0
         self.web_api_calls: collections.Counter[str] = collections.Counter()
@@ -164,7 +244,8 @@ class Server:
             if self.args.profile:
                 command[1:1] = ["-m", "cProfile", "-o", self.args.profile]
         else:
-            command = [sys.executable, "-c", BOLT_FLOOR, str(port)]
+            command = [sys.executable, "-c", FLOORS, str(port), self.system]
+            env["FLOOR_DATABASE"] = str(self.workdir / f"{self.system}.db")
         log = self.workdir / f"{self.system}.log"
         with log.open("ab") as log_file:
             self.process = await asyncio.create_subprocess_exec(
@@ -223,11 +304,11 @@ async def main() -> int:
     parser.add_argument("--turns", type=int, default=60, help="measured turns per round and system")
     parser.add_argument("--rounds", type=int, default=5, help="rounds, the systems taking turns in each")
     parser.add_argument("--warmups", type=int, default=5)
-    parser.add_argument("--only", choices=["bot", "bolt-floor"])
+    parser.add_argument("--only", nargs="+", choices=SYSTEMS, help="these systems only (default: all)")
     parser.add_argument("--profile", help="write the bot's cProfile stats to this file")
     parser.add_argument("--py-spy", help="sample the servers with py-spy over one round into this file (.SYSTEM)")
     args = parser.parse_args()
-    systems = [system for system in ("bolt-floor", "bot") if not args.only or system == args.only]
+    systems = [system for system in SYSTEMS if not args.only or system in args.only]
     rounds: dict[str, list[float]] = {system: [] for system in systems}
     with tempfile.TemporaryDirectory(prefix="plain-turn-") as directory, ScriptedModel() as model:
         async with contextlib.AsyncExitStack() as stack:
@@ -236,23 +317,28 @@ async def main() -> int:
                 for server in servers:
                     py_spy = None
                     if args.py_spy and index == 0:
-                        py_spy = args.py_spy if args.only else f"{args.py_spy}.{server.system}"
+                        py_spy = f"{args.py_spy}.{server.system}"
                     rounds[server.system].append(await server.measure(args.turns, py_spy))
     print(
         f"{args.rounds} rounds of {args.turns} plain turns one after the other per server, the servers taking"
         f" turns, after {args.warmups} warm-ups; load {os.getloadavg()[0]:.1f}"
     )
+    floors = [system for system in ("bolt-floor", "bolt-durable") if system in rounds]
     print(
-        "| server | CPU ms per turn (median of rounds) | rounds | vs the Bolt floor (median of rounds) | Web API calls per turn |"
+        "| server | CPU ms per turn (median of rounds) | rounds | "
+        + "".join(f"vs {floor} (median of rounds) | " for floor in floors)
+        + "Web API calls per turn |"
     )
-    print("| --- | --- | --- | --- | --- |")
-    floors = rounds.get("bolt-floor")
+    print("| --- | --- | --- | " + "--- | " * len(floors) + "--- |")
     for server in servers:
         values = rounds[server.system]
-        ratio = f"{statistics.median(v / f for v, f in zip(values, floors, strict=True)):.2f}x" if floors else "-"
+        ratios = "".join(
+            f"{statistics.median(v / f for v, f in zip(values, rounds[floor], strict=True)):.2f}x | "
+            for floor in floors
+        )
         shown = " ".join(f"{v:.1f}" for v in values)
         calls = ", ".join(f"`{m}` {n / server.measured:g}" for m, n in sorted(server.web_api_calls.items()))
-        print(f"| {server.system} | {statistics.median(values):.1f} | {shown} | {ratio} | {calls} |")
+        print(f"| {server.system} | {statistics.median(values):.1f} | {shown} | {ratios}{calls} |")
     return 0
 
 

@@ -15,7 +15,9 @@ waiting for a minute), then times, as the median of `--repeat` tries:
   enough: the sweep's query is what is timed).
 
 The sizes are timed side by side (each round runs every query once on every size). Each is reported in
-ms and as a ratio to the smallest size; issue 19's target is 1.2x at most.
+ms and as a ratio to the smallest size; issue 19's target is 1.2x at most. The verdict leaves out the
+two pages whose result grows with N (1 run shown against 50, a total of 1 against 100 or 251): their
+ratio measures the answer's size, not the scale; the probe's pages are the same query at a fixed size.
 
     python benchmarks/waiting_approvals.py                            # SQLite, 100 / 1,000 / 10,000 / 100,000
     python benchmarks/waiting_approvals.py --database postgres --sizes 100 100000
@@ -51,6 +53,9 @@ TOOL = "delete-record"
 PROBE = 60
 """Waiting runs of one thread and one user ("probe", "U-probe") at every size: their pages hold the same
 runs whatever the size, so what grows is only what the database has to look past."""
+GROWING_THREAD = "page (by thread: 1 or 100 waiting)"
+GROWING_RESOURCE = "page (by resource: 1 or 1,000 waiting)"
+"""The pages whose result grows with the size (left out of the verdict)."""
 
 
 def build_agent(storage: Storage) -> Agent:
@@ -138,8 +143,8 @@ class Size:
         await self.storage.policies.set(TOOL, PolicyChange(expires_after=3600))
         self.queries = {
             "page (unfiltered)": lambda: agent.list_suspended_runs(),
-            "page (by thread: 1 or 100 waiting)": lambda: agent.list_suspended_runs(thread_id="thread-107"),
-            "page (by resource: 1 or 1,000 waiting)": lambda: agent.list_suspended_runs(resource_id="U0007"),
+            GROWING_THREAD: lambda: agent.list_suspended_runs(thread_id="thread-107"),
+            GROWING_RESOURCE: lambda: agent.list_suspended_runs(resource_id="U0007"),
             f"page (by thread, {PROBE} waiting at every size)": lambda: agent.list_suspended_runs(thread_id="probe"),
             f"page (by resource, {PROBE} waiting at every size)": lambda: agent.list_suspended_runs(
                 resource_id="U-probe"
@@ -224,10 +229,10 @@ async def main() -> int:
         cells = []
         for each in sizes:
             ratio = each.median(query) / smallest.median(query)
-            flat &= ratio <= 1.2
+            flat &= ratio <= 1.2 or query in (GROWING_THREAD, GROWING_RESOURCE)
             cells.append(f"{each.median(query):.2f} ms ({ratio:.2f}x)")
         print(f"| {query} | " + " | ".join(cells) + " |")
-    print("every query within 1.2x:", "yes" if flat else "NO")
+    print("every query whose result does not grow within 1.2x:", "yes" if flat else "NO")
     return 0 if flat else 1
 
 
