@@ -19,7 +19,10 @@ does, so the ratios show where a turn's CPU goes:
   dropped), the thread's turn taken with the run and the user's message in one commit, and the answer
   with the run's end, the event done and the thread let go in one more after it is shown. Three commits
   where the bot makes five (it also takes the turn and ends it in transactions of their own, keeps the
-  conversation's record and the run's lease, and reads the thread's memory and waiting calls).
+  conversation's record and the run's lease, and reads the thread's memory and waiting calls);
+- `bolt-durable-sqlalchemy`: the same statements and commits through SQLAlchemy's async engine over
+  aiosqlite (`text()` statements), the library this project's storage is built on, instead of bare
+  aiosqlite: what the library costs by itself.
 
 The machine is noisy (the same server's CPU per turn varies by half from one minute to the next), so
 the servers run side by side and take turns: each round sends `--turns` turns to each in order, and a
@@ -59,17 +62,21 @@ from tests.support.scripted_model import ScriptedModel, reply  # noqa: E402
 SECRET = "plain-turn-benchmark-secret"
 
 FLOORS = """
-import asyncio, json, os, sys, time, uuid
+import asyncio, json, os, sqlite3, sys, time, uuid
 import aiosqlite, openai
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 
-SYSTEM = sys.argv[2]  # bolt-floor, bolt-stream or bolt-durable
+SYSTEM = sys.argv[2]  # bolt-floor, bolt-stream, bolt-durable or bolt-durable-sqlalchemy
+DURABLE = SYSTEM.startswith("bolt-durable")
 app = AsyncApp(token=os.environ["SLACK_BOT_TOKEN"], signing_secret=os.environ["SLACK_SIGNING_SECRET"])
 app.client.base_url = os.environ["SLACK_API_URL"]
 model = openai.AsyncOpenAI()
-db = None
+db = None  # bolt-durable: one aiosqlite connection
+engine = None  # bolt-durable-sqlalchemy: SQLAlchemy's async engine over aiosqlite
 written = asyncio.Lock()  # one connection: one transaction at a time
 
 SCHEMA = \"""
@@ -79,12 +86,18 @@ CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, thread TEXT NOT NULL, stat
 CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, message TEXT NOT NULL);
 \"""
 
-async def write(*statements):
+async def write(*statements):  # one transaction; the rows the last statement changed
+    if engine is not None:
+        async with engine.begin() as connection:
+            for sql, params in statements:
+                result = await connection.execute(text(sql), params)
+        return result.rowcount
     async with written:
         await db.execute("BEGIN IMMEDIATE")
         for sql, params in statements:
-            await db.execute(sql, params)
+            cursor = await db.execute(sql, params)
         await db.execute("COMMIT")
+    return cursor.rowcount
 
 async def ask_model(text):
     stream = await model.chat.completions.create(
@@ -99,38 +112,38 @@ async def mention(event, say, client, body):
         await say(text=await ask_model(event["text"]), thread_ts=thread_ts)
         return
     thread, run_id = f"{event['channel']}:{thread_ts}", uuid.uuid4().hex
-    if SYSTEM == "bolt-durable":  # the thread's turn, the run and the user's message: one commit
+    if DURABLE:  # the thread's turn, the run and the user's message: one commit
         user = json.dumps({"role": "user", "content": event["text"]})
         await write(
-            ("INSERT INTO thread_turns VALUES (?, 'floor', ?)", (thread, time.time())),
-            ("INSERT INTO runs VALUES (?, ?, 'running', ?)", (run_id, thread, time.time())),
-            ("INSERT INTO messages (run_id, message) VALUES (?, ?)", (run_id, user)),
+            ("INSERT INTO thread_turns VALUES (:thread, 'floor', :at)", {"thread": thread, "at": time.time()}),
+            (
+                "INSERT INTO runs VALUES (:id, :thread, 'running', :at)",
+                {"id": run_id, "thread": thread, "at": time.time()},
+            ),
+            ("INSERT INTO messages (run_id, message) VALUES (:id, :message)", {"id": run_id, "message": user}),
         )
     await client.assistant_threads_setStatus(channel_id=event["channel"], thread_ts=thread_ts, status="is thinking…")
-    text = await ask_model(event["text"])
+    answer_text = await ask_model(event["text"])
     started = await client.chat_startStream(
         channel=event["channel"], thread_ts=thread_ts, recipient_team_id=event["team"],
-        recipient_user_id=event["user"], markdown_text=text,
+        recipient_user_id=event["user"], markdown_text=answer_text,
     )
     await client.chat_stopStream(channel=event["channel"], ts=started["ts"])
-    if SYSTEM == "bolt-durable":  # the answer, the run's end, the event done, the thread let go: one commit
-        answer = json.dumps({"role": "assistant", "content": text})
+    if DURABLE:  # the answer, the run's end, the event done, the thread let go: one commit
+        answer = json.dumps({"role": "assistant", "content": answer_text})
         await write(
-            ("INSERT INTO messages (run_id, message) VALUES (?, ?)", (run_id, answer)),
-            ("UPDATE runs SET status = 'completed', at = ? WHERE id = ?", (time.time(), run_id)),
-            ("UPDATE events SET done = 1 WHERE event_id = ?", (body["event_id"],)),
-            ("DELETE FROM thread_turns WHERE thread = ?", (thread,)),
+            ("INSERT INTO messages (run_id, message) VALUES (:id, :message)", {"id": run_id, "message": answer}),
+            ("UPDATE runs SET status = 'completed', at = :at WHERE id = :id", {"id": run_id, "at": time.time()}),
+            ("UPDATE events SET done = 1 WHERE event_id = :id", {"id": body["event_id"]}),
+            ("DELETE FROM thread_turns WHERE thread = :thread", {"thread": thread}),
         )
 
 async def events(request):
     bolt_request = await to_bolt_request(request)
-    if SYSTEM == "bolt-durable":  # the event recorded before the ack; a retry is answered and dropped
+    if DURABLE:  # the event recorded before the ack; a retry is answered and dropped
         event_id = json.loads(bolt_request.raw_body).get("event_id")
         if event_id is not None:
-            async with written:
-                inserted = await db.execute("INSERT OR IGNORE INTO events (event_id) VALUES (?)", (event_id,))
-                await db.commit()
-            if inserted.rowcount == 0:
+            if not await write(("INSERT OR IGNORE INTO events (event_id) VALUES (:id)", {"id": event_id})):
                 return web.Response(status=200)
     return await to_aiohttp_response(await app.async_dispatch(bolt_request))
 
@@ -138,15 +151,23 @@ async def health(_request):
     return web.json_response({"ok": True})
 
 async def open_database(_app):
-    global db
+    global db, engine
+    if not DURABLE:
+        return
+    path = os.environ["FLOOR_DATABASE"]
+    with sqlite3.connect(path) as connection:
+        connection.executescript(SCHEMA)
+        connection.execute("PRAGMA journal_mode=WAL")  # kept by the file
     if SYSTEM == "bolt-durable":
-        db = await aiosqlite.connect(os.environ["FLOOR_DATABASE"], isolation_level=None)
-        await db.execute("PRAGMA journal_mode=WAL")
-        await db.executescript(SCHEMA)
+        db = await aiosqlite.connect(path, isolation_level=None)
+    else:
+        engine = create_async_engine(f"sqlite+aiosqlite:///{path}")
 
 async def close_database(_app):
     if db is not None:
         await db.close()  # its thread would keep the process from exiting
+    if engine is not None:
+        await engine.dispose()
 
 web_app = web.Application()
 web_app.on_startup.append(open_database)
@@ -157,7 +178,7 @@ web.run_app(web_app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access
 """
 
 
-SYSTEMS = ("bolt-floor", "bolt-stream", "bolt-durable", "bot")
+SYSTEMS = ("bolt-floor", "bolt-stream", "bolt-durable", "bolt-durable-sqlalchemy", "bot")
 """The servers measured, from the least work to this bot (see the module's docstring)."""
 
 
