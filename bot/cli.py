@@ -20,7 +20,7 @@ from typing import Any
 
 from .defaults import DEV_STOP_DEADLINE
 from .logs import LOG_FORMATS, LOG_LEVELS, configure_logging
-from .settings import MissingSettingError, Settings, SettingsError, load_settings
+from .settings import MissingSettingError, Settings, SettingsError, load_settings, without_password
 
 
 class AgentNotFoundError(RuntimeError):
@@ -399,7 +399,7 @@ async def open_storage(database_url: str, *schemas: Any, **pool: int) -> Any:
     `StartupError` naming it."""
     from memory import Storage
 
-    shown = _without_password(database_url)
+    shown = without_password(database_url)
     fix = "set DATABASE_URL to e.g. sqlite+aiosqlite:///data/bot.db or postgresql+asyncpg://user@host/db"
     try:
         storage = Storage(database_url, **pool)
@@ -416,14 +416,6 @@ async def open_storage(database_url: str, *schemas: Any, **pool: int) -> Any:
     return storage
 
 
-def _without_password(url: str) -> str:
-    scheme, sep, rest = url.partition("://")
-    credentials, at, host = rest.rpartition("@")
-    if not at or ":" not in credentials:
-        return url
-    return f"{scheme}{sep}{credentials.split(':')[0]}:***@{host}"
-
-
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
@@ -438,7 +430,7 @@ async def _admin(options: argparse.Namespace, settings: Settings, named: Any = N
     from .assemble import add_tools
 
     url = settings.playground_database_url if options.playground else settings.database_url
-    print(f"Database: {_without_password(url)} ({_database_origin(options, settings)})", file=sys.stderr)
+    print(f"Database: {without_password(url)} ({_database_origin(options, settings)})", file=sys.stderr)
     storage = await open_storage(url)
     try:
         if options.command == "audit":

@@ -145,3 +145,13 @@ def load_settings() -> Settings:
     except ValidationError as exc:
         problems = [f"{'.'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in exc.errors()]
         raise SettingsError("; ".join(problems)) from None
+
+
+def without_password(url: str) -> str:
+    """A database URL as it may be shown (on stderr, in an error): its password, if any, as `***`. Works
+    on a URL that does not parse too, since that is when it is shown in an error."""
+    scheme, sep, rest = url.partition("://")
+    credentials, at, host = rest.rpartition("@")
+    if not at or ":" not in credentials:
+        return url
+    return f"{scheme}{sep}{credentials.split(':')[0]}:***@{host}"

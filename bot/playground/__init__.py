@@ -14,6 +14,8 @@ import gc
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from bot.settings import without_password
+
 from ._server import Playground
 
 if TYPE_CHECKING:
@@ -38,7 +40,7 @@ async def run_playground(
             print(f"Playground: {playground.url}  <- open it in a browser and talk to the bot", flush=True)
             print(f"Agent:      {playground.agent.name if playground.agent else '?'}", flush=True)
             print(f"Model:      {playground.model_label}", flush=True)
-            print(f"Database:   {_without_password(playground.database_url)}", flush=True)
+            print(f"Database:   {without_password(playground.database_url)}", flush=True)
             print(f"Admin:      {ADMIN_HINT}", flush=True)
             print("Stop with Ctrl-C.", flush=True)
             await asyncio.Event().wait()
@@ -46,11 +48,3 @@ async def run_playground(
         # The process ends next. Spare it the collector's walk over every object of every module at exit:
         # seconds on a busy machine, for memory the system takes back anyway. Ctrl-C then ends it at once.
         gc.freeze()
-
-
-def _without_password(url: str) -> str:
-    scheme, sep, rest = url.partition("://")
-    credentials, at, host = rest.rpartition("@")
-    if not at or ":" not in credentials:
-        return url
-    return f"{scheme}{sep}{credentials.split(':')[0]}:***@{host}"

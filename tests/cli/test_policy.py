@@ -10,13 +10,31 @@ import json
 import os
 import sys
 
+import pytest
+
 from memory import AuditVia, Storage
-from tests.support.processes import bot_command, bot_process_command
+from tests.support.processes import bot_command, bot_process_command, free_port
 
 
 def table(out: str) -> dict[str, list[str]]:
     lines = out.strip().splitlines()
     return {line.split()[0]: line.split()[1:] for line in lines[1:]}
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_the_database_url_is_shown_without_its_password(database_url):
+    secret = "s3cret-Ünïcode-密码"
+    url = database_url.replace("://postgres@", f"://postgres:{secret}@", 1)
+    code, out, err = await bot_command("policy", "list", database_url=url)
+    assert code == 0, err
+    assert err.startswith("Database: postgresql+asyncpg://postgres:***@127.0.0.1:5432/"), err
+    assert secret not in out + err
+
+    unreachable = f"postgresql+asyncpg://postgres:{secret}@127.0.0.1:{free_port()}/bot"
+    code, out, err = await bot_command("policy", "list", database_url=unreachable)
+    assert code != 0
+    assert "DATABASE_URL=postgresql+asyncpg://postgres:***@127.0.0.1:" in err, err
+    assert secret not in out + err
 
 
 async def test_policy_set_patches_and_list_shows_every_tool(database_url):
