@@ -36,7 +36,7 @@ async def test_an_approve_click_passes_through_the_files_architecture_md_names(
     with trace.running():
         await bot.sender.click(message, "tool_approve", user="U2")
         await bot.slack.wait_for("chat.stopStream")
-        await bot.slack.settle()
+        await trace.settled()  # the relay's last reads, the Home's refresh
     assert await record_ids(bot) == [1, 2, 4, 5]  # the click did what it does
 
     click = trace.files(CLICK)

@@ -68,6 +68,19 @@ class CodeTrace:
             sys.setprofile(None)
             loop.set_task_factory(factory)
 
+    async def settled(self, timeout: float = 30) -> None:
+        """Wait until the click's tasks (the click's own, those it started, the run's) have all ended."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            ours = [task for task, kind in self._started_for.items() if kind != ELSEWHERE]
+            pending = [task for task in [self._click, *ours] if task is not None and not task.done()]
+            if not pending:
+                return
+            if loop.time() >= deadline:
+                raise AssertionError(f"still at work: {sorted(task.get_name() for task in pending)}")
+            await asyncio.wait(pending, timeout=deadline - loop.time())
+
     def _profile(self, frame: FrameType, event: str, _arg: Any) -> None:
         if event != "call" or threading.current_thread() is not threading.main_thread():
             return
