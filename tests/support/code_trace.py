@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,10 +21,10 @@ LEFT_OUT = ("bot/slack_emulator", "bot/demo")
 
 CLICK, RELAY, RUN, ELSEWHERE = "click", "relay", "run", "elsewhere"
 """What a call was made for: the request of the click (its ack, its checks, the decision, the message
-brought up to date, the tool the decision lets run) and the tasks it started; the adapter relaying the
-run into the thread (from `decisions.go_on` on, in the click's task); the run's own task (`AgentStream`'s
-pump, a task named "run ..."); anything else (tasks that were there before, the Slack emulation's
-server)."""
+brought up to date) and the tasks it started; the adapter relaying the run into the thread (from
+`decisions.go_on` on, in the click's task); the run's own task (`AgentStream`'s pump, a task named
+"run ...": the tool the decision lets run, the model asked again); anything else (tasks that were there
+before, the Slack emulation's server)."""
 
 
 class CodeTrace:
@@ -33,8 +32,8 @@ class CodeTrace:
 
     A task counts for what the task that created it counted for when it did (a loop task factory notes
     it), so the tasks the click starts (its listener, the Home's refresh) count as the click. Only the event
-    loop's thread is traced: the database driver's thread runs `memory/_sqlite_driver.py` alone, which
-    shows on the loop's thread too."""
+    loop's thread is traced (`sys.setprofile` is per thread): the database driver's thread runs
+    `memory/_sqlite_driver.py` alone, which shows on the loop's thread too."""
 
     def __init__(self, entry: str):
         self.entry = entry
@@ -55,12 +54,12 @@ class CodeTrace:
         loop = asyncio.get_running_loop()
         factory = loop.get_task_factory()
 
-        def noting_the_parent(loop: asyncio.AbstractEventLoop, coro: Any, **options: Any) -> asyncio.Task[Any]:
+        def noting_what_for(loop: asyncio.AbstractEventLoop, coro: Any, **options: Any) -> asyncio.Task[Any]:
             task = factory(loop, coro, **options) if factory else asyncio.Task(coro, loop=loop, **options)
             self._started_for[task] = self._kind_of(asyncio.current_task(loop))
             return task
 
-        loop.set_task_factory(noting_the_parent)
+        loop.set_task_factory(noting_what_for)
         sys.setprofile(self._profile)
         try:
             yield self
@@ -82,7 +81,7 @@ class CodeTrace:
             await asyncio.wait(pending, timeout=deadline - loop.time())
 
     def _profile(self, frame: FrameType, event: str, _arg: Any) -> None:
-        if event != "call" or threading.current_thread() is not threading.main_thread():
+        if event != "call":
             return
         path = frame.f_code.co_filename
         if not path.startswith(self._prefixes) or path.startswith(self._left_out):
