@@ -41,7 +41,32 @@ def sqlite_template(tmp_path_factory):
     return SqliteTemplate(tmp_path_factory.mktemp("template"))
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+STORAGE_DIRECTORIES = frozenset({"cli", "demo", "mcp", "memory", "runtime", "storage"})
+"""Where storage behaviour is what the tests test (races, recovery, LISTEN/NOTIFY, the conformance of the
+stores, real processes on one database): their `database_url` tests run on SQLite and on PostgreSQL.
+Elsewhere (the Slack adapter, the playground) a test runs on SQLite only, unless its module says
+`pytestmark = pytest.mark.both_databases` (a store of the adapter's own, a race between replicas, a
+column limit that only PostgreSQL enforces)."""
+
+
+def pytest_generate_tests(metafunc):
+    if "database_url" not in metafunc.fixturenames:
+        return
+    if any("database_url" in m.args[0] for m in metafunc.definition.iter_markers("parametrize")):
+        return  # the test names its database itself
+    if Path(metafunc.definition.path).parent.name == "migrations":
+        return  # tests/migrations has a database_url of its own
+    metafunc.parametrize("database_url", databases_for(metafunc.definition), indirect=True)
+
+
+def databases_for(item) -> list[str]:
+    relative = Path(item.path).relative_to(Path(__file__).parent)
+    if relative.parts[0] in STORAGE_DIRECTORIES or item.get_closest_marker("both_databases"):
+        return ["sqlite", "postgres"]
+    return ["sqlite"]
+
+
+@pytest.fixture
 async def database_url(request, tmp_path, postgres_pool, sqlite_template):
     """A SQLAlchemy async URL of a database with every package's tables and no rows: SQLite in
     tmp_path, or a PostgreSQL database of this worker's pool (`tests/support/databases.py`)."""

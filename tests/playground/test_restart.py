@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import aiohttp
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
@@ -13,6 +14,8 @@ from bot.settings import Settings
 from memory import Storage
 
 from .browser import ALICE, BOB, PlaygroundPage, action_ids, record_ids, shown_text, thread
+
+pytestmark = pytest.mark.both_databases
 
 
 async def approval_in(page: PlaygroundPage, ts: str) -> dict:

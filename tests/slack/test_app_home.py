@@ -7,6 +7,8 @@ import json
 import time
 from typing import Any
 
+import pytest
+
 from bot.slack.services import services_of_app
 from memory import PolicyChange
 from tests.support.waiting import until
@@ -166,6 +168,7 @@ async def test_a_rate_limited_home_is_published_after_retry_after(home_bot: Runn
     assert "Nothing is waiting for your decision" in text_of(view)
 
 
+@pytest.mark.both_databases
 async def test_a_home_opened_on_one_replica_is_refreshed_by_another(database_url, slack, model):
     async with (
         running_bot(database_url=database_url, slack=slack) as first,

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.support.code_trace import CLICK, RELAY, ROOT, RUN, CodeTrace
 
 from .harness import RunningBot, ask_to_delete, record_ids
+
+pytestmark = pytest.mark.both_databases
 
 SECTION = "### The files of that path, traced"
 ONLY_ON = {"SQLite": "sqlite", "PostgreSQL": "postgresql"}

@@ -131,6 +131,7 @@ async def test_the_expiry_after_an_escalation_still_declines_and_closes_every_co
     assert await record_ids(bot) == [1, 2, 3, 4, 5]
 
 
+@pytest.mark.both_databases
 async def test_two_replicas_sweeping_at_once_escalate_once(database_url, slack, model, clock):
     slack.workspace.usergroups[GROUP] = UserGroup(id=GROUP, handle="on-call", users=MEMBERS)
     async with (

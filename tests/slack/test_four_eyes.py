@@ -163,6 +163,7 @@ async def test_the_http_api_counts_approvals_and_refuses_the_requester(api_bot: 
     assert status == 409
 
 
+@pytest.mark.both_databases
 async def test_the_last_two_approvals_on_two_replicas_at_once_run_the_tool_once(database_url, slack, model):
     model.chat.push(tool_calls(call("delete-record", {"id": 3}, id="call_1")), reply("Deleted record 3."))
     async with (

@@ -7,10 +7,13 @@ from __future__ import annotations
 import logging
 
 import aiohttp
+import pytest
 
 from tests.support.scripted_model import call, reply, tool_calls
 
 from .harness import AUTH, RunningBot, decide_path, request, waiting_call
+
+pytestmark = pytest.mark.both_databases
 
 
 async def raw_request(bot: RunningBot, method: str, path: str, data: bytes | None = None) -> tuple[int, str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from sqlalchemy import update
 
 from bot.slack.recovery import recover_messages
@@ -54,6 +55,7 @@ async def test_an_approval_slack_refused_is_posted_by_the_recovery_and_decides_t
     assert (await recover(bot)).posted == 0  # posted once, never again
 
 
+@pytest.mark.both_databases
 async def test_two_replicas_recovering_at_once_post_the_message_once(database_url, slack, model, clock):
     ask_to_delete(model)
     async with (

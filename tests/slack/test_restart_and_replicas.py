@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from tests.support.scripted_model import reply
 
 from .harness import ask_to_delete, record_ids, running_bot
+
+pytestmark = pytest.mark.both_databases
 
 
 async def test_pending_approval_is_decided_after_a_restart(database_url, slack, model):

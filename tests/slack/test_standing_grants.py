@@ -212,6 +212,7 @@ async def test_without_self_approval_a_grant_does_not_cover_the_granters_own_cal
     assert await record_ids(bot) == [1, 2, 4, 5]
 
 
+@pytest.mark.both_databases
 async def test_a_grant_made_through_one_replica_is_used_on_the_other(database_url, slack, model, clock):
     async with (
         running_bot(database_url=database_url, slack=slack, clock=clock) as one,

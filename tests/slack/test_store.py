@@ -10,6 +10,8 @@ import pytest
 from bot.slack.stores import Conversations, EventLog, SlackStores, prepare_slack_tables
 from bot.slack.threads import SlackThread
 
+pytestmark = pytest.mark.both_databases
+
 
 @pytest.fixture
 async def slack_storage(storage):

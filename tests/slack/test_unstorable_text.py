@@ -3,9 +3,13 @@ message is answered like any other, NULs removed and lone surrogates shown as U+
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support.scripted_model import reply
 
 from .harness import RunningBot
+
+pytestmark = pytest.mark.both_databases
 
 SENT = "Bonjour\u0000 \ud800 你好 こんにちは 안녕 مرحبا \ud83d\ude00"
 """A NUL and a lone surrogate among French, Chinese, Japanese, Korean and Arabic text and an emoji

@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from tests.support.scripted_model import failure, reply
 
 from ...harness import RunningBot, running_bot
+
+pytestmark = pytest.mark.both_databases
 
 
 async def test_retried_event_is_not_processed_twice(bot: RunningBot, model):

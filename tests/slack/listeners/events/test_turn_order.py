@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import update
 
 from bot.agent import limit_model_requests
@@ -23,6 +24,8 @@ from memory.tables import RunRow, utcnow
 from tests.support.scripted_model import failure, reply
 
 from ...harness import running_bot
+
+pytestmark = pytest.mark.both_databases
 
 
 def last_user_text(request: dict) -> str:
