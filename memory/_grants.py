@@ -3,7 +3,10 @@
 A grant is stored in the same transaction as the approval that gave it (`RunStore.transition(grant=...)`),
 so only the approval that won the call makes one. The runtime looks for a live grant when a call of the
 same tool is proposed in the same thread (`GrantStore.matching`); revoking is one conditional UPDATE with
-its audit line (`grant_revoked`). "Now" is `storage.clock`.
+its audit line (`grant_revoked`). A grant holds only under the policy it was given under: a policy change
+that touches who may decide or whether grants are allowed ends every live grant of the tool in the policy
+change's own transaction (`end_grants_of_tool`), so no later change can bring one back. "Now" is
+`storage.clock`.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from .tables import AuditRow, GrantRow, utcnow
 
@@ -187,6 +191,44 @@ class GrantStore:
         return grant
 
 
+async def end_grants_of_tool(
+    session: AsyncSession, tool_name: str, *, now: datetime, reason: str, via: str, policy_version: int
+) -> list[Grant]:
+    """End every live grant of `tool_name` (of any agent) inside the caller's transaction, each with one
+    `grant_revoked` audit line by `system` saying `reason`; the grants ended.
+
+    One conditional UPDATE (`revoked_at IS NULL AND expires_at > now`) with RETURNING: a grant a person
+    revokes at the same moment is ended once, by whichever UPDATE the database orders first."""
+    grants_table = GrantRow.__table__
+    ended = await session.execute(
+        update(grants_table)
+        .where(
+            grants_table.c.tool_name == tool_name,
+            grants_table.c.revoked_at.is_(None),
+            grants_table.c.expires_at > now,
+        )
+        .values(revoked_at=now, revoked_by=None)
+        .returning(*grants_table.c)
+    )
+    grants = sorted((grant_of(row) for row in ended), key=lambda grant: (grant.granted_at, grant.id))
+    for grant in grants:
+        await session.execute(
+            insert(AuditRow).values(
+                run_id=grant.run_id,
+                tool_call_id=grant.tool_call_id,
+                tool_name=grant.tool_name,
+                action="grant_revoked",
+                actor="system",
+                via=via,
+                args_fingerprint=grant.args_fingerprint,
+                policy_version=policy_version,
+                detail=f"{grant.describe()}, given under policy version {grant.policy_version}: {reason}",
+                at=utcnow(),
+            )
+        )
+    return grants
+
+
 def grant_of(row: Any) -> Grant:
     return Grant(
         id=row.id,
@@ -206,4 +248,4 @@ def grant_of(row: Any) -> Grant:
     )
 
 
-__all__ = ["Grant", "GrantStore", "new_grant_values"]
+__all__ = ["Grant", "GrantStore", "end_grants_of_tool", "new_grant_values"]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import bindparam, select, update
 
+from ._grants import end_grants_of_tool
 from .exceptions import PolicyError
 from .tables import AuditRow, PolicyRow, utcnow
 
@@ -359,6 +360,19 @@ class PolicyStore:
             row = await session.get(PolicyRow, tool_name, populate_existing=True)
             after = policy_of(row)
             check_escalation(after)  # raised inside the transaction: nothing is changed
+            changed = grant_basis_changes(before, after)
+            if changed:
+                # a grant stands in for its approver's later decisions under the rules it was given under:
+                # ended here, in the change's own transaction, so changing them back cannot revive it
+                reason = "the tool's policy changed: " + "; ".join(changed)
+                await end_grants_of_tool(
+                    session,
+                    tool_name,
+                    now=self._storage.clock.now(),
+                    reason=reason,
+                    via=via,
+                    policy_version=after.version,
+                )
             session.add(
                 AuditRow(
                     run_id=None,
@@ -375,6 +389,39 @@ class PolicyStore:
                 )
             )
             return after
+
+
+def grant_basis_changes(before: ToolPolicy, after: ToolPolicy) -> list[str]:
+    """What changed between two versions of a policy that a standing grant rests on, one phrase each
+    (e.g. "grant time 60 s -> none"); empty when the change keeps every grant.
+
+    A grant is its approver's decision standing in for later ones, so it rests on what decides who may
+    decide and whether a grant may stand: the mode, the approvers, self-approval, the approvals required
+    and the grant time. The expiry and the escalation only govern calls that wait, which a grant skips."""
+    changes = []
+    if before.mode != after.mode:
+        changes.append(f"mode {before.mode} -> {after.mode}")
+    if set(before.approvers) != set(after.approvers):
+        changes.append(f"approvers {_approvers(before)} -> {_approvers(after)}")
+    if before.self_approval != after.self_approval:
+        changes.append(f"self-approval {_allowed(before.self_approval)} -> {_allowed(after.self_approval)}")
+    if before.approvals_required != after.approvals_required:
+        changes.append(f"approvals required {before.approvals_required} -> {after.approvals_required}")
+    if before.grant_seconds != after.grant_seconds:
+        changes.append(f"grant time {_seconds(before.grant_seconds)} -> {_seconds(after.grant_seconds)}")
+    return changes
+
+
+def _approvers(policy: ToolPolicy) -> str:
+    return ", ".join(policy.approvers) or "anyone in the conversation"
+
+
+def _allowed(allowed: bool) -> str:
+    return "allowed" if allowed else "refused"
+
+
+def _seconds(seconds: int | None) -> str:
+    return f"{seconds} s" if seconds else "0"
 
 
 def check_escalation(policy: ToolPolicy) -> None:

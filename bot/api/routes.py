@@ -82,7 +82,8 @@ class ApiFront:
     """Whether a person the body names as `actor` of a policy change (or `revokedBy` of someone else's
     standing grant) is an admin (403 otherwise); None: anyone named is taken."""
     grants_changed: Callable[[], None] | None = None
-    """Called after a standing grant was revoked (e.g. to refresh the App Homes that list it)."""
+    """Called after a standing grant was revoked, or a policy changed (which may end grants), e.g. to
+    refresh the App Homes that list them."""
 
 
 class ApiError(Exception):
@@ -382,6 +383,8 @@ class _Api:
             )  # fmt: skip
         except AdminInputError as exc:
             raise ApiError(400, str(exc)) from None
+        if self.front.grants_changed is not None:
+            self.front.grants_changed()  # the change may have ended grants an opened Home lists
         return _policy_json(policy, code_rule(agent_tools(self.front.agent).get(policy.tool_name)))
 
     def _show(self, decision: ApiDecision, stream: AgentStream) -> None:
