@@ -9,6 +9,7 @@ the runtime: both may import it.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -122,7 +123,7 @@ class WaitingCalls:
             counts = {str(state): number for state, number in (await session.execute(query)).all()}
         return cls(counts.get(ToolCallState.AWAITING_APPROVAL, 0), counts.get(ToolCallState.SUSPENDED, 0))
 
-    def collect(self):
+    def collect(self) -> Iterator[GaugeMetricFamily]:
         yield GaugeMetricFamily("bot_approvals_waiting", "Tool calls waiting for Approve or Decline.", self.approvals)
         yield GaugeMetricFamily("bot_questions_waiting", "Tool calls waiting for an answer.", self.questions)
 

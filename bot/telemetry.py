@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import logging
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from bot.agent.types import Chunk
+    from bot.agent.types import Chunk, FinishPayload
     from memory import StoredRun, StoredToolCall, ToolPolicy
 
 log = logging.getLogger(__name__)
@@ -65,17 +65,17 @@ def setup(endpoint: str | None, *, protocol: str = "http/protobuf", service_name
         return None
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
     if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 
-        exporter = OTLPSpanExporter(endpoint=endpoint)
+        exporter: SpanExporter = GrpcExporter(endpoint=endpoint)
     else:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 
         # the variable names the collector; the traces go to its /v1/traces (as the SDK's own reading does)
-        exporter = OTLPSpanExporter(endpoint=endpoint.rstrip("/") + "/v1/traces")
+        exporter = HttpExporter(endpoint=endpoint.rstrip("/") + "/v1/traces")
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
     provider.add_span_processor(BatchSpanProcessor(exporter))
     enable(provider)
@@ -148,7 +148,7 @@ class _Turn:
 
     def saw(self, chunk: Chunk) -> None:
         if chunk.type == "finish":
-            payload = chunk.payload
+            payload = cast("FinishPayload", chunk.payload)
             self.span.set_attribute("bot.run.finish_reason", payload.get("finish_reason") or "")
             usage = payload.get("usage") or {}
             if usage:

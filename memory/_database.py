@@ -1,4 +1,4 @@
-"""What the stores (runs, policies, the audit log) need of `Storage`: a transaction and the dialect.
+"""What the stores (runs, policies, the audit log) need of `Storage`: a transaction, the dialect, the clock.
 
 A protocol, so the stores do not import the `Storage` that builds them (no import cycle).
 """
@@ -10,12 +10,15 @@ from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
+from .clock import Clock
 from .dialects import Dialect
 
 
 class Database(Protocol):
     dialect: Dialect
     """What differs between SQLite and PostgreSQL: ask it, never branch on the database."""
+    clock: Clock
+    """Where "now" is read (expiry, leases, grants): a test passes one it moves forward."""
 
     def session(self) -> AbstractAsyncContextManager[AsyncSession]:
         """A session inside one transaction, committed on success."""

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections import deque
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 import aiosqlite
 from sqlalchemy.dialects.sqlite.aiosqlite import (
@@ -36,7 +37,7 @@ BEGIN_WRITE = "BEGIN IMMEDIATE"
 
 def _run_statement(
     connection: sqlite3.Connection, operation: str, parameters: Any, many: bool, begin: bool = False
-) -> tuple:
+) -> tuple[Any, Sequence[Any], int, Any]:
     """In the driver's thread: `BEGIN IMMEDIATE` first if `begin`, then the statement; its description,
     rows, row count and last row id."""
     if begin:
@@ -65,7 +66,7 @@ class _Cursor(AsyncAdapt_aiosqlite_cursor):
         # no driver cursor is opened here: each statement opens and closes its own in the driver's thread
         self._adapt_connection = adapt_connection
         self._connection = adapt_connection._connection
-        self._cursor = None
+        self._cursor = None  # type: ignore[assignment]  # no driver cursor stays open between statements
         self._soft_closed_memoized = EMPTY_DICT
         self._rows = deque()
         self._description = None
@@ -91,7 +92,7 @@ class _Cursor(AsyncAdapt_aiosqlite_cursor):
         await self._run(operation, seq_of_parameters, many=True)
 
     async def _run(self, operation: Any, parameters: Any, *, many: bool) -> None:
-        adapt = self._adapt_connection
+        adapt = cast(_Connection, self._adapt_connection)
         if operation == BEGIN_WRITE and not many:
             adapt._begin_held = True  # sent with the next statement
             self._description, self._rowcount, self._lastrowid, self._rows = None, -1, None, deque()
@@ -116,7 +117,7 @@ class _Connection(AsyncAdapt_aiosqlite_connection):
 
     __slots__ = ("_begin_held",)
 
-    _cursor_cls = _Cursor
+    _cursor_cls = _Cursor  # type: ignore[assignment]  # SQLAlchemy's stub names its own cursor class only
 
     def __init__(self, dbapi: Any, connection: Any):
         super().__init__(dbapi, connection)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, event, text
+from sqlalchemy import Connection, Select, event, text
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
@@ -44,7 +44,7 @@ class Dialect:
         """An INSERT into `table` that supports `.on_conflict_do_nothing(...)` and `.on_conflict_do_update(...)`."""
         return sqlite_insert(table) if self.is_sqlite else postgres_insert(table)
 
-    def locked(self, statement: Select) -> Select:
+    def locked(self, statement: Select[Any]) -> Select[Any]:
         """`statement`, locking the rows it reads until the transaction ends (SQLite: the transaction's
         write lock already serialises writers)."""
         return statement if self.is_sqlite else statement.with_for_update()
@@ -83,13 +83,13 @@ class Dialect:
             return
 
         @event.listens_for(engine.sync_engine, "connect")
-        def _on_connect(dbapi_connection, _record) -> None:
+        def _on_connect(dbapi_connection: Any, _record: Any) -> None:
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.close()
 
         @event.listens_for(engine.sync_engine, "begin")
-        def _on_begin(connection) -> None:
+        def _on_begin(connection: Connection) -> None:
             if not connection.get_execution_options().get(READ_ONLY):
                 connection.exec_driver_sql(BEGIN_WRITE)
 

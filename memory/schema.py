@@ -38,6 +38,7 @@ from sqlalchemy import MetaData
 
 if TYPE_CHECKING:
     from alembic.config import Config
+    from sqlalchemy import Connection
 
 ENVIRONMENT = Path(__file__).parent / "migrations"
 """The Alembic environment (`env.py`, `script.py.mako`) every package's migrations run in."""
@@ -60,7 +61,7 @@ class Schema:
         if not self.version_table:
             object.__setattr__(self, "version_table", f"alembic_version_{self.name}")
 
-    def config(self, connection=None) -> Config:
+    def config(self, connection: Connection | None = None) -> Config:
         """An Alembic `Config` for this package alone (run on `connection` when one is given)."""
         from alembic.config import Config
 
@@ -106,9 +107,10 @@ class Schema:
             revision_id = f"{self.name}_0001"
         script = command.revision(self.config(), message, rev_id=revision_id)
         _HEADS.pop(self.versions, None)  # the new file is the head now
+        assert script is not None and not isinstance(script, list), "one revision file for one package"
         return Path(script.path)
 
-    def upgrade(self, connection) -> None:
+    def upgrade(self, connection: Connection) -> None:
         """Apply this package's revisions that `connection`'s database lacks (a sync connection)."""
         from alembic import command
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,9 @@ COPY_THE_WORD = "Copy the reply's answer word."
 CALL_OFF_FIELD = "call_off"
 """The one field of the second reading: does the reply mean the question's action must not happen?"""
 _ANSWER_FIELD = "answer"
+
+RequestParts = tuple[list[dict[str, Any]], dict[str, Any]]
+"""The messages and the JSON schema of one structured request to the model."""
 """The one field a call whose resume schema is not an object is asked for."""
 
 _json_object_only: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -92,7 +96,8 @@ class _Form:
 
 
 def _forms(parked: list[StoredToolCall]) -> list[_Form]:
-    forms, seen = [], {}
+    forms: list[_Form] = []
+    seen: dict[str, int] = {}
     for call in parked:
         name = call.displayed_tool_name
         seen[name] = seen.get(name, 0) + 1
@@ -122,7 +127,7 @@ def _resolve(schema: Any, root: dict[str, Any]) -> dict[str, Any]:
             schema = {**schema["allOf"][0], **{k: v for k, v in schema.items() if k != "allOf"}}
         else:
             return schema
-    return schema
+    return schema if isinstance(schema, dict) else {}
 
 
 def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
@@ -162,14 +167,12 @@ def _question(call: StoredToolCall) -> str:
         return asked
     if isinstance(asked, dict):
         for key in ("question", "message", "prompt", "text"):
-            if isinstance(asked.get(key), str):
-                return asked[key]
+            if isinstance(question := asked.get(key), str):
+                return question
     return json.dumps(asked, ensure_ascii=False, sort_keys=True)
 
 
-def extraction_request(
-    parked: list[StoredToolCall], message: str, *, schema_in_prompt: bool = False
-) -> tuple[list, dict]:
+def extraction_request(parked: list[StoredToolCall], message: str, *, schema_in_prompt: bool = False) -> RequestParts:
     """The messages and the JSON schema of the one extraction request. Deterministic: the same calls
     (tool, question, schema) and the same message give the same request, whatever their ids."""
     forms = _forms(parked)
@@ -293,7 +296,7 @@ def _read(
     return Reading(unclear=unclear), unchecked
 
 
-def second_reading_request(call: StoredToolCall, message: str) -> tuple[list, dict]:
+def second_reading_request(call: StoredToolCall, message: str) -> RequestParts:
     """The second, differently shaped reading of a yes/no the words cannot check: the question asked the
     other way round. A model that says yes to anything says yes here too, and so contradicts itself."""
     schema = {
@@ -327,7 +330,7 @@ async def find_answer(
     """What the message answers among the parked calls: one call to resume with validated, supported
     data, or nothing (and what was unclear)."""
 
-    async def ask(build, schema_in_prompt: bool) -> Any:
+    async def ask(build: Callable[[bool], RequestParts], schema_in_prompt: bool) -> Any:
         messages, schema = build(schema_in_prompt)
         return await structured(
             client,
@@ -340,7 +343,7 @@ async def find_answer(
             timeout=timeout,
         )
 
-    async def reading(build) -> Any:
+    async def reading(build: Callable[[bool], RequestParts]) -> Any:
         try:
             return await ask(build, schema_in_prompt=client in _json_object_only)
         except StructuredOutputRefused as exc:
@@ -359,7 +362,7 @@ async def find_answer(
     # one yes/no the words cannot check: one more, differently shaped reading (and no other extra call)
     target = unchecked[0]
 
-    def build(in_prompt: bool) -> tuple[list, dict]:
+    def build(in_prompt: bool) -> RequestParts:
         messages, schema = second_reading_request(target.call, message)
         if in_prompt:
             messages[-1]["content"] += "\n\n" + SCHEMA_IN_PROMPT + json.dumps(schema, ensure_ascii=False)

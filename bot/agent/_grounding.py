@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -71,7 +72,7 @@ def occurs(needle: str, text: str) -> bool:
     return bool(needle) and any(True for _ in _occurrences(needle, text))
 
 
-def _occurrences(needle: str, text: str):
+def _occurrences(needle: str, text: str) -> Iterator[tuple[int, int]]:
     start = text.find(needle)
     while start >= 0:
         end = start + len(needle)
@@ -505,7 +506,7 @@ def covers_message(texts: list[str], message: str) -> bool:
     return 2 * said >= content
 
 
-def _words_with_positions(text: str):
+def _words_with_positions(text: str) -> Iterator[tuple[int, str]]:
     for match in re.finditer(r"\S+", text):
         yield match.start(), match.group(0)
 

@@ -150,8 +150,8 @@ def _retry_after(exc: openai.RateLimitError) -> float | None:
     headers = getattr(getattr(exc, "response", None), "headers", None) or {}
     for header, divisor in (("retry-after-ms", 1000), ("retry-after", 1)):
         try:
-            seconds = float(headers.get(header)) / divisor
-        except (TypeError, ValueError):
+            seconds = float(headers[header]) / divisor
+        except (KeyError, TypeError, ValueError):
             continue
         if 0 <= seconds < 3600:
             return seconds
@@ -186,7 +186,8 @@ async def _send(
             await gate.enter()
         try:
             async with waiting(), asyncio.timeout_at(deadline):
-                response = await client.post(
+                # options is the client's RequestOptions TypedDict, which the openai package does not export
+                response = await client.post(  # type: ignore[call-overload]
                     "/chat/completions",
                     body=body,
                     cast_to=object,
@@ -424,7 +425,9 @@ async def structured(
         if json_object
         else {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": strict}}
     )
-    request = dict(model=model_name(model), messages=messages, temperature=0, response_format=response_format)
+    request: dict[str, Any] = dict(
+        model=model_name(model), messages=messages, temperature=0, response_format=response_format
+    )
     deadline = asyncio.get_running_loop().time() + timeout
     try:
         # one request at a time, bounded by `timeout`: the client's own retries would multiply the wait

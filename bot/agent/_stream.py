@@ -5,10 +5,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from typing import Any, cast
 
 from bot import telemetry
 
-from .types import AgentOutput, Chunk, SuspendPayload
+from .types import (
+    AgentOutput,
+    Chunk,
+    ErrorPayload,
+    FinishPayload,
+    SuspendPayload,
+    TextDeltaPayload,
+    WaitingCallPayload,
+)
 
 log = logging.getLogger(__name__)
 
@@ -79,10 +88,10 @@ class AgentStream:
     async def _text(self) -> AsyncIterator[str]:
         async for chunk in self._read():
             if chunk.type == "text-delta":
-                yield chunk.payload["text"]
+                yield cast(TextDeltaPayload, chunk.payload)["text"]
 
 
-_LIVE_RUNS: set[asyncio.Task] = set()  # strong references, so a run nobody reads is not collected midway
+_LIVE_RUNS: set[asyncio.Task[Any]] = set()  # strong references, so a run nobody reads is not collected midway
 
 
 async def wait_for_running_runs(timeout: float) -> int:
@@ -100,26 +109,28 @@ def output_of(run_id: str, chunks: list[Chunk]) -> AgentOutput:
     output = AgentOutput(text="", finish_reason="stop", run_id=run_id)
     texts: list[str] = []
     for chunk in chunks:
-        payload = chunk.payload
+        # each constructor of `Chunk` gives a type its payload's TypedDict: the casts say which
         if chunk.type == "text-delta":
-            texts.append(payload["text"])
+            texts.append(cast(TextDeltaPayload, chunk.payload)["text"])
         elif chunk.type == "tool-call":
-            output.tool_calls.append(payload)
+            output.tool_calls.append(dict(chunk.payload))
         elif chunk.type == "tool-result":
-            output.tool_results.append(payload)
+            output.tool_results.append(dict(chunk.payload))
         elif chunk.type in ("tool-call-approval", "tool-call-suspended"):
+            waiting = cast(WaitingCallPayload, chunk.payload)
             # the last one surfaced is the one approve/decline/resume pick when no tool_call_id is given
             output.suspend_payload = SuspendPayload(
-                tool_call_id=payload["tool_call_id"],
-                tool_name=payload["tool_name"],
-                args=payload["args"],
+                tool_call_id=waiting["tool_call_id"],
+                tool_name=waiting["tool_name"],
+                args=waiting["args"],
                 requires_approval=chunk.type == "tool-call-approval",
-                payload=payload.get("suspend_payload"),
+                payload=waiting.get("suspend_payload"),
             )
         elif chunk.type == "error":
-            output.error = payload.get("message")
+            output.error = cast(ErrorPayload, chunk.payload).get("message")
         elif chunk.type == "finish":
-            output.finish_reason = payload["finish_reason"]
-            output.usage = payload.get("usage") or {}
+            finish = cast(FinishPayload, chunk.payload)
+            output.finish_reason = finish["finish_reason"]
+            output.usage = finish.get("usage") or {}
     output.text = "".join(texts)
     return output

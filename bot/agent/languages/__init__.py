@@ -15,6 +15,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from typing import Any
 
 # Marks folded away as accents are: Latin/Greek/Cyrillic combining diacritics, Arabic harakat and
 # tatweel, Hebrew points. Other marks (Japanese dakuten, Devanagari vowel signs) are letters' parts.
@@ -75,7 +76,7 @@ class Language:
     numeral_units: dict[str, int] = field(default_factory=dict)
 
 
-def _language(data: dict) -> Language:
+def _language(data: dict[str, Any]) -> Language:
     def words(key: str) -> frozenset[str]:
         return frozenset(w for w in (clean(x) for x in data.get(key, [])) if w)
 

@@ -7,6 +7,8 @@ Revision ID: 0009_interrupted_calls
 Revises: 0008_approval_quorum
 """
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -23,7 +25,7 @@ CALLS = sa.table(
 )
 
 
-def _marked_payloads(connection):
+def _marked_payloads(connection: sa.Connection) -> list[tuple[int, Any]]:
     """(id, payload) of the calls whose payload might hold the key (the JSON's text names it)."""
     rows = connection.execute(
         sa.select(CALLS.c.id, CALLS.c.suspend_payload).where(
