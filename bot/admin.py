@@ -12,6 +12,7 @@ import io
 import json
 import socket
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, TextIO
@@ -255,7 +256,7 @@ def _audit_record(entry: AuditEntry) -> dict[str, Any]:
     return {field: record[field] for field in AUDIT_FIELDS}
 
 
-def _print_table(lines: list[tuple[str, ...]], out: TextIO) -> None:
+def _print_table(lines: Sequence[tuple[str, ...]], out: TextIO) -> None:
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     for line in lines:
         print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip(), file=out)

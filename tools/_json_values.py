@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from typing import Any
 
 MAX_DEPTH = 64
@@ -71,6 +72,7 @@ def non_finite_path(value: Any, path: str = "") -> str | None:
     """The path (`/a/0`, `/` for the root) of the first number in `value` that is not finite, or None."""
     if isinstance(value, float):
         return (path or "/") if not math.isfinite(value) else None
+    items: Iterable[tuple[Any, Any]]
     if isinstance(value, dict):
         items = value.items()
     elif isinstance(value, (list, tuple)):

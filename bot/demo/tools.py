@@ -6,10 +6,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, Field
-from sqlalchemy import delete, func, select
+from sqlalchemy import CursorResult, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory import Storage
@@ -64,14 +64,14 @@ def build_demo_tools(storage: Storage) -> list[Tool]:
     async def delete_record(input: DeleteRecordInput, _ctx: ToolContext) -> dict[str, Any]:
         async with _session(storage) as session:
             result = await session.execute(delete(DemoRecordRow).where(DemoRecordRow.id == input.id))
-        return {"deleted": result.rowcount == 1, "id": input.id}
+        return {"deleted": cast(CursorResult[Any], result).rowcount == 1, "id": input.id}
 
     async def preview_delete(input: DeleteRecordInput, _ctx: ToolContext) -> str:
         """The dry run of `delete-record`: which record would go, read only."""
         async with _session(storage) as session:
             row = await session.get(DemoRecordRow, input.id)
             others = await session.scalar(select(func.count()).select_from(DemoRecordRow))
-        if row is None:
+        if row is None or others is None:
             return f"There is no record {input.id}: nothing would be deleted."
         return f"Will delete 1 record: #{row.id} “{row.title}” ({others - 1} would remain)."
 

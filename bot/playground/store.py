@@ -12,6 +12,7 @@ import asyncio
 import logging
 
 from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.slack_emulator import Message, Modal, Workspace
 from memory import Storage
@@ -55,12 +56,14 @@ class WorkspaceStore:
                     ephemeral_to=row.ephemeral_to,
                 )
                 self.workspace.messages[(row.channel, row.ts)] = message
-            rows = await session.scalars(select(PlaygroundModalRow).order_by(PlaygroundModalRow.position))
-            for row in rows:
-                modal = Modal(id=row.id, user=row.user, view=row.view, errors=dict(row.errors or {}), hash=row.hash)
-                self.workspace.modals.setdefault(row.user, []).append(modal)
-            for row in await session.scalars(select(PlaygroundHomeViewRow)):
-                self.workspace.home_views[row.user] = row.view
+            modals = await session.scalars(select(PlaygroundModalRow).order_by(PlaygroundModalRow.position))
+            for stored in modals:
+                modal = Modal(
+                    id=stored.id, user=stored.user, view=stored.view, errors=dict(stored.errors or {}), hash=stored.hash
+                )
+                self.workspace.modals.setdefault(stored.user, []).append(modal)
+            for home in await session.scalars(select(PlaygroundHomeViewRow)):
+                self.workspace.home_views[home.user] = home.view
         self.workspace.on_change.append(self._mark)
         self._writer = asyncio.create_task(self._write_forever(), name="playground-workspace-writer")
 
@@ -128,7 +131,7 @@ class WorkspaceStore:
             self._homes = self._homes or homes
             raise
 
-    async def _write_message(self, session, key: tuple[str, str]) -> None:
+    async def _write_message(self, session: AsyncSession, key: tuple[str, str]) -> None:
         message = self.workspace.messages.get(key)
         row = await session.get(PlaygroundMessageRow, key)
         if message is None:

@@ -219,6 +219,7 @@ class ThreadReply:
             await self.client.chat_appendStream(channel=self.thread.channel, ts=self._ts, markdown_text=unsent)
         self._sent = len(text)
         if final:  # Slack renders `blocks` at the bottom of the finished message
+            assert self._ts is not None, "a stream is started before it is stopped"
             await self.client.chat_stopStream(channel=self.thread.channel, ts=self._ts, blocks=blocks)
 
     async def _post_or_update(self, text: str, *, blocks: list[dict[str, Any]] | None = None) -> None:

@@ -95,6 +95,7 @@ class TurnQueue:
         thread starts its first message, and each turn's end starts the next or lets the thread go, each
         in one transaction (`SlackStores.take_thread`, `finish_turn`)."""
         turn = asyncio.current_task()
+        assert turn is not None, "a turn is taken in a task"
         self._turns.add(turn)
         try:
             await self._take_turns(thread_id)

@@ -50,10 +50,10 @@ async def post_signed(
     """POST `body` to the app's Request URL as Slack does: timestamped and signed (`signature` forges
     another); `headers` add to Slack's or replace them."""
     timestamp = str(int(time.time()))
-    all_headers = {
+    all_headers: dict[str, str] = {
         "Content-Type": content_type,
         "X-Slack-Request-Timestamp": timestamp,
-        "X-Slack-Signature": signature or verifier.generate_signature(timestamp=timestamp, body=body),
+        "X-Slack-Signature": signature or str(verifier.generate_signature(timestamp=timestamp, body=body)),
         **(headers or {}),
     }
     async with session.post(url, data=body.encode(), headers=all_headers) as response:
