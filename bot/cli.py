@@ -12,11 +12,12 @@ import errno
 import importlib
 import logging
 import os
+import re
 import signal
 import sys
 import threading
 from collections.abc import Coroutine, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from .defaults import DEV_STOP_DEADLINE
 from .logs import LOG_FORMATS, LOG_LEVELS, configure_logging
@@ -34,10 +35,25 @@ class StartupError(RuntimeError):
 AGENT_HELP = "the Agent to run, as module:attribute (built without storage); default: the built-in demo agent"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a mistake said in one line on stderr (exit status 2) instead of the usage and the
+    message; the usage is for `--help`. Subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        name, sep, rest = message.partition(": ")
+        if name.startswith("argument ") and sep:
+            option = name.removeprefix("argument ").split("/")[0]
+            choice = re.fullmatch(r"invalid choice: '(.*)' \(choose from (.*)\)", rest)
+            if choice:
+                rest = f"{choice[1]!r} is not one of {choice[2].replace(chr(39), '')}"
+            message = rest if rest.startswith(option) or option.startswith("{") else f"{option}: {rest}"
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     settings = settings or Settings.model_construct()
-    parser = argparse.ArgumentParser(prog="python -m bot", description="A Slack bot whose agent asks before it acts.")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="python -m bot", description="A Slack bot whose agent asks before it acts.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{serve,socket,dev,policy,audit}")
     servers = _add_server_commands(commands)
     policy_list, policy_set = _add_policy_commands(commands)
     audit = _add_audit_command(commands)
@@ -57,16 +73,16 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
 def _add_server_commands(commands: Any) -> tuple[argparse.ArgumentParser, ...]:
     """`serve`, `socket` and `dev`: the commands that run the bot."""
     serve = commands.add_parser("serve", help="run the Slack app over HTTP (POST /slack/events, GET /metrics)")
-    serve.add_argument("--port", type=int, default=3000, help="port to listen on (default 3000)")
+    serve.add_argument("--port", type=_port, default=3000, help="port to listen on (default 3000; 0: any free one)")
     socket = commands.add_parser("socket", help="run the Slack app over Socket Mode (GET /metrics on --port)")
     socket.add_argument(
-        "--port", type=int, default=3000, help="port of /health, /metrics and the HTTP API (default 3000)"
+        "--port", type=_port, default=3000, help="port of /health, /metrics and the HTTP API (default 3000)"
     )
     for command in (serve, socket):
         command.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
     dev = commands.add_parser("dev", help="run the local playground: an emulated Slack workspace in the browser")
     dev.add_argument(
-        "--port", type=int, default=3000, help="port on 127.0.0.1 (default 3000; the next free one if taken)"
+        "--port", type=_port, default=3000, help="port on 127.0.0.1 (default 3000; the next free one if taken)"
     )
     return serve, socket, dev
 
@@ -74,7 +90,7 @@ def _add_server_commands(commands: Any) -> tuple[argparse.ArgumentParser, ...]:
 def _add_policy_commands(commands: Any) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     """`policy list` and `policy set TOOL [--mode ...]`."""
     policy = commands.add_parser("policy", help="read and change tool policies in DATABASE_URL")
-    policy_commands = policy.add_subparsers(dest="policy_command", required=True)
+    policy_commands = policy.add_subparsers(dest="policy_command", required=True, metavar="{list,set}")
     policy_list = policy_commands.add_parser("list", help="every tool of the agent with its policy")
     policy_set = policy_commands.add_parser("set", help="change a tool's policy (omitted options keep their value)")
     policy_set.add_argument("tool", metavar="TOOL", help="the tool's id, as `policy list` shows it")
@@ -157,6 +173,13 @@ def _add_log_options(command: argparse.ArgumentParser, settings: Settings) -> No
         default=settings.bot_log_format,
         help="text (default, or BOT_LOG_FORMAT), or json: one object a line with run_id, thread_id, tool, decision",
     )
+
+
+def _port(value: str) -> int:
+    port = int(value) if value.isascii() and value.isdigit() else -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"--port {value} is not a port: use one of 1-65535 (0: any free one)")
+    return port
 
 
 def _approvals(value: str) -> int:
@@ -429,14 +452,14 @@ async def _admin(options: argparse.Namespace, settings: Settings, named: Any = N
     from . import admin
     from .assemble import add_tools
 
+    since = admin.parse_since(options.since) if options.command == "audit" else None  # a mistake touches nothing
     url = settings.playground_database_url if options.playground else settings.database_url
+    _refuse_a_playground_that_is_not_there(options, settings)
     print(f"Database: {without_password(url)} ({_database_origin(options, settings)})", file=sys.stderr)
     storage = await open_storage(url)
     try:
         if options.command == "audit":
-            await admin.print_audit(
-                storage, since=admin.parse_since(options.since), tool_name=options.tool, format=options.format
-            )
+            await admin.print_audit(storage, since=since, tool_name=options.tool, format=options.format)
             return
         agent = named if named is not None else _demo_agent(storage, settings)
         mcp = await connect_mcp(options.mcp)
@@ -461,6 +484,19 @@ async def _admin(options: argparse.Namespace, settings: Settings, named: Any = N
         await admin.set_policy(storage, agent, options.tool, change)
     finally:
         await storage.close()
+
+
+def _refuse_a_playground_that_is_not_there(options: argparse.Namespace, settings: Settings) -> None:
+    """A read (`policy list`, `audit`) of the playground's own database before `dev` ever made it would
+    make an empty one and show defaults as if they were the playground's; it is refused instead. A
+    `policy set` may make it: the playground starts with that policy."""
+    reads = options.command == "audit" or getattr(options, "policy_command", None) == "list"
+    own = "database_url" not in settings.model_fields_set
+    if options.playground and own and reads and not settings.playground_database_file.exists():
+        raise StartupError(
+            f"there is no playground database yet (at {settings.playground_database_file}): "
+            "run `python -m bot dev` first, or set DATABASE_URL to the database it uses"
+        )
 
 
 def _database_origin(options: argparse.Namespace, settings: Settings) -> str:
@@ -494,16 +530,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     options = build_parser(settings).parse_args(argv)
     if options.command in ("policy", "audit"):
-        return _run_admin(options)
-    if not 0 <= options.port <= 65535:
-        print(f"error: --port {options.port} is not a port: use one of 1-65535 (0: any free one)", file=sys.stderr)
-        return 2
+        return _run_admin(options, settings)
     configure_logging(options.log_level, options.log_format)
     try:
         settings.require(*REQUIRED.get(options.command, ()))
         named = load_agent(options.agent) if options.agent else None  # fail before connecting anything
     except (MissingSettingError, AgentNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines():  # one line for each variable missing
+            print(f"error: {line}", file=sys.stderr)
         return 2
     if options.command == "dev":
         work = _dev(settings, port=options.port, agent=named, mcp_file=options.mcp)
@@ -532,12 +566,12 @@ async def _together(*work: Coroutine[Any, Any, None]) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _run_admin(options: argparse.Namespace) -> int:
+def _run_admin(options: argparse.Namespace, settings: Settings) -> int:
     from .admin import AdminInputError
 
     try:
         named = load_agent(options.agent) if getattr(options, "agent", None) else None
-        asyncio.run(_admin(options, Settings(), named))
+        asyncio.run(_admin(options, settings, named))
     except (AdminInputError, AgentNotFoundError, StartupError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

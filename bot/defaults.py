@@ -12,9 +12,6 @@ DEFAULT_MODEL = "openai/gpt-5-mini"
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 """Base URL of Slack's Web API (`SLACK_API_URL`)."""
 
-PLAYGROUND_DATABASE_URL = "sqlite+aiosqlite:///data/playground.db"
-"""The playground's own database, used when `DATABASE_URL` is not set."""
-
 DEFAULT_MAX_CONCURRENT_TURNS = 8
 """Turns one replica works on at once (`BOT_MAX_CONCURRENT_TURNS`); a turn waiting for the model or a
 tool holds none. One event loop uses one core: a few turns keep it busy while others wait on the
@@ -67,7 +64,6 @@ __all__ = [
     "DEV_STOP_DEADLINE",
     "MCP_ELICITATION_WAIT",
     "MCP_START_TIMEOUT",
-    "PLAYGROUND_DATABASE_URL",
 ]
 
 DEV_STOP_DEADLINE = 2.0

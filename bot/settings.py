@@ -7,7 +7,9 @@ the values it needs down to the code it starts.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError, field_validator
@@ -59,7 +61,8 @@ class Settings(BaseSettings):
     """OPENAI_API_KEY: the model key (the openai client reads it, and OPENAI_BASE_URL, itself); the
     playground uses its offline demo model when it is unset."""
     bot_model: str = DEFAULT_MODEL
-    """BOT_MODEL: `provider/model` of the built-in demo agent."""
+    """BOT_MODEL: `openai/<model>` of the built-in demo agent: the model's name on OpenAI's API or on the
+    OpenAI-compatible server at OPENAI_BASE_URL (the only API the bot speaks)."""
     bot_admins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     """BOT_ADMINS: comma-separated Slack user IDs who may edit policies (empty: workspace admins)."""
     bot_api_token: str | None = None
@@ -80,6 +83,11 @@ class Settings(BaseSettings):
     """BOT_LOG_LEVEL: the default of `--log-level`."""
     bot_log_format: Literal["text", "json"] = "text"
     """BOT_LOG_FORMAT: the default of `--log-format` (`json`: one object a line)."""
+
+    xdg_data_home: str | None = None
+    """XDG_DATA_HOME: where per-user data goes (the freedesktop convention): the playground keeps its
+    database in `approval-bot/` there (default `~/.local/share`; macOS `~/Library/Application Support`,
+    Windows `%LOCALAPPDATA%`)."""
 
     otel_exporter_otlp_endpoint: str | None = None
     """OTEL_EXPORTER_OTLP_ENDPOINT: where traces go over OTLP (e.g. `http://127.0.0.1:4318`); unset: no
@@ -105,6 +113,19 @@ class Settings(BaseSettings):
     bot_shutdown_grace: float = Field(default=10.0, ge=0)
     """BOT_SHUTDOWN_GRACE: seconds `serve`/`socket` wait on SIGTERM for running tools before they exit."""
 
+    @field_validator("bot_model")
+    @classmethod
+    def _a_model_the_bot_can_use(cls, value: str) -> str:
+        provider, slash, name = value.partition("/")
+        if provider != "openai" or not slash or not name.strip():
+            shown = value if len(value) <= 80 else value[:77] + "..."
+            raise ValueError(
+                f"{shown!r} is not a model the bot can use: it speaks the OpenAI API, so write openai/<model> "
+                "(e.g. openai/gpt-5-mini; for another OpenAI-compatible server, its model name after openai/ "
+                "and its URL in OPENAI_BASE_URL)"
+            )
+        return value
+
     @field_validator("bot_admins", mode="before")
     @classmethod
     def _split_admins(cls, value: object) -> object:
@@ -120,10 +141,16 @@ class Settings(BaseSettings):
     @property
     def playground_database_url(self) -> str:
         """The database `python -m bot dev` uses: DATABASE_URL when it is set, else the playground's own
-        (`data/playground.db`); the admin commands reach it with `--playground`."""
-        from .defaults import PLAYGROUND_DATABASE_URL
+        (`playground_database_file`); the admin commands reach it with `--playground`."""
+        if "database_url" in self.model_fields_set:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{self.playground_database_file}"
 
-        return self.database_url if "database_url" in self.model_fields_set else PLAYGROUND_DATABASE_URL
+    @property
+    def playground_database_file(self) -> Path:
+        """The playground's own database: one per user, in the user's data folder, so `dev` and every
+        `--playground` command find the same file whichever folder they run from."""
+        return _user_data_folder(self.xdg_data_home) / "approval-bot" / "playground.db"
 
     def require(self, *names: str) -> None:
         """Fail with a message naming each missing variable among `names` (environment variable names)."""
@@ -131,6 +158,17 @@ class Settings(BaseSettings):
         if missing:
             lines = [f"{name} is not set: set it to {_WHERE.get(name, 'a value')}." for name in missing]
             raise MissingSettingError("\n".join(lines))
+
+
+def _user_data_folder(xdg_data_home: str | None) -> Path:
+    """Where this system keeps a user's application data (the XDG base directory on Linux)."""
+    if xdg_data_home and Path(xdg_data_home).is_absolute():  # the spec: a relative value is ignored
+        return Path(xdg_data_home)
+    if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
+        return Path(os.environ["LOCALAPPDATA"])
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support"
+    return Path.home() / ".local" / "share"
 
 
 def environment() -> Mapping[str, str]:
@@ -143,7 +181,10 @@ def load_settings() -> Settings:
     try:
         return Settings()
     except ValidationError as exc:
-        problems = [f"{'.'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in exc.errors()]
+        problems = [
+            f"{'.'.join(str(p) for p in e['loc']).upper()}: {e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors()
+        ]
         raise SettingsError("; ".join(problems)) from None
 
 

@@ -18,6 +18,15 @@ from tests.support.scripted_model import ScriptedModel
 from tests.support.slack import slack_workspace
 
 
+@pytest.fixture(autouse=True)
+def user_data_folder(tmp_path, monkeypatch):
+    """The test's own per-user data folder (XDG_DATA_HOME, where the playground keeps its database; processes
+    the test starts inherit it): no test reads or writes the real user's, nor another test's."""
+    folder = tmp_path / "user-data"
+    monkeypatch.setenv("XDG_DATA_HOME", str(folder))
+    return folder
+
+
 @pytest.fixture
 def model(monkeypatch):
     """A started ScriptedModel; OPENAI_BASE_URL/OPENAI_API_KEY point at it (subprocesses inherit)."""

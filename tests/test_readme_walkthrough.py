@@ -250,7 +250,7 @@ async def test_the_readme_walk_through_as_a_newcomer_follows_it(tmp_path):
         # 4. On the command line, on the playground's database; ask again and let it expire.
         code, out, err = await cli(tmp_path, "policy", "list", "--playground")
         no_traceback(out, err)
-        assert code == 0 and "data/playground.db" in err, err
+        assert code == 0 and "approval-bot/playground.db" in err, err
         assert table(out)["delete-record"][2:3] == ["UBOB"] or "UBOB" in " ".join(table(out)["delete-record"]), out
         code, out, err = await cli(
             tmp_path, "policy", "set", "delete-record", "--expires", "30", "--approvers", "", "--playground"
@@ -271,7 +271,7 @@ async def test_the_readme_walk_through_as_a_newcomer_follows_it(tmp_path):
         # 5. The audit trail of it all.
         code, out, err = await cli(tmp_path, "audit", "--tool", "delete-record", "--playground", "--format", "jsonl")
         no_traceback(out, err)
-        assert code == 0 and "data/playground.db" in err, err
+        assert code == 0 and "approval-bot/playground.db" in err, err
         lines = [json.loads(line) for line in out.splitlines()]
         assert [(x["action"], x["actor"], x["via"], x["policy_version"]) for x in lines] == [
             ("requested", ALICE, "runtime", 0),
@@ -290,8 +290,8 @@ async def test_the_readme_walk_through_as_a_newcomer_follows_it(tmp_path):
         no_traceback(out, err)
         assert code == 0 and out.splitlines()[0].split()[:2] == ["AT", "ACTION"], out
 
-    assert (tmp_path / "data" / "playground.db").exists()
-    assert not (tmp_path / "data" / "bot.db").exists()
+    assert (tmp_path / "user-data" / "approval-bot" / "playground.db").exists()  # XDG_DATA_HOME (tests/conftest.py)
+    assert not (tmp_path / "data").exists()
     no_traceback(dev.output())
     assert not re.search(r"\bERROR\b", dev.output()), dev.output()
 

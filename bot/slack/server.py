@@ -103,7 +103,9 @@ async def serve_http(web_app: web.Application, *, host: str = "0.0.0.0", port: i
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port).start()
-        _logger.getChild("server").info("listening on http://%s:%s%s", host, port, f" ({what})" if what else "")
+        # the port bound, not the one asked for: with --port 0 the system picks it
+        bound = runner.addresses[0][1] if runner.addresses else port
+        _logger.getChild("server").info("listening on http://%s:%s%s", host, bound, f" ({what})" if what else "")
         await asyncio.Event().wait()
     finally:
         await runner.cleanup()

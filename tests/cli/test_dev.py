@@ -16,7 +16,7 @@ def connections_to(port: int) -> int:
     return sum(1 for row in rows if row[1] == f"0100007F:{port:04X}" and row[3] == "01")
 
 
-def test_dev_serves_the_playground_with_nothing_configured(tmp_path):
+def test_dev_serves_the_playground_with_nothing_configured(tmp_path, user_data_folder):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "OPENAI_", "DATABASE_URL", "BOT_"))}
     process = subprocess.Popen(
         [sys.executable, "-m", "bot", "dev", "--port", "0"],
@@ -41,7 +41,10 @@ def test_dev_serves_the_playground_with_nothing_configured(tmp_path):
             assert "Playground" in page.read().decode()
         with urllib.request.urlopen(url.group(1) + "/metrics", timeout=10) as metrics:
             assert "bot_approvals_waiting 0.0" in metrics.read().decode()  # as serve and socket offer it
-        assert (tmp_path / "data" / "playground.db").exists()
+        # the playground's own database, in the user's data folder (not in the folder dev runs in)
+        database = user_data_folder / "approval-bot" / "playground.db"
+        assert f"Database:   sqlite+aiosqlite:///{database}" in printed, printed
+        assert database.exists() and not (tmp_path / "data").exists()
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=20)

@@ -128,7 +128,7 @@ async def test_bad_input_is_one_line_and_changes_nothing(database_url):
         # issue 17, item 4: a year at most (it was stored, and stopped the expiry sweep; a traceback on PostgreSQL)
         (("policy", "set", "delete-record", "--expires", "100000000000"), "an expiry is 1 second to 365 days"),
         (("policy", "set", "delete-record", "--expires", "31536001"), "more than 365 days"),
-        (("policy", "set", "delete-record", "--mode", "maybe"), "invalid choice: 'maybe'"),
+        (("policy", "set", "delete-record", "--mode", "maybe"), "'maybe' is not one of inherit, require_approval"),
         (("audit", "--since", "last tuesday"), "not an ISO-8601 date or time"),
     ]:
         code, out, err = await bot_command(*args, database_url=database_url)
@@ -190,28 +190,56 @@ async def test_the_admin_commands_say_which_database_they_read(database_url, tmp
         assert err.splitlines() == [err.splitlines()[0]] and shown in err and "(DATABASE_URL)" in err, err
 
 
-async def test_playground_reaches_the_database_dev_uses(tmp_path):
-    """`--playground`: DATABASE_URL unset, the commands read data/playground.db, as `dev` does."""
+async def test_playground_reaches_the_database_dev_uses_from_any_folder(tmp_path, user_data_folder):
+    """`--playground`, DATABASE_URL unset: the database `dev` uses, whichever folder either runs in. Run
+    from another folder than `dev`'s, it made an empty data/playground.db there and listed defaults."""
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    dev_folder, elsewhere = tmp_path / "checkout", tmp_path / "elsewhere"
+    dev_folder.mkdir()
+    elsewhere.mkdir()
 
-    async def run(*args: str) -> tuple[int, str, str]:
+    async def run(folder, *args: str) -> tuple[int, str, str]:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot", *args, env=env, cwd=tmp_path, stdout=-1, stderr=-1
+            sys.executable, "-m", "bot", *args, env=env, cwd=folder, stdout=-1, stderr=-1
         )
-        out, err = await process.communicate()
+        out, err = await asyncio.wait_for(process.communicate(), 60)
         return process.returncode, out.decode(), err.decode()
 
-    code, out, err = await run("policy", "set", "list-records", "--mode", "require_approval", "--playground")
-    assert code == 0, err
-    assert "sqlite+aiosqlite:///data/playground.db" in err and "--playground" in err
-    assert (tmp_path / "data" / "playground.db").exists() and not (tmp_path / "data" / "bot.db").exists()
-    code, out, err = await run("policy", "list", "--playground")
+    # before `dev` ever ran, a read is one line that says what to do, and makes no database
+    for args in (("policy", "list", "--playground"), ("audit", "--playground")):
+        code, out, err = await run(elsewhere, *args)
+        assert code == 2 and len(err.splitlines()) == 1, err
+        assert err.startswith("error: there is no playground database yet") and "python -m bot dev" in err, err
+        assert out == ""
+    assert not (user_data_folder / "approval-bot").exists() and not (elsewhere / "data").exists()
+
+    dev = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "dev", "--port", "0", env=env, cwd=dev_folder, stdout=-1, stderr=-2
+    )
+    banner = []
+    try:
+        while not banner or not banner[-1].startswith("Stop with Ctrl-C"):
+            line = await asyncio.wait_for(dev.stdout.readline(), 60)
+            assert line, banner
+            banner.append(line.decode().strip())
+    finally:
+        dev.send_signal(2)
+        await asyncio.wait_for(dev.wait(), 20)
+    database = next(line for line in banner if line.startswith("Database:")).split()[-1]
+    assert database == f"sqlite+aiosqlite:///{user_data_folder / 'approval-bot' / 'playground.db'}", banner
+
+    code, out, err = await run(elsewhere, "policy", "set", "list-records", "--mode", "require_approval", "--playground")
+    assert code == 0 and f"Database: {database} (--playground" in err, err
+    code, out, err = await run(tmp_path, "policy", "list", "--playground")
+    assert code == 0 and f"Database: {database} (--playground" in err, err
     assert table(out)["list-records"][1] == "require_approval"
-    code, out, err = await run("audit", "--playground", "--format", "jsonl")
-    assert code == 0 and "sqlite+aiosqlite:///data/playground.db" in err, err
-    code, out, err = await run("policy", "list")  # DATABASE_URL unset: the default, which says so
+    code, out, err = await run(dev_folder, "audit", "--playground", "--format", "jsonl")
+    assert code == 0 and database in err, err
+    assert [json.loads(line)["action"] for line in out.splitlines()] == ["policy_changed"]
+    code, out, err = await run(elsewhere, "policy", "list")  # DATABASE_URL unset: the default, which says so
     assert "sqlite+aiosqlite:///data/bot.db" in err and "--playground" in err
     assert table(out)["list-records"][1] == "inherit"
+    assert not list(tmp_path.rglob("data/playground.db"))
 
 
 async def test_a_database_url_that_cannot_be_used_is_one_line(tmp_path):

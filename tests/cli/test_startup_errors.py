@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 import sys
 import time
@@ -191,3 +192,63 @@ async def test_dev_on_a_port_in_use_says_where_it_moved(tmp_path):
     moved = [line for line in printed if line.startswith(f"Port {port} is in use: serving on ")]
     assert moved, printed
     assert any("python -m bot policy list --playground" in line for line in printed), printed
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("serve", "--port", "abc"), "--port abc is not a port: use one of 1-65535"),
+        (("dev", "--port", "３０００"), "--port ３０００ is not a port"),
+        (("policy", "set", "delete-record", "--mode", "sometimes"), "--mode: 'sometimes' is not one of inherit,"),
+        (("policy", "set", "delete-record", "--grants", "30"), "--grants: 30: a grant lasts 60 seconds to 7 days"),
+        (("policy", "set", "delete-record", "--expires", "soon"), "--expires: 'soon' is not a whole number"),
+        (("policy",), "the following arguments are required: {list,set}"),
+        (("audit", "--format", "xml"), "--format: 'xml' is not one of table, jsonl, csv"),
+        (("serve", "--log-level", "loud"), "--log-level: 'LOUD' is not one of DEBUG, INFO"),
+        (("socket", "--agent"), "--agent: expected one argument"),
+        (("deploy",), "'deploy' is not one of serve, socket, dev, policy, audit"),
+        (("serve", "--verbose"), "unrecognized arguments: --verbose"),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, tuple) else None,
+)
+async def test_every_command_line_mistake_is_one_line(tmp_path, args, says):
+    """argparse printed its usage, ten lines and more, before the mistake; the usage is for --help."""
+    code, lines, _ = await run_bot(*args, env=startup_env(tmp_path))
+    assert code == 2
+    assert_one_error_line(lines, says, "--help")
+    assert not (tmp_path / "bot.db").exists()  # a mistake touches no database
+
+
+async def test_the_usage_is_for_help(tmp_path):
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "policy", "set", "--help", env=startup_env(tmp_path), stdout=-1, stderr=-1
+    )
+    out, err = await process.communicate()
+    assert process.returncode == 0 and err == b""
+    assert out.decode().startswith("usage: python -m bot policy set") and "--grants SECONDS" in out.decode()
+
+
+@pytest.mark.parametrize("command", [("serve",), ("dev", "--port", "0"), ("policy", "list")])
+@pytest.mark.parametrize("model", ["anthropic/claude-3", "gpt-5-mini", "openai/"])
+async def test_a_model_the_bot_cannot_use_is_one_line(tmp_path, command, model):
+    """BOT_MODEL=anthropic/claude-3 was taken silently: every answer then failed at the model."""
+    code, lines, _ = await run_bot(*command, env=startup_env(tmp_path, BOT_MODEL=model))
+    assert code == 2
+    assert_one_error_line(lines, f"BOT_MODEL: {model!r} is not a model the bot can use", "openai/<model>")
+
+
+async def test_serve_on_port_0_says_the_port_it_listens_on(tmp_path):
+    """It said "listening on http://127.0.0.1:0": the one thing needed to reach it was not there."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "serve", "--host", "127.0.0.1", "--port", "0",
+        env=startup_env(tmp_path), stderr=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        line = (await asyncio.wait_for(process.stderr.readline(), 60)).decode()
+        port = int(re.search(r"listening on http://127\.0\.0\.1:(\d+)", line).group(1))
+        assert port != 0, line
+        async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/health") as response:
+            assert response.status == 200
+    finally:
+        process.terminate()
+        await asyncio.wait_for(process.communicate(), 30)
