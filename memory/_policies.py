@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import bindparam, select, update
 
+from . import limits
 from ._grants import end_grants_of_tool
 from .exceptions import PolicyError
 from .tables import AuditRow, PolicyRow, utcnow
@@ -44,6 +45,8 @@ def escalation_target(value: str) -> str | None:
     text = (value or "").strip()
     if not text:
         return None
+    if len(text) > limits.ESCALATION_TARGET:  # its column's width: PostgreSQL would refuse it
+        raise PolicyError(f"an escalation target is a Slack ID of at most {limits.ESCALATION_TARGET} characters")
     if not _ESCALATION_TARGET.match(text):
         raise PolicyError(f"{text[:40]!r} is not a Slack user-group ID (S…) or channel ID (C…) to escalate to")
     return text

@@ -5,7 +5,8 @@ as infinity) are numbers no schema user expects (`NaN` passes `exclusiveMinimum:
 refused by PostgreSQL in text, and a lone surrogate (`"\\ud800"`) cannot be encoded as UTF-8 by either
 database. So at every boundary where such data comes in:
 
-- a number that is not finite is refused (`JsonValueError`), as is nesting deeper than `MAX_DEPTH`;
+- a number that is not finite is refused (`JsonValueError`), as are nesting deeper than `MAX_DEPTH` and
+  an integer of more digits than Python reads (4,300);
 - text is cleaned, not refused: NUL characters are removed, lone surrogates become U+FFFD (the
   replacement character), in keys as in values, so a message with them is still answered.
 """
@@ -23,6 +24,7 @@ MAX_DEPTH = 64
 
 NOT_FINITE = "must be a finite number, not NaN or infinity"
 TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep"
+TOO_LONG_NUMBER = "a number has more digits than can be read (4,300 at most)"
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
@@ -63,6 +65,10 @@ def read_json(text: str | bytes) -> Any:
         raise JsonValueError(f"not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise JsonValueError(f"{exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except JsonValueError:
+        raise
+    except ValueError:  # Python reads no integer of more than 4,300 digits
+        raise JsonValueError(TOO_LONG_NUMBER) from None
     except RecursionError:
         raise JsonValueError(TOO_DEEP) from None
     return plain_json(value)

@@ -39,13 +39,21 @@ class ToolCallNotSuspendedError(AgentError):
     """The tool call is not waiting: it is unknown, or it was already decided."""
 
     def __init__(
-        self, run_id: str, tool_call_id: str | None, state: str | None = None, *, wanted: DecisionKind | None = None
+        self,
+        run_id: str,
+        tool_call_id: str | None,
+        state: str | None = None,
+        *,
+        wanted: DecisionKind | None = None,
+        hint: str | None = None,
     ):
         self.run_id = run_id
         self.tool_call_id = tool_call_id
         self.state = state
         instead = waits_instead(state, wanted) if wanted is not None else None
-        if tool_call_id is None:
+        if hint is not None:  # it waits, but not for this kind of answer: the hint says which fits
+            detail = f"tool call {tool_call_id!r}: {hint}"
+        elif tool_call_id is None:
             detail = "has no tool call waiting"
         elif state is None:
             detail = f"has no tool call {tool_call_id!r}"

@@ -40,7 +40,7 @@ from bot.agent import (
     ToolCallState,
     waits_instead,
 )
-from memory import SYSTEM, Grant, PolicyChange, ToolPolicy
+from memory import SYSTEM, Grant, PolicyChange, ToolPolicy, limits
 from tools import JsonValueError, clean_text, read_json
 
 from .openapi import camel, json_type, openapi_document
@@ -510,8 +510,9 @@ def _not_waiting(state: str | None, kind: DecisionKind) -> str:
 
 
 # --- reading a request: the body, the path and the query, each the same way ----------------------
-# Text is cleaned (tools.clean_text: NUL removed, lone surrogates -> U+FFFD) so that no id or value
-# reaches the database in a form it refuses; numbers must be finite; the body is UTF-8 JSON.
+# Text is cleaned (tools.clean_text: NUL removed, lone surrogates -> U+FFFD) and an id or name is no
+# longer than the column it is looked up in or stored in (`_LIMITS`), so that no id or value reaches the
+# database in a form it refuses; numbers must be finite; the body is UTF-8 JSON.
 MAX_PAGE = 1_000_000
 """The highest `page` (with `perPage` at most 200 the offset stays far within any database's integers)."""
 
@@ -527,12 +528,26 @@ async def _json_object(request: web.Request) -> dict[str, Any]:
     return body
 
 
+_LIMITS = {
+    "run_id": limits.RUN_ID,
+    "runId": limits.RUN_ID,
+    "tool_call_id": limits.TOOL_CALL_ID,
+    "toolCallId": limits.TOOL_CALL_ID,
+    "grant_id": limits.GRANT_ID,
+    "tool": limits.TOOL_NAME,
+    "threadId": limits.THREAD_ID,
+    "resourceId": limits.RESOURCE_ID,
+    **dict.fromkeys(("approver", "resumedBy", "revokedBy", "actor", "grantedBy"), limits.PERSON),
+}
+"""The most characters of each path, query and body field that names something stored (its column's width)."""
+
+
 def _path(request: web.Request, name: str) -> str:
-    return clean_text(request.match_info[name])
+    return _fitting(clean_text(request.match_info[name]), name)
 
 
 def _query(request: web.Request, name: str, default: str = "") -> str:
-    return clean_text(request.query.get(name, default))
+    return _fitting(clean_text(request.query.get(name, default)), name)
 
 
 def _optional_text(body: dict[str, Any], name: str) -> str | None:
@@ -541,7 +556,14 @@ def _optional_text(body: dict[str, Any], name: str) -> str | None:
         return None
     if not isinstance(value, str):
         raise ApiError(400, f"{name} must be a string")
-    return value.strip()
+    return _fitting(value.strip(), name)
+
+
+def _fitting(value: str, name: str) -> str:
+    try:
+        return limits.fitting(value, _LIMITS[name], name) if name in _LIMITS else value
+    except limits.TooLongError as exc:
+        raise ApiError(400, str(exc)) from None
 
 
 _WHOLE = re.compile(r"-?[0-9]{1,19}")

@@ -18,6 +18,8 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from .tables import USER_ID as USER_ID_WIDTH
+
 log = logging.getLogger(__name__)
 
 USER_ID = re.compile(r"^[UW][A-Z0-9]+$")
@@ -29,8 +31,9 @@ class DirectoryError(RuntimeError):
 
 
 def is_user_id(value: str) -> bool:
-    """Whether `value` has the shape of a Slack user ID (says nothing of whether Slack knows it)."""
-    return bool(USER_ID.match(value))
+    """Whether `value` has the shape of a Slack user ID (says nothing of whether Slack knows it), no longer
+    than the columns that store one."""
+    return len(value) <= USER_ID_WIDTH and bool(USER_ID.match(value))
 
 
 class Directory:
@@ -69,7 +72,7 @@ class Directory:
             answer = await self.client.users_info(user=user_id)
             user = answer.get("user") or None
         except SlackApiError as exc:
-            if exc.response.get("error") not in ("user_not_found", "user_not_visible"):
+            if _error_of(exc) not in ("user_not_found", "user_not_visible"):
                 log.warning("users.info %s failed: %s", user_id, exc)
                 raise DirectoryError(f"Slack did not answer a lookup of the user {user_id}") from exc
             user = None
@@ -123,3 +126,10 @@ class Directory:
         if failure is not None:
             raise failure  # not found in the groups we could read, and one we could not: cannot tell
         return False
+
+
+def _error_of(exc: SlackApiError) -> str | None:
+    """Slack's `error` code in a failed answer; None when the answer was not Slack's JSON (a proxy's page,
+    an HTTP error with a text body)."""
+    data = exc.response.data if exc.response is not None else None
+    return data.get("error") if isinstance(data, dict) else None

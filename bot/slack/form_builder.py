@@ -199,7 +199,12 @@ def _read(field: Field, raw: dict[str, Any]) -> Any:
         return bool(raw.get("selected_options"))
     if field.kind == "enum":
         selected = raw.get("selected_option")
-        return json.loads(selected["value"]) if selected else _MISSING
+        if not selected:
+            return _MISSING
+        try:  # the option's value is JSON the form was built with, or a forged one: nesting bounded
+            return read_json(selected["value"])
+        except JsonValueError:
+            raise ValueError("Choose one of the options.") from None
     text = raw.get("value")
     if text is None or (field.kind != "string" and not str(text).strip()):
         return _MISSING

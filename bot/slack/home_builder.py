@@ -30,6 +30,7 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from memory import PolicyMode, ToolPolicy
+from tools import JsonValueError, read_json
 
 from .approval_builder import APPROVE, DECLINE, DECLINE_WITH_REASON, EDIT_ARGS, format_args, slack_date
 from .modal_builder import REASON_ACTION, REASON_BLOCK_ID
@@ -358,9 +359,9 @@ def build_bulk_decline_modal(selected: list[str]) -> dict[str, Any]:
 
 def read_bulk_decline_modal(private_metadata: str | None) -> list[str]:
     """The selection a submitted "Decline selected with reason" modal carries ([] if it is not one)."""
-    try:
-        selected = json.loads(private_metadata or "[]")
-    except ValueError:
+    try:  # what the modal was opened with, or a forged one: nesting bounded
+        selected = read_json(private_metadata or "[]")
+    except JsonValueError:
         return []
     return [v for v in selected if isinstance(v, str)] if isinstance(selected, list) else []
 

@@ -12,6 +12,8 @@ of `actions`, `view.state.values`); a request that is not what Slack sends must 
   `X-Slack-Signature` not `v0=` and 64 hex digits) make the request unsigned (401), as a wrong
   signature does;
 - the payload must have the shape (`SHAPES`, JSON Schema) of its `type` as far as the bot reads it (400),
+  each id (event, team, channel, user, message ts) no longer than the column it is stored in (the
+  widths of `tables.py`, so a signed event with an overlong id is refused before it is recorded),
   checked by validators that `fastjsonschema` compiles once: on every request's ack path, where
   `jsonschema`'s walk cost about 60 µs of a 100 µs read (about 2 µs compiled);
 - text is cleaned (`tools.clean_text`): NUL characters removed, lone surrogates replaced by U+FFFD, so
@@ -32,6 +34,8 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
 from tools import JsonValueError, plain_json
+
+from .tables import CHANNEL_ID, EVENT_ID, TEAM_ID, TS, USER_ID
 
 READ = "approval_bot_request_read"
 """Set in a request's Bolt context once it was read here, so the middleware does not read it again."""
@@ -114,8 +118,17 @@ def _unreadable(exc: Exception) -> str:
 # --- the shapes the bot relies on ----------------------------------------------------------------
 _TEXT = {"type": "string"}
 _OPTIONAL_TEXT = {"type": ["string", "null"]}
-_PERSON = {"type": "object", "required": ["id"], "properties": {"id": {"type": "string", "minLength": 1}}}
-_EVENT_TEXT_FIELDS = ("user", "text", "ts", "thread_ts", "channel", "channel_type", "team", "subtype", "bot_id", "tab")
+
+
+def _id(limit: int) -> dict[str, Any]:
+    """An id the bot stores, in a column `limit` characters wide."""
+    return {"type": "string", "maxLength": limit}
+
+
+_PERSON = {"type": "object", "required": ["id"], "properties": {"id": {**_id(USER_ID), "minLength": 1}}}
+_TEAM = {"type": ["object", "null"], "properties": {"id": _id(TEAM_ID)}}
+_EVENT_TEXT_FIELDS = ("text", "channel_type", "subtype", "bot_id", "tab")
+_EVENT_IDS = {"user": USER_ID, "ts": TS, "thread_ts": TS, "channel": CHANNEL_ID, "team": TEAM_ID}
 _BLOCKS = {
     "type": "array",
     "items": {
@@ -134,6 +147,7 @@ _INPUT_VALUE = {
 _VIEW = {
     "type": "object",
     "properties": {
+        "type": _TEXT,
         "id": _TEXT,
         "callback_id": _TEXT,
         "private_metadata": _TEXT,
@@ -160,25 +174,34 @@ ANY_PAYLOAD = _payload([])
 SHAPES: dict[str, dict[str, Any]] = {
     "event_callback": _payload(
         ["event"],
-        event_id=_TEXT,
-        team_id=_TEXT,
+        event_id=_id(EVENT_ID),
+        team_id=_id(TEAM_ID),
         authorizations={
             "type": "array",
             "items": {
                 "type": "object",
-                "properties": {"user_id": _TEXT, "team_id": _TEXT, "is_bot": {"type": "boolean"}},
+                "properties": {"user_id": _id(USER_ID), "team_id": _id(TEAM_ID), "is_bot": {"type": "boolean"}},
             },
         },
         event={
             "type": "object",
             "properties": {"type": _TEXT},
             "if": {"properties": {"type": {"enum": ["message", "app_mention", "app_home_opened"]}}},
-            "then": {"properties": {name: _TEXT for name in _EVENT_TEXT_FIELDS}},
+            "then": {
+                "properties": {
+                    **{name: _TEXT for name in _EVENT_TEXT_FIELDS},
+                    **{name: _id(limit) for name, limit in _EVENT_IDS.items()},
+                    # an edit's or a deletion's message, which Bolt reads as an object
+                    "message": {"type": "object"},
+                    "previous_message": {"type": "object"},
+                }
+            },
         },
     ),
     "block_actions": _payload(
         ["user", "actions"],
         user=_PERSON,
+        team=_TEAM,
         trigger_id=_TEXT,
         actions={
             "type": "array",
@@ -191,14 +214,17 @@ SHAPES: dict[str, dict[str, Any]] = {
         },
         container={
             "type": "object",
-            "properties": {"type": _TEXT, "channel_id": _TEXT, "message_ts": _TEXT, "thread_ts": _TEXT},
+            "properties": {"type": _TEXT, "channel_id": _id(CHANNEL_ID), "message_ts": _id(TS), "thread_ts": _id(TS)},
         },
-        channel={"type": "object", "properties": {"id": _TEXT}},
-        message={"type": "object", "properties": {"ts": _TEXT, "thread_ts": _TEXT, "blocks": _BLOCKS}},
+        channel={"type": "object", "properties": {"id": _id(CHANNEL_ID)}},
+        message={"type": "object", "properties": {"ts": _id(TS), "thread_ts": _id(TS), "blocks": _BLOCKS}},
         view=_VIEW,
     ),
-    "view_submission": _payload(["user", "view"], user=_PERSON, view={**_VIEW, "required": ["state"]}),
-    "view_closed": _payload(["user", "view"], user=_PERSON, view=_VIEW),
+    # Bolt reads a submitted view's `type` (is it a workflow step's?) before any listener
+    "view_submission": _payload(
+        ["user", "view"], user=_PERSON, team=_TEAM, view={**_VIEW, "required": ["state", "type"]}
+    ),
+    "view_closed": _payload(["user", "view"], user=_PERSON, team=_TEAM, view=_VIEW),
 }
 """What the bot reads of each payload `type` it handles (Slack's own payloads always fit)."""
 

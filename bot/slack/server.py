@@ -1,6 +1,7 @@
 """Run the Bolt app: over HTTP (aiohttp, `POST /slack/events` for events, interactivity and commands)
-or over Socket Mode. A malformed request is refused with a 400 and an unsigned one with a 401 before
-anything looks inside it (`request_reading`), and a start that cannot succeed (a port
+or over Socket Mode. A malformed request is refused with a 400 (with `X-Slack-No-Retry: 1`: Slack retries
+any non-2xx delivery otherwise, and the same body would be refused again) and an unsigned one with a
+401 before anything looks inside it (`request_reading`), and a start that cannot succeed (a port
 in use, Slack out of reach) is one error the command line turns into one line."""
 
 from __future__ import annotations
@@ -40,7 +41,12 @@ def build_web_app(app: AsyncApp, *, path: str | None = EVENTS_PATH) -> web.Appli
         if isinstance(bolt_request, Refusal):
             what = "malformed" if bolt_request.status == 400 else "unsigned"
             _logger.warning("refused a %s request from %s: %s", what, request.remote, bolt_request.reason)
-            return web.Response(status=bolt_request.status, text=f"{what} request: {bolt_request.reason}")
+            # a malformed delivery is no better the next time: Slack is asked not to retry it (a non-2xx
+            # is retried three times otherwise); an unsigned one is not Slack's, so nothing to ask
+            headers = {"X-Slack-No-Retry": "1"} if bolt_request.status == 400 else None
+            return web.Response(
+                status=bolt_request.status, text=f"{what} request: {bolt_request.reason}", headers=headers
+            )
         if intake is not None and (early := await intake.acknowledge(bolt_request)) is not None:
             return await to_aiohttp_response(early)
         return await to_aiohttp_response(await app.async_dispatch(bolt_request))

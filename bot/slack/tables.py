@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, MetaData, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
+from memory.limits import width
 from memory.tables import Base, utcnow
 
 
@@ -175,3 +176,20 @@ class AnswerFeedbackRow(SlackTable):
     """The answer's message the buttons were on."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+# --- how long an id from Slack may be: the narrowest column it is stored in (`memory.limits`), checked
+# where a payload comes in (`request_reading.SHAPES`, `directory.is_user_id`) so none reaches a statement
+EVENT_ID = width(SlackEventRow.event_id)
+TEAM_ID = min(width(SlackEventRow.team_id), width(SlackConversationRow.team_id), width(ToolCallMessageRow.team_id))
+CHANNEL_ID = min(
+    width(SlackConversationRow.channel), width(ToolCallMessageRow.channel), width(AnswerFeedbackRow.channel)
+)
+TS = min(width(SlackEventRow.message_ts), width(ToolCallMessageRow.ts), width(AnswerFeedbackRow.message_ts))
+USER_ID = min(
+    width(SlackConversationRow.started_by),
+    width(ToolCallMessageRow.requester),
+    width(HomeViewRow.user_id),
+    width(AnswerFeedbackRow.user_id),
+    width(SlackEventRow.bot_user_id),
+)

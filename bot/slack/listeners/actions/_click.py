@@ -12,10 +12,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent import Decision, ToolCallRecord
 
-from ...decisions import ClickRefused, WaitingCall, check_click, decide, refuse, tell
+from ...decisions import UNKNOWN, ClickRefused, RefusalReason, WaitingCall, check_click, decide, refuse, tell
 from ...modal_builder import ModalTarget
 from ...posting import carries
+from ...question_builder import build_question_blocks
 from ...services import SlackServices, services_of
+from ...waiting_messages import question_view_of
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,6 +28,8 @@ class Click:
     thread_ts: str | None
     ref: str | None
     """The button's value: an opaque reference, checked before use."""
+    action_id: str | None
+    """Which button: one the call's message does not show now is forged (`shown`)."""
     trigger_id: str | None
     carried: bool
     """Whether the clicked message's buttons carry `ref` (a value that is not on the message is forged)."""
@@ -43,6 +47,7 @@ def click_of(body: dict[str, Any]) -> Click:
         message_ts=container.get("message_ts") or message.get("ts"),
         thread_ts=message.get("thread_ts") or container.get("thread_ts"),
         ref=actions[0].get("value"),
+        action_id=actions[0].get("action_id"),
         trigger_id=body.get("trigger_id"),
         carried=carries(message, actions[0].get("value") or ""),
         via="home" if container.get("type") == "view" else "button",
@@ -68,10 +73,24 @@ async def checked_click(
             carried=click.carried,
             via=click.via,
         )
+        if not shown(call, click.action_id):
+            raise ClickRefused(UNKNOWN, RefusalReason.UNKNOWN, about=call.row)
     except ClickRefused as refused:
         await explain(services, client, click, refused)
         return click, None
     return click, call
+
+
+def shown(call: WaitingCall, action_id: str | None) -> bool:
+    """Whether the message of `call` shows the button `action_id` now. A question's buttons depend on
+    the call (Decline and Cancel on a live question only, a link on a page's), so a forged one would
+    reach the runtime with an answer the question cannot take; an approval's buttons that the policy
+    may not offer (a standing grant, an edit) are refused, with a word, where they are decided."""
+    if call.row.kind != "question":
+        return True
+    view = question_view_of(call.row, answerable_by_form=call.record.resume_schema is not None, record=call.record)
+    blocks = [block.to_dict() for block in build_question_blocks(view)]
+    return action_id in {element.get("action_id") for block in blocks for element in block.get("elements") or ()}
 
 
 async def decide_clicked(
