@@ -39,6 +39,16 @@ MCP_CALL_TIMEOUT = 60.0
 MCP_START_TIMEOUT = 30.0
 """Seconds an MCP server has to start and list its tools (a server's `"startTimeout"`)."""
 
+MCP_MAX_SESSIONS = 10
+"""Sessions the bot opens at most to one MCP server (a server's `"maxSessions"`; over stdio each is a process
+of the server). A call holds one alone while it runs, a question it waits on included (so the server's
+question reaches that call and no other); a call that finds them all held waits for one, at most its
+timeout. Ten lets ten people answer a server's questions at once without a process each for a crowd."""
+
+MCP_SESSION_IDLE = 300.0
+"""Seconds a session to an MCP server may stay unused before it is closed (a server's `"idleTimeout"`);
+one session always stays open, so a lone call never waits for a server to start."""
+
 MCP_ELICITATION_WAIT = 3600.0
 """Seconds an MCP server's question (an elicitation) waits for an answer when its tool's policy sets no
 expiry; then the server gets `cancel`."""
@@ -63,6 +73,8 @@ __all__ = [
     "MCP_CALL_TIMEOUT",
     "DEV_STOP_DEADLINE",
     "MCP_ELICITATION_WAIT",
+    "MCP_MAX_SESSIONS",
+    "MCP_SESSION_IDLE",
     "MCP_START_TIMEOUT",
 ]
 

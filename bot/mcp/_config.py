@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.defaults import MCP_CALL_TIMEOUT, MCP_START_TIMEOUT
+from bot.defaults import MCP_CALL_TIMEOUT, MCP_MAX_SESSIONS, MCP_SESSION_IDLE, MCP_START_TIMEOUT
 
 SERVER_NAME = re.compile(r"[a-z0-9-]{1,32}")
 """What a server's name may be: it becomes the prefix of its tools' names (`NAME__TOOL`)."""
@@ -49,6 +49,10 @@ class McpServerConfig:
     """Seconds one call may take (time spent waiting for a human's answer to an elicitation not counted)."""
     start_timeout: float = MCP_START_TIMEOUT
     """Seconds the server has to start and list its tools."""
+    max_sessions: int = MCP_MAX_SESSIONS
+    """Sessions (stdio: processes) open at once at most; each call holds one alone while it runs."""
+    idle_timeout: float = MCP_SESSION_IDLE
+    """Seconds a session may stay unused before it is closed (one always stays open)."""
 
     @property
     def transport(self) -> str:
@@ -90,6 +94,8 @@ def _server(name: str, entry: Any, where: str, environ: Mapping[str, str]) -> Mc
         "trust_read_only_hints": trust == TRUST_READ_ONLY_HINTS,
         "call_timeout": _seconds(entry, "timeout", MCP_CALL_TIMEOUT, here),
         "start_timeout": _seconds(entry, "startTimeout", MCP_START_TIMEOUT, here),
+        "max_sessions": _count(entry, "maxSessions", MCP_MAX_SESSIONS, here),
+        "idle_timeout": _seconds(entry, "idleTimeout", MCP_SESSION_IDLE, here),
     }
     if command is not None:
         if not isinstance(command, str) or not command:
@@ -117,6 +123,13 @@ def _seconds(entry: dict[str, Any], key: str, default: float, here: str) -> floa
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         raise McpConfigError(f'{here}: "{key}" must be a positive number of seconds')
     return float(value)
+
+
+def _count(entry: dict[str, Any], key: str, default: int, here: str) -> int:
+    value = entry.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise McpConfigError(f'{here}: "{key}" must be a whole number, 1 or more')
+    return value
 
 
 def _expanded(entry: dict[str, Any], key: str, here: str, environ: Mapping[str, str]) -> dict[str, str]:

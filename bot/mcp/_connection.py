@@ -1,69 +1,60 @@
-"""One live connection to one MCP server (stdio or Streamable HTTP), restarted when it breaks.
+"""The sessions of one configured MCP server: a pool from which each tool call takes a session of its own.
 
-The SDK's transports and `ClientSession` are async context managers whose task groups must be entered
-and left by one task, so each connection lives in a task of its own (`_hold`), and calls reach its
-session from any task. A call that times out, or finds the connection closed (the server crashed),
-drops the connection: the stdio process is stopped, and the next call starts (or reconnects) anew.
+A call holds its session alone until it ends (see `_session`): that is how a server's question reaches the
+one call it belongs to. When every session is held, another is opened (up to the server's `maxSessions`),
+and past that a call waits for one to be given back; sessions left free longer than the server's
+`idleTimeout` are closed, all but one. A call that times out, or finds its session closed (the server
+crashed), closes that session: the next call starts (or reconnects) anew.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp.types as types
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from ._config import McpServerConfig
-
-log = logging.getLogger(__name__)
-
-ElicitationHandler = Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult]]
-"""Answers a server's `elicitation/create` during a call (asks a human and waits)."""
+from ._session import CallHold, ElicitationHandler, McpServerError, McpSession
 
 _CLOSED = types.CONNECTION_CLOSED
 
 
-class McpServerError(RuntimeError):
-    """An MCP server could not be reached, stopped, or did not answer in time; the message says which
-    server and what happened, in one line (never a secret from the configuration)."""
-
-
 class ServerConnection:
-    """The connection to one configured server; `call` (re)connects on demand."""
+    """The sessions of one configured server; `call` and `list_tools` open one on demand."""
 
     def __init__(self, config: McpServerConfig):
         self.config = config
-        self._session: ClientSession | None = None
-        self._holder: asyncio.Task[None] | None = None
-        self._closing: asyncio.Event | None = None
-        self._connecting = asyncio.Lock()
-        self._elicitations: dict[int, ElicitationHandler] = {}
-        """Live calls that may be asked a question, by a number of their own (see `_on_elicit`)."""
-        self._next_call = 0
+        self._sessions: list[McpSession] = []
+        """Open sessions, and those being opened (held by the call that opens them)."""
+        self._given_back = asyncio.Condition()
+        self._reaper: asyncio.Task[None] | None = None
         self.live_calls: dict[tuple[str, str], Any] = {}
-        """(run id, tool call id) -> this connection's calls that wait for a human's answer (`LiveCall`s)."""
-        self._questions_open = 0
-        """Elicitations waiting for a human now: the call timeout does not run meanwhile."""
+        """(run id, tool call id) -> this server's calls that wait for a human's answer (`LiveCall`s)."""
 
     @property
     def name(self) -> str:
         return self.config.name
 
+    @property
+    def sessions(self) -> int:
+        """How many sessions are open (or opening): stdio server processes, or HTTP sessions."""
+        return len(self._sessions)
+
     async def list_tools(self) -> list[types.Tool]:
-        """The server's tools (every page), connecting first if needed."""
-        session = await self._connected()
+        """The server's tools (every page), on any open session (opening one if there is none)."""
+        session = next((s for s in self._sessions if s.alive), None)
+        if session is None:
+            session = await self._take(CallHold(), self.config.start_timeout)
+            await self._give_back(session, healthy=True)
+        assert session.client is not None
         found: list[types.Tool] = []
         cursor: str | None = None
         while True:
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await asyncio.wait_for(session.list_tools(params=params), self.config.start_timeout)
+            page = await asyncio.wait_for(session.client.list_tools(params=params), self.config.start_timeout)
             found += page.tools
             cursor = page.next_cursor
             if not cursor:
@@ -72,38 +63,40 @@ class ServerConnection:
     async def call(
         self, tool: str, arguments: dict[str, Any], *, on_elicit: ElicitationHandler | None = None
     ) -> types.CallToolResult:
-        """Call one tool; a crash, a hang past the call timeout or a broken connection is a `McpServerError`
-        (and the connection is dropped, so the next call restarts the server)."""
-        session = await self._connected()
-        number, self._next_call = self._next_call, self._next_call + 1
-        if on_elicit is not None:
-            self._elicitations[number] = on_elicit
-        work = asyncio.ensure_future(session.call_tool(tool, arguments))
+        """Call one tool on a session of its own; `on_elicit` answers the questions the server asks on it.
+        A crash, a hang past the call timeout or a broken session is a `McpServerError` (and the session is
+        closed, so the next call restarts the server)."""
+        hold = CallHold(ask=on_elicit)
+        session = await self._take(hold, self.config.call_timeout)
+        assert session.client is not None
+        healthy = False
+        work = asyncio.ensure_future(session.client.call_tool(tool, arguments))
         try:
-            await self._within_timeout(work)
-            return work.result()
+            await self._within_timeout(work, hold)
+            result = work.result()
+            healthy = True
+            return result
         except TimeoutError:
-            work.cancel()
-            await self.drop()
             raise McpServerError(
                 f"the MCP server {self.name!r} did not answer {tool!r} within {self.config.call_timeout:g}s; "
                 "it is restarted on the next call"
             ) from None
         except MCPError as exc:
             if exc.code == _CLOSED:
-                await self.drop()
                 raise McpServerError(
                     f"the MCP server {self.name!r} stopped during {tool!r} (connection closed); "
                     "it is restarted on the next call"
                 ) from None
+            healthy = True
             raise McpServerError(f"the MCP server {self.name!r} refused {tool!r}: {exc.message}") from None
         finally:
-            self._elicitations.pop(number, None)
+            hold.ended.set()  # a question of this call still waiting is cancelled, a later one declined
             if not work.done():
                 work.cancel()
+            await self._give_back(session, healthy=healthy)
 
-    async def _within_timeout(self, work: asyncio.Future[Any]) -> None:
-        """Wait for `work`; the call timeout runs only while no question of this server waits for a human."""
+    async def _within_timeout(self, work: asyncio.Future[Any], hold: CallHold) -> None:
+        """Wait for `work`; the call timeout runs only while none of the call's questions waits for a human."""
         left = self.config.call_timeout
         loop = asyncio.get_running_loop()
         while True:
@@ -111,105 +104,87 @@ class ServerConnection:
             done, _ = await asyncio.wait({work}, timeout=min(left, 0.5) if left > 0 else 0)
             if done:
                 return
-            if self._questions_open == 0:
+            if hold.questions_open == 0:
                 left -= loop.time() - started
             if left <= 0:
                 raise TimeoutError
 
-    async def _on_elicit(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
-        # stdio and HTTP do not tell a client which of its calls a question belongs to: it goes to the
-        # oldest live call that can be asked (calls to one server that elicit are rare and short)
-        handlers = [self._elicitations[n] for n in sorted(self._elicitations)]
-        if not handlers:
-            return types.ErrorData(code=types.INVALID_REQUEST, message="no tool call of this client is waiting")
-        self._questions_open += 1
+    async def _take(self, hold: CallHold, timeout: float) -> McpSession:
+        """A session for `hold` alone: a free one, else a new one within `maxSessions`, else the first one
+        given back within `timeout` seconds."""
         try:
-            return await handlers[0](params)
-        except Exception as exc:  # noqa: BLE001 - the server must get an answer, the human gets the error logged
-            log.warning("MCP server %r: answering its question failed: %r", self.name, exc)
-            return types.ElicitResult(action="cancel")
-        finally:
-            self._questions_open -= 1
-
-    async def _connected(self) -> ClientSession:
-        async with self._connecting:
-            if self._session is not None and self._holder is not None and not self._holder.done():
-                return self._session
-            await self.drop()
-            ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
-            self._closing = asyncio.Event()
-            self._holder = asyncio.get_running_loop().create_task(
-                self._hold(ready, self._closing), name=f"mcp server {self.name}"
-            )
-            try:
-                self._session = await asyncio.wait_for(asyncio.shield(ready), self.config.start_timeout)
-            except TimeoutError:
-                await self.drop()
-                raise McpServerError(
-                    f"the MCP server {self.name!r} did not start within {self.config.start_timeout:g}s"
-                ) from None
-            except McpServerError:
-                await self.drop()
-                raise
-            return self._session
-
-    async def _hold(self, ready: asyncio.Future[ClientSession], closing: asyncio.Event) -> None:
+            async with asyncio.timeout(timeout):
+                async with self._given_back:
+                    while True:
+                        for dead in [s for s in self._sessions if s.hold is None and not s.alive]:
+                            self._sessions.remove(dead)  # its server exited while it was free
+                            await dead.close()
+                        found = next((s for s in reversed(self._sessions) if s.hold is None), None)
+                        if found is None and len(self._sessions) < self.config.max_sessions:
+                            found = McpSession(self.config)
+                            self._sessions.append(found)
+                        if found is not None:
+                            found.hold = hold
+                            session = found
+                            break
+                        await self._given_back.wait()
+        except TimeoutError:
+            raise McpServerError(
+                f'the MCP server {self.name!r} has {self.config.max_sessions} calls open (its "maxSessions") '
+                f"and none ended within {timeout:g}s"
+            ) from None
+        if session.alive:
+            return session
         try:
-            async with contextlib.AsyncExitStack() as stack:
-                if self.config.command is not None:
-                    params = StdioServerParameters(
-                        command=self.config.command,
-                        args=list(self.config.args),
-                        env=dict(self.config.env) or None,
-                        cwd=self.config.cwd,
-                    )
-                    streams = await stack.enter_async_context(stdio_client(params))
-                else:
-                    http = create_mcp_http_client(headers=dict(self.config.headers) or None)
-                    await stack.enter_async_context(http)
-                    streams = await stack.enter_async_context(streamable_http_client(self.config.url, http_client=http))
-                session = await stack.enter_async_context(
-                    ClientSession(streams[0], streams[1], elicitation_callback=self._on_elicit)
-                )
-                await session.initialize()
-                if not ready.done():
-                    ready.set_result(session)
-                await closing.wait()
-        except asyncio.CancelledError:
-            if not ready.done():
-                ready.set_exception(McpServerError(f"the MCP server {self.name!r} was stopped while it started"))
+            await session.open()
+        except BaseException:
+            session.hold = None
+            await self._forget(session)
             raise
-        except BaseException as exc:  # noqa: BLE001 - told to whoever waits for the connection
-            if not ready.done():
-                ready.set_exception(McpServerError(f"the MCP server {self.name!r} did not start: {_one_line(exc)}"))
-            else:
-                log.warning("MCP server %r: the connection ended: %s", self.name, _one_line(exc))
+        return session
 
-    async def drop(self) -> None:
-        """Close the connection (stopping a stdio server); the next call connects again."""
-        holder, self._holder, self._session = self._holder, None, None
-        if holder is None:
+    async def _give_back(self, session: McpSession, *, healthy: bool) -> None:
+        """The call on `session` ended; a session that failed it is closed rather than used again."""
+        session.hold = None
+        session.free_since = asyncio.get_running_loop().time()
+        if not healthy or not session.alive:
+            await session.close()
+            await self._forget(session)
             return
-        if self._closing is not None:
-            self._closing.set()
-        try:
-            await asyncio.wait_for(asyncio.shield(holder), 10)
-        except (TimeoutError, Exception):  # noqa: BLE001 - a server that will not stop is cancelled
-            holder.cancel()
-            with contextlib.suppress(BaseException):
-                await holder
+        async with self._given_back:
+            self._given_back.notify()
+        if len(self._sessions) > 1 and (self._reaper is None or self._reaper.done()):
+            self._reaper = asyncio.get_running_loop().create_task(self._close_idle(), name=f"mcp idle {self.name}")
+
+    async def _forget(self, session: McpSession) -> None:
+        async with self._given_back:
+            if session in self._sessions:
+                self._sessions.remove(session)
+            self._given_back.notify()  # room for a new session
+
+    async def _close_idle(self) -> None:
+        """Close the sessions free for longer than `idleTimeout`, keeping one open for the next call."""
+        loop = asyncio.get_running_loop()
+        while len(self._sessions) > 1:
+            await asyncio.sleep(self.config.idle_timeout / 2)
+            now = loop.time()
+            idle = sorted(
+                (s for s in self._sessions if s.hold is None and now - s.free_since >= self.config.idle_timeout),
+                key=lambda s: s.free_since,
+            )
+            for session in idle[: len(self._sessions) - 1]:
+                if session.hold is None and session in self._sessions:
+                    self._sessions.remove(session)
+                    await session.close()
 
     async def aclose(self) -> None:
-        await self.drop()
-
-
-def _one_line(exc: BaseException) -> str:
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    if isinstance(exc, FileNotFoundError | PermissionError):
-        return f"cannot run {exc.filename or 'its command'!r} ({exc.strerror})"
-    text = " ".join(str(exc).split())[:300]
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        """Close every session (the stdio processes end)."""
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(BaseException):
+                await self._reaper
+        sessions, self._sessions = self._sessions, []
+        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
 
 
 __all__ = ["ElicitationHandler", "McpServerError", "ServerConnection"]

@@ -7,8 +7,9 @@ model did not give and for a confirmation; `link_account` asks in URL mode (the 
     python examples/mcp/server.py                    # stdio (the bot starts and stops it)
     python examples/mcp/server.py --http 8765        # Streamable HTTP on http://127.0.0.1:8765/mcp
 
-`--test-tools` adds two tools the tests use to see what the bot does with a server that fails:
-`crash` (the process exits mid-call) and `hang` (it never answers).
+`--test-tools` adds the tools the tests use to see what the bot does with a server that fails or asks in
+odd ways: `crash` (the process exits mid-call), `hang` (it never answers), `ask_city` (asks "Which city?"
+and returns the answer it got) and `ask_later` (asks a question after its call has ended).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import asyncio
 import os
 import uuid
+from pathlib import Path
 from typing import Literal
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -31,6 +33,10 @@ TICKETS: dict[int, dict] = {
     2: {"id": 2, "title": "登录页面加载缓慢 (same, reported in Chinese)", "priority": "low", "open": True},
     3: {"id": 3, "title": "Café menu shows ¿? instead of accents", "priority": "medium", "open": True},
 }
+
+
+class City(BaseModel):
+    city: str = Field(description="The city")
 
 
 class TicketDetails(BaseModel):
@@ -107,11 +113,39 @@ def add_test_tools() -> None:
         await asyncio.sleep(3600)
         return "too late"
 
+    @server.tool()
+    async def ask_city(trip: str, ctx: Context, delay: float = 0) -> str:
+        """Ask which city a trip goes to (after `delay` seconds); returns the trip and the answer it got."""
+        await asyncio.sleep(delay)
+        answer = await ctx.elicit(f"Which city? ({trip})", City)
+        return f"{trip}: {answer.data.city if answer.action == 'accept' else answer.action}"
+
+    later: set[asyncio.Task[None]] = set()
+
+    @server.tool()
+    async def ask_later(path: str, ctx: Context) -> str:
+        """Return at once, then ask a question that belongs to no call; write the answer's action to `path`."""
+        session = ctx.request_context.session
+
+        async def ask() -> None:
+            await asyncio.sleep(0.3)
+            schema = {"type": "object", "properties": {"city": {"type": "string"}}}
+            try:
+                outcome = (await session.elicit_form("Which city? (asked after the call ended)", schema)).action
+            except Exception as exc:  # noqa: BLE001 - what the client answered, for the test to read
+                outcome = f"error: {exc}"
+            Path(path).write_text(outcome, encoding="utf-8")
+
+        task = asyncio.get_running_loop().create_task(ask())
+        later.add(task)
+        task.add_done_callback(later.discard)
+        return "I will ask later"
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--http", type=int, metavar="PORT", help="serve Streamable HTTP on 127.0.0.1:PORT/mcp")
-    parser.add_argument("--test-tools", action="store_true", help="add the `crash` and `hang` tools")
+    parser.add_argument("--test-tools", action="store_true", help="add the tools the tests use")
     options = parser.parse_args()
     if options.test_tools:
         add_test_tools()

@@ -3,9 +3,14 @@ gets them, and servers that fail (one that will not start, one that crashes or h
 
 from __future__ import annotations
 
+import asyncio
+
+import mcp.types as types
 import pytest
 
 from bot.mcp import McpConfigError, McpServerError, McpToolError, load_mcp_config
+from bot.mcp._tools import result_of
+from tests.support.waiting import until
 
 from .servers import configs, connected, context, http_server, stdio_entry, write_config
 
@@ -103,6 +108,7 @@ def test_variables_are_expanded_in_env_and_headers_and_a_missing_one_is_named_no
         ({"t": {"url": "ftp://h"}}, "http:// or https://"),
         ({"t": {"command": "x", "trust": "everything"}}, '"trust" may only be'),
         ({"t": {"command": "x", "timeout": 0}}, "positive number"),
+        ({"t": {"command": "x", "maxSessions": 0}}, "whole number"),
     ],
 )
 def test_a_bad_servers_file_is_one_line_naming_the_server(tmp_path, servers, complaint):
@@ -116,3 +122,29 @@ def test_a_file_that_is_not_json_is_named(tmp_path):
     path.write_text("{not json", encoding="utf-8")
     with pytest.raises(McpConfigError, match="is not valid JSON"):
         load_mcp_config(path, {})
+
+
+async def test_each_call_holds_a_session_of_its_own_within_max_sessions_and_idle_ones_are_closed(tmp_path):
+    """Three calls at once, each asked "Which city?" and answering its own: each gets its own answer; with
+    `maxSessions` 2 the third waits for a session, and sessions left idle are closed, all but one."""
+    entry = stdio_entry(maxSessions=2, idleTimeout=0.5)
+    async with connected(configs(tmp_path, {"tickets": entry})) as servers:
+        connection = servers.connections["tickets"]
+        most = 0
+
+        async def trip(name: str, city: str) -> str:
+            async def ask(params: types.ElicitRequestParams) -> types.ElicitResult:
+                nonlocal most
+                most = max(most, connection.sessions)
+                assert f"({name})" in params.message
+                await asyncio.sleep(0.3)
+                return types.ElicitResult(action="accept", content={"city": city})
+
+            result = await connection.call("ask_city", {"trip": name}, on_elicit=ask)
+            return result_of(result)
+
+        cities = {"trip 0": "廣州", "trip 1": "부산", "trip 2": "札幌"}
+        results = await asyncio.gather(*(trip(name, city) for name, city in cities.items()))
+        assert results == [f"{name}: {city}" for name, city in cities.items()]
+        assert most == 2
+        await until(lambda: connection.sessions == 1, what="the idle session to be closed")
