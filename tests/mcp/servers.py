@@ -12,6 +12,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
 from bot.mcp import McpServerConfig, connect_mcp_servers, load_mcp_config
 from tests.support.processes import free_port
 from tools import AgentToolContext, ToolContext
@@ -51,16 +53,17 @@ async def http_server(port: int | None = None) -> AsyncIterator[str]:
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        for _ in range(300):  # until it listens (it starts in well under a second on an idle machine)
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                break
-            except OSError:
-                if process.returncode is not None:
-                    raise RuntimeError("the example MCP server exited at start") from None
-                await asyncio.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with aiohttp.ClientSession() as http:
+            for _ in range(300):  # until it answers HTTP (well under a second on an idle machine)
+                try:
+                    async with http.get(url, timeout=aiohttp.ClientTimeout(total=5)):
+                        break
+                except (OSError, aiohttp.ClientError, TimeoutError):
+                    if process.returncode is not None:
+                        raise RuntimeError("the example MCP server exited at start") from None
+                    await asyncio.sleep(0.1)
+        yield url
     finally:
         if process.returncode is None:
             process.terminate()
