@@ -5,8 +5,9 @@ so only the approval that won the call makes one. The runtime looks for a live g
 same tool is proposed in the same thread (`GrantStore.matching`); revoking is one conditional UPDATE with
 its audit line (`grant_revoked`). A grant holds only under the policy it was given under: a policy change
 that touches who may decide or whether grants are allowed ends every live grant of the tool in the policy
-change's own transaction (`end_grants_of_tool`), so no later change can bring one back. "Now" is
-`storage.clock`.
+change's own transaction (`end_grants_of_tool`), so no later change can bring one back; a new grant is
+stored only while the policy is still the version it was checked against (`check_grant_policy`). "Now"
+is `storage.clock`.
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import insert, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import bindparam, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from .tables import AuditRow, GrantRow, utcnow
+from .exceptions import GrantNotAllowedError
+from .tables import AuditRow, GrantRow, PolicyRow, utcnow
 
 if TYPE_CHECKING:
     from ._database import Database
+    from .dialects import Dialect
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,6 +232,24 @@ async def end_grants_of_tool(
     return grants
 
 
+async def check_grant_policy(connection: AsyncConnection, dialect: Dialect, grant: dict[str, Any]) -> None:
+    """Refuse (`GrantNotAllowedError`) a new grant whose tool's policy changed since the decision read it,
+    inside the transaction that would store it. The policy row is locked against writers first: a policy
+    change that committed meanwhile is seen here, and one that comes later waits for this transaction and
+    then ends the grant with the others (`end_grants_of_tool`)."""
+    statement = dialect.locked(_POLICY_VERSION, shared=True)
+    version = (await connection.execute(statement, {"b_tool": grant["tool_name"]})).scalar()
+    if version != grant["policy_version"]:
+        raise GrantNotAllowedError(
+            grant["tool_name"],
+            f"its policy changed while you decided (version {grant['policy_version']} -> {version}); "
+            "look at the request again",
+        )
+
+
+_POLICY_VERSION = select(PolicyRow.version).where(PolicyRow.tool_name == bindparam("b_tool"))
+
+
 def grant_of(row: Any) -> Grant:
     return Grant(
         id=row.id,
@@ -248,4 +269,4 @@ def grant_of(row: Any) -> Grant:
     )
 
 
-__all__ = ["Grant", "GrantStore", "end_grants_of_tool", "new_grant_values"]
+__all__ = ["Grant", "GrantStore", "check_grant_policy", "end_grants_of_tool", "new_grant_values"]

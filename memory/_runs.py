@@ -22,6 +22,7 @@ from sqlalchemy import and_, bindparam, exists, func, insert, literal_column, or
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._audit import SYSTEM
+from ._grants import check_grant_policy
 from .defaults import SUSPENDED_RUNS_COUNTED_AHEAD
 from .exceptions import RunTakenOverError, ThreadOwnerError
 from .records import StoredRun, StoredToolCall, values_of
@@ -372,8 +373,12 @@ class RunStore:
         In the same transaction, only if it won: `messages` are added to `run` (a tool result the model
         will read), an `audit` row is written, and with `lease` (an owner) the run's lease is refreshed.
         On success the in-memory `call` is updated too, so the caller goes on with what was stored.
+        Raises `GrantNotAllowedError`, storing nothing, when `grant`'s policy is no longer at the version
+        it was checked against (a grant holds only under the policy it was given under).
         """
         async with self._storage.transaction() as connection:
+            if grant is not None:
+                await check_grant_policy(connection, self._storage.dialect, grant)
             won = await self._transition(
                 connection, call, to, allowed_from, messages, run, audit, lease, fields, approvals_seen=approvals_seen
             )

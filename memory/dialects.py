@@ -44,10 +44,10 @@ class Dialect:
         """An INSERT into `table` that supports `.on_conflict_do_nothing(...)` and `.on_conflict_do_update(...)`."""
         return sqlite_insert(table) if self.is_sqlite else postgres_insert(table)
 
-    def locked(self, statement: Select[Any]) -> Select[Any]:
-        """`statement`, locking the rows it reads until the transaction ends (SQLite: the transaction's
-        write lock already serialises writers)."""
-        return statement if self.is_sqlite else statement.with_for_update()
+    def locked(self, statement: Select[Any], *, shared: bool = False) -> Select[Any]:
+        """`statement`, locking the rows it reads until the transaction ends (`shared`: against writers
+        only, FOR SHARE); SQLite: the transaction's write lock already serialises writers."""
+        return statement if self.is_sqlite else statement.with_for_update(read=shared)
 
     async def take_row_lock(self, connection: AsyncConnection, statement: Any, parameters: dict[str, Any]) -> None:
         """Run a locking `statement` (a SELECT ... FOR UPDATE) where writers need row locks to take turns;

@@ -26,4 +26,16 @@ class RunTakenOverError(AgentError):
     stalled past the run's lease: a paused VM, SIGSTOP): nothing of its step was stored; the run goes on there."""
 
 
-__all__ = ["AgentError", "PolicyError", "RunTakenOverError", "ThreadOwnerError"]
+class GrantNotAllowedError(AgentError, PermissionError):
+    """An approval that asked for a standing grant the tool's policy does not allow (no `grant_seconds`,
+    several approvals required, a longer grant than the policy's, no approver named, a sub-agent's call,
+    a run without a thread), or whose policy changed while it was being decided. Nothing changed; the
+    call still waits."""
+
+    def __init__(self, tool_name: str, why: str):
+        self.tool_name = tool_name
+        self.why = why
+        super().__init__(f"no standing grant for {tool_name}: {why}")
+
+
+__all__ = ["AgentError", "GrantNotAllowedError", "PolicyError", "RunTakenOverError", "ThreadOwnerError"]

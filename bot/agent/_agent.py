@@ -458,6 +458,10 @@ class Agent:
                     run_id, call.tool_call_id, decision, decided_by=decided_by, via=via, user_messages=user_messages
                 )
             raise
+        except GrantNotAllowedError:  # the policy changed while this was decided: nothing was stored
+            if held_here:
+                self._hold_key(key)
+            raise
         if held_elsewhere:
             await self.storage.notify(LIVE_QUESTIONS_CHANNEL, f"{run.id}:{call.tool_call_id}")
             return AgentStream(run.id, _handed_over(run.id))

@@ -1,7 +1,8 @@
 """Every error the agent runtime raises on purpose, each saying what to do about it.
 
-All are `AgentError`s. Four are defined in `memory.exceptions` and re-exported here: `AgentError`
-itself, and `ThreadOwnerError`, `PolicyError` and `RunTakenOverError`, which storage raises; `memory`
+All are `AgentError`s. Five are defined in `memory.exceptions` and re-exported here: `AgentError`
+itself, and `ThreadOwnerError`, `PolicyError`, `RunTakenOverError` and `GrantNotAllowedError`, which
+storage raises; `memory`
 cannot import `bot`, so the root of the hierarchy lives in the lower layer and this module is still the
 one place that lists them all.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.exceptions import AgentError, PolicyError, RunTakenOverError, ThreadOwnerError
+from memory.exceptions import AgentError, GrantNotAllowedError, PolicyError, RunTakenOverError, ThreadOwnerError
 from memory.states import DecisionKind, ToolCallState, waits_instead
 
 _RUNTIME_DOORS = {
@@ -74,17 +75,6 @@ class ApprovalNotCountedError(AgentError, PermissionError):
         self.needed = needed
         self.why = why
         super().__init__(f"{tool_name} needs {needed} approvals from different people: {why}")
-
-
-class GrantNotAllowedError(AgentError, PermissionError):
-    """An approval that asked for a standing grant the tool's policy does not allow (no `grant_seconds`,
-    several approvals required, a longer grant than the policy's, no approver named, a sub-agent's call,
-    a run without a thread). Nothing changed; the call still waits."""
-
-    def __init__(self, tool_name: str, why: str):
-        self.tool_name = tool_name
-        self.why = why
-        super().__init__(f"no standing grant for {tool_name}: {why}")
 
 
 class NoSuspendedRunError(AgentError):

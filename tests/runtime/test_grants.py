@@ -5,10 +5,15 @@ change, audited `grant_revoked` by `system` once, saying what changed."""
 
 from __future__ import annotations
 
-import pytest
+import asyncio
 
-from bot.agent import Approve, GrantRequest
+import pytest
+from sqlalchemy import select, text, update
+
+from bot.agent import Approve, GrantNotAllowedError, GrantRequest
 from memory import Memory, PolicyChange
+from memory._grants import end_grants_of_tool
+from memory.tables import PolicyRow
 from tests.runtime.helpers import collect, decide, finish_reason, make_agent, one, record_tool
 from tests.support.scripted_model import call, reply, tool_calls
 
@@ -78,3 +83,55 @@ async def test_a_change_of_what_only_waiting_calls_see_keeps_the_grant(model, st
     assert await next_call(agent, model) == "stop" and len(tool.calls.inputs) == 2
     actions = [e.action for e in await storage.audit_log.entries()]
     assert "grant_used" in actions and "grant_revoked" not in actions
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_a_grant_whose_policy_changes_while_it_is_decided_is_refused(model, storage, database_url):
+    """The decision reads the policy, then a policy change commits before the grant is stored: the grant
+    would stand under a policy it was never checked against. (PostgreSQL, where the wait on the policy
+    row's lock can be seen; on SQLite the same check runs under the write lock.)"""
+    tool = record_tool("delete-record", require_approval=True)
+    agent = make_agent([tool], memory=Memory(storage))
+    await storage.policies.set("delete-record", PolicyChange(grant_seconds=3600))
+    model.chat.push(tool_calls(call("delete-record", {"id": "1"}, id="c1")), reply("已删除 1。"))
+    approval = one(
+        await collect(await agent.stream("删除 1", thread_id=THREAD, resource_id=REQUESTER)), "tool-call-approval"
+    )
+
+    # another replica's policy change, held open halfway through what PolicyStore.set does
+    async with storage.session() as session:
+        row = PolicyRow.tool_name == "delete-record"
+        await session.execute(select(PolicyRow).where(row).with_for_update())
+        await session.execute(update(PolicyRow).where(row).values(grant_seconds=7200, version=PolicyRow.version + 1))
+        await end_grants_of_tool(
+            session, "delete-record", now=storage.clock.now(), reason="grant time", via="home", policy_version=2
+        )
+        deciding = asyncio.create_task(
+            decide(agent.decide(approval.run_id, "c1", Approve(grant=GrantRequest()), decided_by="U2"))
+        )
+        await waiting_on_a_lock(storage, deciding)
+
+    with pytest.raises(GrantNotAllowedError, match=r"policy changed while you decided \(version 1 -> 2\)"):
+        await deciding
+    assert await storage.grants.live() == [] and tool.calls.inputs == []
+    assert (await agent.list_suspended_runs(thread_id=THREAD)).total == 1  # it still waits, nothing decided
+    assert "approved" not in [e.action for e in await storage.audit_log.entries()]
+
+    # looked at again, under the policy in force now, the same click gives a grant of that version
+    done = await decide(agent.decide(approval.run_id, "c1", Approve(grant=GrantRequest()), decided_by="U2"))
+    assert finish_reason(done) == "stop"
+    (grant,) = await storage.grants.live()
+    assert (grant.policy_version, (grant.expires_at - grant.granted_at).total_seconds()) == (2, 7200)
+
+
+async def waiting_on_a_lock(storage, task: asyncio.Task) -> None:
+    """Until a session of this database waits for a row lock (or `task` ended without waiting)."""
+    probe = text(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+    )
+    for _ in range(500):
+        async with storage.read() as connection:
+            if (await connection.execute(probe)).scalar() or task.done():
+                return
+        await asyncio.sleep(0.02)
+    raise AssertionError("nothing waited for the policy row")
