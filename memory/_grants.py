@@ -202,16 +202,12 @@ async def end_grants_of_tool(
 
     One conditional UPDATE (`revoked_at IS NULL AND expires_at > now`) with RETURNING: a grant a person
     revokes at the same moment is ended once, by whichever UPDATE the database orders first."""
-    grants_table = GrantRow.__table__
-    ended = await session.execute(
-        update(grants_table)
-        .where(
-            grants_table.c.tool_name == tool_name,
-            grants_table.c.revoked_at.is_(None),
-            grants_table.c.expires_at > now,
-        )
+    ended = await session.scalars(
+        update(GrantRow)
+        .where(GrantRow.tool_name == tool_name, GrantRow.revoked_at.is_(None), GrantRow.expires_at > now)
         .values(revoked_at=now, revoked_by=None)
-        .returning(*grants_table.c)
+        .returning(GrantRow)
+        .execution_options(synchronize_session=False)
     )
     grants = sorted((grant_of(row) for row in ended), key=lambda grant: (grant.granted_at, grant.id))
     for grant in grants:
