@@ -122,6 +122,9 @@ async def test_grant_time_zero_then_back_ends_the_grant_for_good(bot, model):
     assert await next_call_asks(bot, model, event, 4)
     assert await bot.storage.grants.live() == []
 
+    # a Revoke button left on a Home from before: the grant had ended, and is not ended twice
+    await home_click(bot, "U2", "grant_revoke", grant.id)
+    await bot.slack.wait_for("chat.postMessage", lambda c: "had already ended" in c.params["text"])
     (revoked,) = await revocations(bot)
     assert (revoked.actor, revoked.via, revoked.tool_call_id) == ("system", "home", grant.tool_call_id)
     assert grant.id in revoked.detail and "the tool's policy changed: grant time 3600 s -> 0" in revoked.detail
