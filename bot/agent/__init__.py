@@ -9,6 +9,7 @@ from memory.states import DecisionKind, RunStatus, ToolCallState, waits_instead
 
 from ._agent import Agent
 from ._fingerprint import fingerprint
+from ._grounding import yes_or_no
 from ._model import limit_model_requests
 from ._stream import AgentStream, wait_for_running_runs
 from .exceptions import (
@@ -110,6 +111,7 @@ __all__ = [
     "ToolPreview",
     "ToolResultPayload",
     "WaitingCallPayload",
+    "yes_or_no",
     "fingerprint",
     "limit_model_requests",
     "wait_for_running_runs",

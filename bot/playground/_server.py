@@ -30,7 +30,7 @@ from tools import Tool
 
 from .browser import add_browser_routes
 from .delivery import Delivery
-from .demo_model import add_demo_model_routes
+from .demo_model import add_demo_model_routes, suggestions
 from .migrations import SCHEMA as PLAYGROUND_SCHEMA
 from .store import WorkspaceStore
 
@@ -197,7 +197,12 @@ class Playground:
         if self.uses_demo_model:
             add_demo_model_routes(web_app, word_delay=self.word_delay)
         self._delivery = Delivery(self.workspace, events_url=f"{self.url}/slack/events", signing_secret=signing_secret)
-        info: dict[str, Any] = {"model": self.model_label, "demo_model": self.uses_demo_model, "agent": agent.name}
+        info: dict[str, Any] = {
+            "model": self.model_label,
+            "demo_model": self.uses_demo_model,
+            "agent": agent.name,
+            "suggestions": suggestions({name: tool.parameters() for name, tool in agent.tools.items()}),
+        }
         add_browser_routes(web_app, self.workspace, self._delivery, info)
         return web_app
 

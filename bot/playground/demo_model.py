@@ -1,20 +1,15 @@
 """The offline DEMO model: a small, rule-based, OpenAI-compatible `/v1/chat/completions`, so the
-playground needs no model key. It only knows the demo agent's tools, and only offers a tool the
-request lists:
+playground needs no model key. It only offers a tool the request lists:
 
-- "delete record 3" -> `delete-record` {"id": 3}
-- "refund $25 for order A-1001", "refund order A-1 $30", "订单 A-7 退款 30美元" -> `issue-refund` (an amount
-  and order made up when not given)
-- "weather" -> `get-weather` (with the city when one is named after "in", else the tool asks)
-- "list records" -> `list-records`
-- an MCP server's tool (`SERVER__VERB_NOUN`, e.g. `tickets__close_ticket`) when the message names its
-  words in order ("close ticket 2", "open a ticket: the printer is on fire", "list the tickets"): numbers
-  fill its integer arguments, the text after a colon (or in quotes) its required text argument
-- a structured-output request (`response_format`, the auto-resume extraction) -> the city-looking word
-  of the reply as the first text field asked for, an enum value the reply names, yes/no for a boolean,
-  every other field null
+- a tool named with its fields ("send-invoice customer=ACME amount=30"), the demo agent's tools in words,
+  an MCP server's or the agent's tool by the words of its name (`demo_tools`); a required field the
+  message does not give is asked for in a plain reply, never made up
+- a structured-output request (`response_format`, the auto-resume extraction) -> the fields the reply
+  gives as `field=value`, the city of the reply (in any script) as the first text field asked for, an
+  enum value the reply names, the one number of the reply for the one numeric field, yes/no (in every
+  language the bot knows) for a boolean, every other field null (`demo_reading`)
 - after a tool result -> one sentence saying what the tool did
-- anything else -> a friendly reply listing what it can do
+- anything else -> a friendly reply listing what it can do, with this agent's tools
 
 It streams (SSE, text and tool calls) or answers in one piece, as the client asks.
 """
@@ -25,20 +20,20 @@ import asyncio
 import json
 import re
 import time
-import unicodedata
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
-MODEL_NAME = "playground-demo"
+from bot.agent import yes_or_no
 
-_COMMON_WORDS = """a an the in at for of on to from and or but i i'm im me my we you your it it's its is are was be
-this that there here what what's whats how about please thanks thank ok okay yes no yeah sure hi hello hey today
-now tomorrow weather city town like tell show give say know think want delete remove record records refund order
-list approve decline help can could would will do does did just also maybe"""
-_NOT_A_CITY = frozenset(_COMMON_WORDS.split())
+from .demo_reading import NotTyped, city_in_any_script, kinds_of, latin_city, pairs_in, typed
+from .demo_tools import ToolRequest, plain, requested_tool, wanted_tool
+
+__all__ = ["add_demo_model_routes", "answer", "city_in", "help_text", "structured_answer", "summarise", "wanted_tool"]
+
+MODEL_NAME = "playground-demo"
 
 
 @dataclass
@@ -165,223 +160,112 @@ def answer(body: dict[str, Any]) -> DemoReply:
 
 
 def reply_to(text: str, tools: set[str | None], schemas: dict[Any, Any] | None = None) -> DemoReply:
-    """The answer to a user's message: a tool call when a rule matches and the tool is offered, else help."""
-    wanted = wanted_tool(text) or wanted_mcp_tool(text, schemas or {})
-    if wanted is not None and wanted[0] in tools:
-        name, args = wanted
-        call_id = "call_" + uuid.uuid4().hex[:20]
-        return DemoReply(
-            tool_calls=[{"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]
-        )
-    return DemoReply(text=help_text(tools, schemas))
+    """The answer to a user's message: a tool call when the message asks for an offered tool and gives its
+    required fields; a question for those it does not give; else help."""
+    offered = {name: (schemas or {}).get(name) or {} for name in tools if isinstance(name, str)}
+    request = requested_tool(text, offered)
+    if request is None:
+        return DemoReply(text=help_text(tools, schemas))
+    if not request.complete:
+        return DemoReply(text=ask_for(request, offered[request.tool]))
+    call_id = "call_" + uuid.uuid4().hex[:20]
+    call = {"name": request.tool, "arguments": json.dumps(request.args, ensure_ascii=False)}
+    return DemoReply(tool_calls=[{"id": call_id, "type": "function", "function": call}])
 
 
-def wanted_tool(text: str) -> tuple[str, dict[str, Any]] | None:
-    """The demo tool a message asks for, with its arguments; None when no rule matches."""
-    words = _plain(text).lower()
-    delete = re.search(r"\b(?:delete|remove)\b\D*?(\d+)", words)
-    if delete:
-        return "delete-record", {"id": int(delete.group(1))}
-    if _REFUND_WORDS.search(words):
-        return "issue-refund", refund_args(_plain(text))
-    if re.search(r"\bweather\b", words):
-        city = city_after_preposition(_plain(text))
-        return "get-weather", {"city": city} if city else {}
-    if re.search(r"\b(?:list|show)\b.*\brecords?\b|^records?\b", words):
-        return "list-records", {}
-    return None
+def ask_for(request: ToolRequest, schema: dict[str, Any]) -> str:
+    """What the demo model says instead of making up what the message did not give."""
+    properties = schema.get("properties") or {}
+    lines = []
+    if request.missing:
+        named = [_described(f, properties.get(f) or {}) for f in request.missing]
+        listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+        lines.append(f"To run `{request.tool}` I still need {listed}; I do not make values up.")
+    for name, expected in request.unfit.items():
+        lines.append(f"`{name}` must be {expected}.")
+    given = [f"{k}={_shown(v)}" for k, v in request.args.items()]
+    example = " ".join([request.tool, *given, *(f"{f}=…" for f in [*request.missing, *request.unfit])])
+    lines.append(f"Say it in a message, e.g. “{example}”.")
+    return " ".join(lines)
 
 
-def wanted_mcp_tool(text: str, schemas: dict[Any, Any]) -> tuple[str, dict[str, Any]] | None:
-    """The offered MCP tool (`SERVER__VERB_NOUN`) whose words the message names in order, the earliest
-    verb first ("list open tickets" is `list_tickets`, not `open_ticket`); None when none fits."""
-    words = re.findall(r"\w+", _plain(text).lower())
-    best: tuple[int, str] | None = None
-    for name in schemas:
-        if not isinstance(name, str) or "__" not in name:
-            continue
-        at = _in_order(words, name.partition("__")[2].lower().split("_"))
-        if at is not None and (best is None or at < best[0]):
-            best = (at, name)
-    if best is None:
-        return None
-    return best[1], mcp_args(_plain(text), schemas[best[1]])
+def _described(name: str, prop: dict[str, Any]) -> str:
+    about = str(prop.get("description") or "").strip().rstrip(".")
+    return f"`{name}` ({about[:1].lower() + about[1:]})" if about else f"`{name}`"
 
 
-def _in_order(words: list[str], wanted: list[str]) -> int | None:
-    """Where the first of `wanted` is when all of them occur in `words` in order (a plural counts)."""
-    first, position = None, 0
-    for word in wanted:
-        forms = {word, word + "s", word + "es", *_SAME_VERB.get(word, ())}
-        while position < len(words) and words[position] not in forms:
-            position += 1
-        if position == len(words):
-            return None
-        first = position if first is None else first
-        position += 1
-    return first
-
-
-_SAME_VERB = {"list": ("show", "which", "what"), "get": ("show", "what"), "search": ("find",)}
-
-
-def mcp_args(text: str, schema: dict[str, Any]) -> dict[str, Any]:
-    """Arguments for an MCP tool from its input schema: numbers in the message for its integer and number
-    fields, in order; the text after a colon (or in quotes) for its first required text field."""
-    numbers = iter(re.findall(r"\d+(?:\.\d+)?", text))
-    quoted = re.search(r"[\"“«「](.+?)[\"”»」]", text)
-    after_colon = text.partition(":")[2].strip() if ":" in text else ""
-    free_text = (quoted.group(1) if quoted else after_colon) or None
-    required = set(schema.get("required") or [])
-    args: dict[str, Any] = {}
-    for field_name, prop in (schema.get("properties") or {}).items():
-        kind = (prop or {}).get("type")
-        if kind in ("integer", "number"):
-            number = next(numbers, None)
-            if number is not None:
-                args[field_name] = int(float(number)) if kind == "integer" else float(number)
-        elif kind == "string" and field_name in required and free_text:
-            args[field_name], free_text = free_text, None
-    return args
-
-
-_CURRENCY_BEFORE = r"(?:US\$|\$|€|£|¥|￥|₩|₹)"
-_CURRENCY_AFTER = (
-    r"(?:\$|€|£|¥|₩|usd|eur|gbp|dollars?|euros?|pounds?|bucks|dólares|dolares|dollari|"
-    r"美元|美金|元|块|ドル|円|달러|원|دولار|دولارات|יורו|דולר)"
-)
-_NUMBER = r"(\d+(?:[.,]\d{1,2})?)"
-_AMOUNT_BEFORE = re.compile(_CURRENCY_BEFORE + r"\s*" + _NUMBER, re.IGNORECASE)
-_AMOUNT_AFTER = re.compile(r"(?<![\w.,-])" + _NUMBER + r"\s*" + _CURRENCY_AFTER + r"(?![A-Za-z])", re.IGNORECASE)
-_ORDER_AFTER_WORD = re.compile(
-    r"(?:\border|订单|訂單|注文|주문|pedido|commande|bestellung|ordine|طلب|הזמנה)\s*(?:#|no\.?|number|番号|번호)?\s*"
-    r"([A-Za-z0-9][A-Za-z0-9_-]*)",
-    re.IGNORECASE,
-)
-_ORDER_CODE = re.compile(r"(?<![\w$€£¥])([A-Za-z]+-\d+|#\d+)\b")
-_REFUND_WORDS = re.compile(
-    r"\brefund|\breimburse|退款|退钱|退錢|返金|払い戻|환불|reembols|rembours|rückerstatt|erstatt|rimbors|"
-    r"استرداد|استرجاع|החזר",
-    re.IGNORECASE,
-)
-
-
-def refund_args(text: str) -> dict[str, Any]:
-    """`issue-refund` arguments: the amount and the order; made up when not given, so the approval shows
-    something to edit.
-
-    The order is found first (after "order" or its word in another language, or a code like A-1001) and
-    its span is set aside, so its digits are never read as the amount ("refund order A-1 $30" is $30).
-    An amount is a number with a currency sign before it ($30, €12,50), else one with a currency after it
-    (30$, 25 dollars, 30美元, 500円, 5000원); a sign before a number wins, so in "1 $30" the amount is 30."""
-    text = unicodedata.normalize("NFKC", text)  # full-width digits and signs: ３０ドル, ＄30
-    order_match = _ORDER_AFTER_WORD.search(text) or _ORDER_CODE.search(text)
-    rest = text
-    if order_match is not None:
-        start, end = order_match.span(1)
-        rest = text[:start] + " " * (end - start) + text[end:]
-    amount = _amount_in(rest)
-    args: dict[str, Any] = {
-        "order_id": order_match.group(1).lstrip("#") if order_match else "A-1001",
-        "amount": 10 if amount is None else (int(amount) if amount.is_integer() else amount),
-    }
-    reason = re.search(r"\b(?:because|reason:?)\s+(.+)$", text, re.IGNORECASE)
-    if reason:
-        args["reason"] = reason.group(1).strip().rstrip(".")
-    return args
-
-
-def _amount_in(text: str) -> float | None:
-    """The first amount with its currency sign before it, else the first with a currency after it."""
-    for pattern in (_AMOUNT_BEFORE, _AMOUNT_AFTER):
-        found = pattern.search(text)
-        if found:
-            return float(found.group(1).replace(",", "."))
-    return None
-
-
-def city_after_preposition(text: str) -> str | None:
-    """ "weather in Paris" -> "Paris"; "weather in new york?" -> "New York"."""
-    match = re.search(r"\b(?:in|at|for)\s+([A-Za-zÀ-ÿ][\w'’-]*(?:\s+[A-Za-zÀ-ÿ][\w'’-]*){0,2})", text, re.IGNORECASE)
-    if not match:
-        return None
-    words = []
-    for word in match.group(1).split():
-        if word.lower() in _NOT_A_CITY:
-            break
-        words.append(word)
-    return " ".join(w[:1].upper() + w[1:] for w in words) or None
+def _shown(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return f'"{text}"' if re.search(r"\s", text) else text
 
 
 def city_in(text: str) -> str | None:
-    """A city-looking word in a message that answers "Which city?": after "in"/"at"/"for", else a
-    capitalised word, else the whole message when it is one to three plain words. A message that asks
-    for something else (a tool rule matches) names no city."""
-    text = _plain(text)
+    """A city in a message that answers "Which city?", in any script: after "in"/"at"/"for", a capitalised
+    word, or a short message of plain words in Latin letters; else what a message in another script says
+    besides the words every language of the bot knows (我在台北, 서울이요, 東京にいます). A message that
+    asks for something else (a tool rule matches) names no city."""
+    text = plain(text)
     if wanted_tool(text) is not None and not re.search(r"\bweather\b", text, re.IGNORECASE):
         return None
-    after = city_after_preposition(text)
-    if after:
-        return after
-    words = re.findall(r"[A-Za-zÀ-ÿ][\w'’-]*", text)
-    capitalised = [w for w in words if w[0].isupper() and w.lower() not in _NOT_A_CITY]
-    if capitalised:
-        return " ".join(capitalised[:3])
-    plain = [w for w in words if w.lower() not in _NOT_A_CITY]
-    if plain and len(words) <= 3 and not re.search(r"\d", text):
-        return " ".join(w.capitalize() for w in plain)
-    return None
+    return latin_city(text) or city_in_any_script(text)
 
 
 def structured_answer(messages: list[Any], schema: Any) -> Any:
     """The answer to a `response_format` request. For the auto-resume extraction (a user message with a
     `Reply: ...` line, and a schema of nullable fields, or of one object of fields per waiting call):
-    the city of the reply in the first text field, every other field null."""
+    what the reply gives, every other field null (see the module's docstring)."""
     last_user = next((m for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "user"), None)
     found = re.search(r"^Reply: (.*)$", _text_of(last_user) if last_user else "", re.MULTILINE)
     if not found or not isinstance(schema, dict):
         return {}
-    city = city_in(found.group(1))
+    reply = found.group(1)
+    pairs = pairs_in(reply)
+    city = None if pairs else city_in(reply)
     properties = schema.get("properties") or {}
     nested = bool(properties) and all((p or {}).get("type") == "object" for p in properties.values())
     forms = properties if nested else {None: schema}
     answer: dict[str, Any] = {}
-    reply = found.group(1)
     for label, form in forms.items():
-        fields = {name: None for name in (form or {}).get("properties") or {}}
-        name = _first_string_field(form or {})
-        if city and name:
-            fields[name], city = city, None
-        for field_name, prop in ((form or {}).get("properties") or {}).items():
-            prop = prop or {}
-            if isinstance(prop.get("enum"), list):  # an enum value the reply names
-                named = [
-                    v for v in prop["enum"] if isinstance(v, str) and re.search(rf"\b{re.escape(v)}\b", reply, re.I)
-                ]
-                fields[field_name] = named[0] if len(named) == 1 else None
-            elif prop.get("type") == "boolean" or "boolean" in (prop.get("type") or []):
-                fields[field_name] = _yes_or_no(reply)
+        fields = _fields_of_reply(reply, pairs, city, (form or {}).get("properties") or {})
+        if city and city in fields.values():
+            city = None  # one word of the reply answers one field
         if label is None:
             return fields
         answer[label] = fields
     return answer
 
 
-def _yes_or_no(reply: str) -> bool | None:
-    words = set(re.findall(r"\w+", reply.lower()))
-    no, yes = (
-        bool(words & {"no", "not", "don't", "nope", "cancel"}),
-        bool(words & {"yes", "yeah", "sure", "ok", "okay"}),
+def _fields_of_reply(reply: str, pairs: dict[str, str], city: str | None, properties: dict[str, Any]) -> dict:
+    fields: dict[str, Any] = {name: None for name in properties}
+    numeric = [n for n, p in properties.items() if kinds_of(p or {}) & {"integer", "number"}]
+    numbers = re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", reply)
+    text_field = next(
+        (n for n, p in properties.items() if "enum" not in (p or {}) and "string" in kinds_of(p or {})), None
     )
-    return None if no == yes else yes
-
-
-def _first_string_field(schema: dict[str, Any]) -> str | None:
-    for name, prop in (schema.get("properties") or {}).items():
-        kinds = (prop or {}).get("type")
-        if "enum" not in (prop or {}) and (kinds == "string" or (isinstance(kinds, list) and "string" in kinds)):
-            return name
-    return None
+    for name, prop in properties.items():
+        prop = prop or {}
+        if name in pairs:
+            try:
+                fields[name] = typed(pairs[name], prop)
+            except NotTyped:
+                pass
+        elif pairs:
+            continue  # a reply of `field=value` pairs gives those fields only
+        elif isinstance(prop.get("enum"), list) and {"yes", "no"} <= set(prop["enum"]):
+            # a boolean, as the auto-resume reading asks for one: the reply's yes or no, in its language
+            said = yes_or_no(reply)
+            unclear = "unclear" if "unclear" in prop["enum"] else None
+            fields[name] = unclear if said is None else "yes" if said else "no"
+        elif isinstance(prop.get("enum"), list):  # an enum value the reply names
+            named = [v for v in prop["enum"] if isinstance(v, str) and re.search(rf"\b{re.escape(v)}\b", reply, re.I)]
+            fields[name] = named[0] if len(named) == 1 else None
+        elif "boolean" in kinds_of(prop):
+            fields[name] = yes_or_no(reply)
+        elif name in numeric and len(numeric) == 1 and len(numbers) == 1:
+            fields[name] = typed(numbers[0], prop)
+        elif name == text_field and city:
+            fields[name] = city
+    return fields
 
 
 def unsummarised_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -450,26 +334,45 @@ def summarise(tool_name: str, content: str) -> str:
     return f"`{tool_name}` returned {json.dumps(result, ensure_ascii=False)}."
 
 
+_DEMO_EXAMPLES = {
+    "list-records": "“list records”",
+    "delete-record": "“delete record 3” (asks for approval first)",
+    "issue-refund": "“refund $25 for order A-1001” (asks for approval first)",
+    "get-weather": "“what's the weather?” (asks which city; answer in the thread)",
+}
+
+
 def help_text(tools: set[str | None], schemas: dict[Any, Any] | None = None) -> str:
     lines = ["Hi! I'm the playground's offline *demo model* (rule-based, no API key needed). Try:"]
-    examples = {
-        "list-records": "“list records”",
-        "delete-record": "“delete record 3” (asks for approval first)",
-        "issue-refund": "“refund $25 for order A-1001” (asks for approval first)",
-        "get-weather": "“what's the weather?” (asks which city; answer in the thread)",
-    }
-    lines += [f"- {example}" for name, example in examples.items() if name in tools]
-    for name in sorted(t for t in tools if isinstance(t, str) and "__" in t):  # an MCP server's tools
-        server, _, tool = name.partition("__")
+    lines += [f"- {example}" for name, example in _DEMO_EXAMPLES.items() if name in tools]
+    for name in sorted(t for t in tools if isinstance(t, str) and t not in _DEMO_EXAMPLES):
         schema = (schemas or {}).get(name) or {}
-        properties = schema.get("properties") or {}
-        needs_text = any((properties.get(f) or {}).get("type") == "string" for f in schema.get("required") or [])
-        needs_number = any((p or {}).get("type") in ("integer", "number") for p in properties.values())
-        example = tool.replace("_", " ") + (" 2" if needs_number else "") + (": …" if needs_text else "")
-        lines.append(f"- “{example}” (`{name}`, from the MCP server `{server}`)")
+        if "__" in name:  # an MCP server's tool, in words
+            server, _, tool = name.partition("__")
+            properties = schema.get("properties") or {}
+            needs_text = any("string" in kinds_of(properties.get(f) or {}) for f in schema.get("required") or [])
+            needs_number = any(kinds_of(p or {}) & {"integer", "number"} for p in properties.values())
+            example = tool.replace("_", " ") + (" 2" if needs_number else "") + (": …" if needs_text else "")
+            lines.append(f"- “{example}” (`{name}`, from the MCP server `{server}`)")
+        else:
+            lines.append(f"- “{tool_example(name, schema)}”")
     if len(lines) == 1:
-        lines.append("- nothing: this agent has no tools I know. Set OPENAI_API_KEY to use a real model.")
+        lines.append("- nothing: this agent has no tools. Set OPENAI_API_KEY to use a real model.")
     return "\n".join(lines)
+
+
+def tool_example(name: str, schema: dict[str, Any]) -> str:
+    """A message that calls the tool by name with its required fields to fill: `send-invoice customer=…
+    amount=…`."""
+    return " ".join([name, *(f"{f}=…" for f in schema.get("required") or [])])
+
+
+def suggestions(tools: dict[str, dict[str, Any]]) -> list[str]:
+    """What the page's chips offer to type for these tools (name -> JSON Schema of its arguments): the
+    demo agent's phrases for its tools, `tool-id field=…` for any other, four at most."""
+    offered = [_DEMO_EXAMPLES[n].split("”")[0].lstrip("“") for n in _DEMO_EXAMPLES if n in tools]
+    offered += [tool_example(n, s) for n, s in tools.items() if n not in _DEMO_EXAMPLES]
+    return offered[:4]
 
 
 def _text_of(message: dict[str, Any] | None) -> str:
@@ -479,10 +382,3 @@ def _text_of(message: dict[str, Any] | None) -> str:
     if isinstance(content, list):
         return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
     return str(content or "")
-
-
-def _plain(text: str) -> str:
-    """The message without Slack markup: mentions, `<@U> says:` prefixes, entities."""
-    text = re.sub(r"<@[A-Z0-9_]+>(?:\s+says:)?", " ", text)
-    text = text.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
-    return re.sub(r"\s+", " ", text).strip()

@@ -16,13 +16,6 @@ const ui = {
 
 const $ = (id) => document.getElementById(id);
 
-const SUGGESTIONS = [
-  "list records",
-  "delete record 2",
-  "refund $25 for order A-1001",
-  "what's the weather?",
-];
-
 // --- talking to the playground ---------------------------------------------------------------
 async function send(path, body) {
   const response = await fetch(path, {
@@ -166,7 +159,8 @@ function renderChannel(data) {
   $("channel-hint").textContent = channel.is_im
     ? "every message starts a conversation in its thread"
     : "mention @bot to start a conversation in a thread";
-  $("composer-text").placeholder = channel.is_im ? `Message ${botName()}` : "Message #general — e.g. @bot delete record 2";
+  const example = ui.data.info.suggestions[0];
+  $("composer-text").placeholder = channel.is_im || !example ? `Message ${botName()}` : `Message #general — e.g. @bot ${example}`;
   const all = messagesIn(channel.id);
   const top = all.filter((m) => !m.thread_ts || m.thread_ts === m.ts);
   if (!top.length) {
@@ -199,7 +193,8 @@ function renderSuggestions(channel) {
   const box = $("suggestions");
   box.innerHTML = "<span>Try:</span>";
   const offered = (ui.data.suggested_prompts || {})[channel.id];  // the bot's suggested prompts in its DM
-  const prompts = offered ? offered.prompts : SUGGESTIONS.map((text) => ({ title: text, message: text }));
+  // elsewhere, what to type for this agent's own tools (the playground names them)
+  const prompts = offered ? offered.prompts : ui.data.info.suggestions.map((text) => ({ title: text, message: text }));
   for (const prompt of prompts) {
     const text = prompt.message;
     const chip = document.createElement("button");
