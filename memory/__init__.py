@@ -22,10 +22,18 @@ from ._policies import (
     expiry_seconds,
     grant_seconds_of,
 )
+from ._reconnect import retried_while_away
 from ._runs import Audit, RunStore
 from ._storage import Storage
 from .clock import Clock, SystemClock
-from .exceptions import AgentError, PolicyError, RunTakenOverError, ThreadOwnerError
+from .exceptions import (
+    AgentError,
+    CommitOutcomeUnknownError,
+    DatabaseAwayError,
+    PolicyError,
+    RunTakenOverError,
+    ThreadOwnerError,
+)
 from .protocols import GrantReader, PolicyReader, RunStorage
 from .records import StoredRun, StoredToolCall
 from .states import RunStatus, ToolCallState
@@ -42,6 +50,8 @@ __all__ = [
     "AuditLog",
     "AuditVia",
     "Clock",
+    "CommitOutcomeUnknownError",
+    "DatabaseAwayError",
     "Grant",
     "GrantReader",
     "GrantStore",
@@ -70,4 +80,5 @@ __all__ = [
     "grant_seconds_of",
     "new_grant_values",
     "pair_tool_results",
+    "retried_while_away",
 ]

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
+from ._reconnect import retried_while_away
 from .tables import AuditRow, utcnow
 
 if TYPE_CHECKING:
@@ -87,6 +88,7 @@ class AuditEntry:
     """What changed, as it is now."""
 
 
+@retried_while_away
 class AuditLog:
     """Writes and reads the audit trail (the `audit` table)."""
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, select
 
+from ._reconnect import retried_while_away
 from ._runs import message_of
 from ._storage import Storage
 from .tables import MessageRow
@@ -21,6 +22,7 @@ _MESSAGE_COLUMNS = (MessageRow.role, MessageRow.content, MessageRow.tool_calls, 
 """What `message_of` reads of a stored message: loaded as plain rows, not mapped objects."""
 
 
+@retried_while_away
 class Memory:
     """Conversation history per thread, owned by a resource.
 

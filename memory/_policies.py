@@ -19,6 +19,7 @@ from sqlalchemy import bindparam, select, update
 
 from . import limits
 from ._grants import end_grants_of_tool
+from ._reconnect import retried_while_away
 from .exceptions import PolicyError
 from .tables import AuditRow, PolicyRow, utcnow
 
@@ -261,6 +262,7 @@ class PolicyChange:
         return values
 
 
+@retried_while_away
 class PolicyStore:
     """Reads and changes tool policies. Every change is one transaction that bumps the version."""
 

@@ -23,8 +23,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._audit import SYSTEM
 from ._grants import check_grant_policy
+from ._reconnect import retried_while_away
 from .defaults import SUSPENDED_RUNS_COUNTED_AHEAD
-from .exceptions import RunTakenOverError, ThreadOwnerError
+from .exceptions import CommitOutcomeUnknownError, RunTakenOverError, ThreadOwnerError
 from .records import StoredRun, StoredToolCall, values_of
 from .states import (
     CALL_STARTS_IN,
@@ -48,6 +49,7 @@ RUNS, MESSAGES, CALLS, AUDIT = RunRow.__table__, MessageRow.__table__, ToolCallR
 POLICIES = PolicyRow.__table__
 
 
+@retried_while_away
 class RunStore:
     def __init__(self, storage: Database):
         self._storage = storage
@@ -115,11 +117,21 @@ class RunStore:
         statement, fence = _move_run(frozenset(sources)), {"b_run": run.id}
         if from_step is not None:
             statement, fence["b_step"] = statement.where(_AT_STEP), from_step
-        async with self._storage.transaction() as connection:
-            result = await connection.execute(statement, {**fence, **values})
-            won = result.rowcount == 1
-            if won:
-                await _add_messages(connection, run, messages)
+        try:
+            async with self._storage.transaction() as connection:
+                result = await connection.execute(statement, {**fence, **values})
+                won = result.rowcount == 1
+                if won:
+                    await _add_messages(connection, run, messages)
+        except CommitOutcomeUnknownError:
+            # read back what was written: this move's own time stamp tells whether its commit went through
+            stored = await self.get_run(run.id)
+            won = stored is not None and stored.status == values["status"] and _same_time(stored.updated_at, now)
+            if not won and stored is not None and stored.status in sources and stored.status != values["status"]:
+                # not stored, and the run is where it was: the move is conditional, so trying it again is safe
+                return await self.move_run(
+                    run, to, only_from=only_from, from_step=from_step, messages=messages, **fields
+                )
         if won:
             for key, value in values.items():
                 setattr(run, key, value)
@@ -758,6 +770,15 @@ class Audit:
             "after": self.after,
             "at": utcnow(),
         }
+
+
+def _same_time(stored: datetime | None, written: datetime) -> bool:
+    """Whether a time stamp read back is the one written (databases differ in how they give the zone back)."""
+    if stored is None:
+        return False
+    if (stored.tzinfo is None) != (written.tzinfo is None):
+        stored, written = stored.replace(tzinfo=None), written.replace(tzinfo=None)
+    return abs((stored - written).total_seconds()) < 1e-3
 
 
 async def _add_messages(connection: AsyncConnection, run: StoredRun, messages: Iterable[dict[str, Any]]) -> None:

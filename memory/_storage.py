@@ -25,9 +25,11 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from ._reconnect import away_error, connected, database_away
 from .clock import SYSTEM_CLOCK, Clock
 from .defaults import DEFAULT_DATABASE_URL
 from .dialects import Dialect
+from .exceptions import DatabaseAwayError
 from .migrations import SCHEMA as RUNTIME
 from .schema import Schema
 
@@ -50,12 +52,16 @@ class Storage:
         pool_size: int | None = None,
         max_overflow: int | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        reconnect_for: float = 10.0,
     ):
         """`pool_size` and `max_overflow` bound the connections this process opens to the database
         (SQLAlchemy's defaults, 5 and 10, when not given); a caller beyond them waits for a free one.
-        `clock` is what the runtime and the adapters read "now" from (see `memory.clock`)."""
+        `clock` is what the runtime and the adapters read "now" from (see `memory.clock`).
+        `reconnect_for`: seconds a database that went away (a restart) is waited for, connecting again
+        with backoff, before the work that needs it fails with `DatabaseAwayError` (`memory._reconnect`)."""
         self.url = url
         self.clock = clock
+        self.reconnect_for = reconnect_for
         parsed = make_url(url)
         self.dialect = Dialect(parsed.get_backend_name())
         """What differs between SQLite and PostgreSQL (`memory.dialects`)."""
@@ -128,12 +134,14 @@ class Storage:
         """A session inside one transaction, committed on success."""
         if not self._migrated:
             await self.migrate()
-        session = self.sessionmaker()
+        session = await self._opened(self.sessionmaker)
         committing = False
         try:
-            await session.begin()
             yield session
             committing = True
+        except Exception as exc:
+            _raise_if_away(exc)
+            raise
         finally:
             await _ended_quietly(session, commit=committing)
 
@@ -143,12 +151,15 @@ class Storage:
         success: the runtime's hot path, where every state transition is one of these."""
         if not self._migrated:
             await self.migrate()
-        connection = await self.engine.connect()
+        connection = await connected(self.engine.connect, reconnect_for=self.reconnect_for)
         committing = False
         try:
             await connection.begin()
             yield connection
             committing = True
+        except Exception as exc:
+            _raise_if_away(exc)
+            raise
         finally:
             await _ended_quietly(connection, commit=committing)
 
@@ -157,9 +168,12 @@ class Storage:
         """A plain connection for reads alone, outside any write transaction (see `read_session`)."""
         if not self._migrated:
             await self.migrate()
-        connection = await self._read_engine.connect()
+        connection = await connected(self._read_engine.connect, reconnect_for=self.reconnect_for)
         try:
             yield connection
+        except Exception as exc:
+            _raise_if_away(exc)
+            raise
         finally:
             await _ended_quietly(connection, commit=False)
 
@@ -172,11 +186,28 @@ class Storage:
         """
         if not self._migrated:
             await self.migrate()
-        session = self._reader()
+        session = await self._opened(self._reader)
         try:
             yield session
+        except Exception as exc:
+            _raise_if_away(exc)
+            raise
         finally:
             await _ended_quietly(session, commit=False)
+
+    async def _opened(self, sessions: async_sessionmaker[AsyncSession]) -> AsyncSession:
+        """A new session with its connection (and transaction) begun, connecting again while the database is away."""
+
+        async def attempt() -> AsyncSession:
+            session = sessions()
+            try:
+                await session.connection()
+            except BaseException:
+                await _ended_quietly(session, commit=False)
+                raise
+            return session
+
+        return await connected(attempt, reconnect_for=self.reconnect_for)
 
     async def notify(self, channel: str, payload: str = "") -> None:
         """Tell the processes that `listen` on `channel` (PostgreSQL `NOTIFY`); nothing on SQLite, whose
@@ -239,8 +270,16 @@ async def _ended_quietly(held: AsyncSession | AsyncConnection, *, commit: bool) 
         try:
             if commit:
                 await held.commit()
+        except Exception as exc:
+            if database_away(exc):
+                raise away_error(exc, committing=True) from exc
+            raise
         finally:
-            await held.close()
+            try:
+                await held.close()
+            except Exception as exc:
+                if not database_away(exc):  # closing a connection the server dropped: nothing is lost
+                    raise
 
     ending = asyncio.ensure_future(end())
     cancelled = False
@@ -255,6 +294,13 @@ async def _ended_quietly(held: AsyncSession | AsyncConnection, *, commit: bool) 
     if cancelled or ending.cancelled():
         raise asyncio.CancelledError
     ending.result()
+
+
+def _raise_if_away(exc: Exception) -> None:
+    """Raise `exc` as the runtime's `DatabaseAwayError` when it says the database went away before the
+    commit (nothing was stored: the work may be done again); return for any other error."""
+    if database_away(exc) and not isinstance(exc, DatabaseAwayError):
+        raise away_error(exc, committing=False) from exc
 
 
 @dataclass

@@ -38,4 +38,23 @@ class GrantNotAllowedError(AgentError, PermissionError):
         super().__init__(f"no standing grant for {tool_name}: {why}")
 
 
-__all__ = ["AgentError", "GrantNotAllowedError", "PolicyError", "RunTakenOverError", "ThreadOwnerError"]
+class DatabaseAwayError(AgentError):
+    """The database could not be reached for a moment (a restart, a failover, a connection dropped), and
+    stayed away longer than `Storage.reconnect_for`: nothing of the failed transaction was stored. Not a
+    failure of the work itself; what it was doing can be done again once the database is back."""
+
+
+class CommitOutcomeUnknownError(DatabaseAwayError):
+    """The connection dropped while a transaction was being committed: it may or may not be stored. Only
+    the one who wrote it can tell, by reading what it wrote (a run's work is then left to recovery)."""
+
+
+__all__ = [
+    "AgentError",
+    "CommitOutcomeUnknownError",
+    "DatabaseAwayError",
+    "GrantNotAllowedError",
+    "PolicyError",
+    "RunTakenOverError",
+    "ThreadOwnerError",
+]

@@ -14,6 +14,7 @@ import pytest
 from bot.slack_emulator import SlackEmulator
 from tests.support.clock import MovableClock
 from tests.support.databases import PostgresPool, SqliteTemplate, postgres_url
+from tests.support.pg_cluster import postgres_cluster  # noqa: F401 - a fixture: a PostgreSQL of the test's own
 from tests.support.scripted_model import ScriptedModel
 from tests.support.slack import slack_workspace
 

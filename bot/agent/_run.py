@@ -62,7 +62,7 @@ from tools import (
 from ._fingerprint import fingerprint
 from ._model import ModelError, stream_step
 from ._stream import AgentStream
-from .exceptions import AgentError, RunTakenOverError, SubAgentNotFoundError
+from .exceptions import AgentError, DatabaseAwayError, RunTakenOverError, SubAgentNotFoundError
 from .types import AgentOutput, Chunk, Decision, ToolCallCheck, WaitingCallPayload
 
 if TYPE_CHECKING:
@@ -80,6 +80,10 @@ INTERRUPTED = (
 TAKEN_OVER = (
     "This process stalled for longer than the run's lease, and another process took the run over meanwhile: "
     "the answer comes from there, and nothing of what this one was doing was stored."
+)
+LEFT_TO_RECOVERY = (
+    "The database could not be reached for a moment, so this run stopped where it was; it is picked up again "
+    "there (by this process or another) once its lease runs out. Nothing failed, and nothing needs to be sent again."
 )
 
 
@@ -220,6 +224,13 @@ class RunDriver:
             log.warning("%s", exc)
             self._holds_run = False
             yield Chunk.error(self.run.id, TAKEN_OVER)
+            yield Chunk.finish(self.run.id, "error", self.usage)
+        except DatabaseAwayError as exc:
+            # not a failure of the run: storing one would fail too, and telling the reader so would be false.
+            # The run's lease goes stale and recovery (any replica's) goes on from what was stored.
+            log.warning("run %s: the database went away (%s); left to recovery", self.run.id, exc)
+            self._holds_run = False
+            yield Chunk.error(self.run.id, LEFT_TO_RECOVERY, interrupted=True)
             yield Chunk.finish(self.run.id, "error", self.usage)
         except ModelError as exc:
             log.warning("run %s: %s", self.run.id, exc)

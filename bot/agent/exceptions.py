@@ -1,8 +1,8 @@
 """Every error the agent runtime raises on purpose, each saying what to do about it.
 
-All are `AgentError`s. Five are defined in `memory.exceptions` and re-exported here: `AgentError`
-itself, and `ThreadOwnerError`, `PolicyError`, `RunTakenOverError` and `GrantNotAllowedError`, which
-storage raises; `memory`
+All are `AgentError`s. Seven are defined in `memory.exceptions` and re-exported here: `AgentError`
+itself, and `ThreadOwnerError`, `PolicyError`, `RunTakenOverError`, `GrantNotAllowedError`,
+`DatabaseAwayError` and `CommitOutcomeUnknownError`, which storage raises; `memory`
 cannot import `bot`, so the root of the hierarchy lives in the lower layer and this module is still the
 one place that lists them all.
 """
@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.exceptions import AgentError, GrantNotAllowedError, PolicyError, RunTakenOverError, ThreadOwnerError
+from memory.exceptions import (
+    AgentError,
+    CommitOutcomeUnknownError,
+    DatabaseAwayError,
+    GrantNotAllowedError,
+    PolicyError,
+    RunTakenOverError,
+    ThreadOwnerError,
+)
 from memory.states import DecisionKind, ToolCallState, waits_instead
 
 _RUNTIME_DOORS = {
@@ -153,6 +161,8 @@ __all__ = [
     "AgentError",
     "QuestionHeldElsewhereError",
     "ApprovalNotCountedError",
+    "CommitOutcomeUnknownError",
+    "DatabaseAwayError",
     "GrantNotAllowedError",
     "AmbiguousSuspendedRunsError",
     "ModelError",

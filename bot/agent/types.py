@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, ClassVar, Literal, NotRequired, TypedDict
+from typing import Any, ClassVar, Literal, NotRequired, Required, TypedDict
 
 from memory.states import DecisionKind, RunStatus, ToolCallState, outcome_of, waiting_state_for
 
@@ -75,8 +75,11 @@ class FinishPayload(TypedDict):
     usage: dict[str, int]
 
 
-class ErrorPayload(TypedDict):
-    message: str
+class ErrorPayload(TypedDict, total=False):
+    message: Required[str]
+    interrupted: bool
+    """True when the run did not fail: it stopped here (the database went away for longer than the storage
+    waits) and is left to recovery, which goes on with it where it stopped; nothing needs to be sent again."""
 
 
 ChunkPayload = (
@@ -137,8 +140,9 @@ class Chunk:
         return cls(type="finish", run_id=run_id, payload=FinishPayload(finish_reason=finish_reason, usage=usage or {}))
 
     @classmethod
-    def error(cls, run_id: str, message: str) -> Chunk:
-        return cls(type="error", run_id=run_id, payload=ErrorPayload(message=message))
+    def error(cls, run_id: str, message: str, *, interrupted: bool = False) -> Chunk:
+        payload = ErrorPayload(message=message, interrupted=True) if interrupted else ErrorPayload(message=message)
+        return cls(type="error", run_id=run_id, payload=payload)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,7 +14,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.agent import AgentError, AgentStream
+from bot.agent import AgentError, AgentStream, DatabaseAwayError
 
 from .feedback_builder import build_feedback_block
 from .replies import Step, ThinkingStatus, ThreadReply, args_line
@@ -111,6 +111,10 @@ async def run_turn(
         )
         context = {"run_id": stream.run_id, "thread_id": thread.thread_id, "outcome": finish}
         services.logger.info("turn %s", finish or "ended", extra=context)
+    except DatabaseAwayError as exc:
+        # longer than the storage waits for it: what was stored (the run) is picked up by recovery, and a
+        # notice that the turn failed would be false
+        services.logger.warning("the database went away during a turn in %s: %s", thread.thread_id, exc)
     except Exception as exc:  # the thread must hear about it; the log gets the details
         services.logger.exception("the agent failed in %s", thread.thread_id)
         await _say_failed(client, thread, exc, status)
@@ -178,6 +182,9 @@ async def relay(
                 )
             elif chunk.type == "tool-call":
                 await status.show(f"is running {chunk.payload.get('tool_name', 'a tool')}…")
+            elif chunk.type == "error" and chunk.payload.get("interrupted"):
+                # the run did not fail (the database went away): recovery answers in this thread later
+                services.logger.warning("run %s left to recovery: %s", stream.run_id, chunk.payload.get("message"))
             elif chunk.type == "error":
                 await reply.append(f"\n\n:warning: {chunk.payload.get('message', 'Something went wrong.')}")
             elif chunk.type == "finish":

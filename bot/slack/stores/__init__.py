@@ -19,7 +19,7 @@ from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memory import Storage
+from memory import Storage, retried_while_away
 
 from ..migrations import SCHEMA
 from ..threads import thread_of_message
@@ -38,6 +38,7 @@ async def prepare_slack_tables(storage: Storage) -> None:
 
 
 @dataclass(frozen=True, kw_only=True)
+@retried_while_away
 class SlackStores:
     """The adapter's stores, one per table, on one storage."""
 

@@ -13,6 +13,7 @@ from typing import Literal
 
 from sqlalchemy import select, update
 
+from memory import retried_while_away
 from memory.tables import utcnow
 
 from ..tables import AnswerFeedbackRow
@@ -34,6 +35,7 @@ class ToolFeedback:
     down: int = 0
 
 
+@retried_while_away
 class AnswerFeedback(TableStore):
     """People's ratings of the agent's answers."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memory import Storage
+from memory import Storage, retried_while_away
 from memory.tables import utcnow
 
 from ..tables import SlackConversationRow
@@ -13,6 +13,7 @@ from ..threads import SlackThread
 from ._table_store import TableStore
 
 
+@retried_while_away
 class Conversations(TableStore):
     """The threads the bot takes part in."""
 

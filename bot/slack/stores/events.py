@@ -18,7 +18,7 @@ from sqlalchemy import bindparam, delete, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.orm import aliased
 
-from memory import Storage
+from memory import Storage, retried_while_away
 from memory.tables import utcnow
 
 from ..tables import SlackConversationRow, SlackEventRow, SlackThreadTurnRow
@@ -91,6 +91,7 @@ class ClaimWriter:
                     claimed.set_result(won)
 
 
+@retried_while_away
 class EventLog(TableStore):
     """The events the bot handled, and the messages among them that wait for (or take) their turn."""
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from sqlalchemy import select, update
 
+from memory import retried_while_away
 from memory.tables import utcnow
 
 from ..tables import HomeViewRow
 from ._table_store import TableStore
 
 
+@retried_while_away
 class HomeViews(TableStore):
     """The App Homes the bot keeps up to date."""
 

@@ -13,13 +13,14 @@ from datetime import timedelta
 from sqlalchemy import bindparam, delete, exists, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memory import Storage
+from memory import Storage, retried_while_away
 from memory.tables import utcnow
 
 from ..tables import SlackEventRow, SlackThreadTurnRow
 from ._table_store import TableStore
 
 
+@retried_while_away
 class ThreadTurns(TableStore):
     """Who holds the turn of each thread the bot is answering."""
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, or_, select, tuple_, update
 
+from memory import retried_while_away
 from memory.tables import utcnow
 
 from ..tables import ToolCallMessageCopyRow, ToolCallMessageRow
@@ -21,6 +22,7 @@ from ..threads import SlackThread
 from ._table_store import TableStore
 
 
+@retried_while_away
 class WaitingCallMessages(TableStore):
     """The approval and question messages of waiting calls, and the copies of each."""
 
