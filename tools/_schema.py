@@ -6,12 +6,16 @@ Everything else in the project talks to `Schema`, so it never needs to know whic
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
 import pydantic
+from jsonschema.validators import extend
 
+from . import _patterns
 from ._json_values import NOT_FINITE, non_finite_path
 
 
@@ -36,8 +40,19 @@ class SchemaValidationError(ValueError):
         super().__init__("; ".join(str(e) for e in errors))
 
 
+class InvalidSchemaError(ValueError):
+    """A JSON Schema dict is not a valid Draft 2020-12 schema, or has a pattern RE2 cannot run
+    (see `check_schema`); `problem` says what and where, in one line."""
+
+    def __init__(self, problem: str):
+        self.problem = problem
+        super().__init__(f"not a valid JSON Schema: {problem}")
+
+
 class Schema:
-    """A schema given as a pydantic model class or as a JSON Schema dict (Draft 2020-12)."""
+    """A schema given as a pydantic model class or as a JSON Schema dict (Draft 2020-12).
+
+    A dict is checked when the `Schema` is made (`InvalidSchemaError`), and its patterns run on RE2."""
 
     def __init__(self, source: type[pydantic.BaseModel] | dict[str, Any]):
         self.model: type[pydantic.BaseModel] | None = None
@@ -88,14 +103,52 @@ def _pointer(parts: Any) -> str:
     return "/" + "/".join(str(p) for p in parts)
 
 
-_VALIDATORS: dict[str, jsonschema.Draft202012Validator] = {}
-"""Checked schemas, by their JSON: a tool built again (an agent per request, after a restart) is not checked again."""
+_Validator = extend(jsonschema.Draft202012Validator, _patterns.KEYWORDS)
+"""Draft 2020-12 with every regular expression on RE2 (tools/_patterns.py): no pattern can stall the loop."""
+
+_META_FORMATS = jsonschema.FormatChecker(
+    [name for name in jsonschema.Draft202012Validator.FORMAT_CHECKER.checkers if name != "regex"]
+)
+_META_FORMATS.checks("regex", raises=_patterns.PatternError)(_patterns.is_regex)
+_META = _Validator(jsonschema.Draft202012Validator.META_SCHEMA, format_checker=_META_FORMATS)
+"""The meta-schema check: the meta-schema asks `format: regex` of every pattern, here "RE2 compiles it"."""
 
 
-def _validator_for(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
+def check_schema(schema: Any) -> None:
+    """Raise `InvalidSchemaError` unless `schema` is a JSON Schema dict the bot can check values against:
+    valid under Draft 2020-12's meta-schema, with every `pattern` and `patternProperties` key a regular
+    expression RE2 compiles (no backreferences or lookaround)."""
+    if not isinstance(schema, dict):
+        raise InvalidSchemaError(f"a schema is a JSON object, not {type(schema).__name__}")
+    error = jsonschema.exceptions.best_match(_META.iter_errors(schema))
+    if error is None:
+        return
+    message = error.message
+    if error.validator == "format" and error.validator_value == "regex":
+        message = f"{error.instance!r} is not a regular expression RE2 runs ({error.cause})"
+    raise InvalidSchemaError(f"{_pointer(error.absolute_path)}: {message}")
+
+
+def schema_errors(schema: dict[str, Any], value: Any) -> Iterator[jsonschema.ValidationError]:
+    """jsonschema's own errors of `value` against `schema` (for a front end that words them itself);
+    raises `InvalidSchemaError`."""
+    return _validator_for(schema).iter_errors(value)
+
+
+_VALIDATORS: OrderedDict[str, Any] = OrderedDict()
+"""Checked schemas, by their JSON: a tool built again (an agent per request, after a restart) is not checked
+again. The most recently used few: a server may send a new schema with every question."""
+_KEPT = 512
+
+
+def _validator_for(schema: dict[str, Any]) -> Any:
     key = json.dumps(schema, sort_keys=True, default=str)
     validator = _VALIDATORS.get(key)
-    if validator is None:
-        jsonschema.Draft202012Validator.check_schema(schema)
-        validator = _VALIDATORS[key] = jsonschema.Draft202012Validator(schema)
+    if validator is not None:
+        _VALIDATORS.move_to_end(key)
+        return validator
+    check_schema(schema)
+    validator = _VALIDATORS[key] = _Validator(schema)
+    if len(_VALIDATORS) > _KEPT:
+        _VALIDATORS.popitem(last=False)
     return validator

@@ -24,12 +24,13 @@ from slack_sdk.models.blocks import (
     StaticSelectElement,
 )
 
-from tools import JsonValueError, read_json
+from tools import InvalidSchemaError, JsonValueError, read_json, schema_errors
 
 FIELD_PREFIX = "field:"
 WHOLE = "__json__"
 """The field name used when the whole value is edited as JSON."""
 VALUE_ACTION = "value"
+SCHEMA_NOT_VALID = "No answer can be accepted: this question's form is broken (its schema is not valid)."
 _MAX_FIELDS = 90  # a modal holds at most 100 blocks
 _MAX_OPTIONS = 100
 _TEXT_LIMIT = 3000  # plain_text_input's maximum length
@@ -249,6 +250,13 @@ def errors_by_block(schema: dict[str, Any], problems: list[tuple[str, str]]) -> 
     return errors
 
 
+def _first_input(schema: Any) -> str:
+    try:
+        return fields_of(schema)[0].name
+    except Exception:  # noqa: BLE001 - a schema this broken was shown as one JSON input
+        return WHOLE
+
+
 def _missing_property(message: str, names: set[str]) -> str | None:
     for name in names:
         if f"'{name}'" in message:
@@ -257,9 +265,14 @@ def _missing_property(message: str, names: set[str]) -> str | None:
 
 
 def form_errors(schema: dict[str, Any], data: Any) -> dict[str, str]:
-    """Why `data` does not fit `schema`, one message per input of the form (by block id); empty when it fits."""
+    """Why `data` does not fit `schema`, one message per input of the form (by block id); empty when it fits.
+    A schema that is not valid fits nothing: the first input says so."""
+    try:
+        errors = list(schema_errors(schema, data))
+    except InvalidSchemaError:
+        return {FIELD_PREFIX + _first_input(schema): SCHEMA_NOT_VALID}
     problems = []
-    for error in jsonschema.Draft202012Validator(schema).iter_errors(data):
+    for error in errors:
         path = "/" + "/".join(str(part) for part in error.absolute_path)
         if error.validator == "required" and isinstance(error.instance, dict):
             missing = [name for name in error.validator_value if name not in error.instance]
