@@ -15,11 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import mcp.types as types
+
+from tools import InvalidSchemaError, check_schema
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,7 +60,11 @@ class LiveCall:
             return
         self._events.put_nowait(Outcome(result=result))
 
-    async def _ask(self, params: types.ElicitRequestParams) -> types.ElicitResult:
+    async def _ask(self, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
+        refusal = _refusal(params)
+        if refusal is not None:  # never parked: no answer could be checked against its schema
+            log.warning("MCP question refused: %s", refusal.message)
+            return refusal
         self._answer = asyncio.get_running_loop().create_future()
         self._events.put_nowait(Question(params=params))
         try:  # the runtime bounds the wait: it answers `cancel` when nobody answered in time
@@ -78,6 +87,19 @@ class LiveCall:
         self._task.cancel()
         with contextlib.suppress(BaseException):
             await self._task
+
+
+def _refusal(params: types.ElicitRequestParams) -> types.ErrorData | None:
+    """The error a question gets when its `requestedSchema` is not a schema the bot can check answers
+    against (tools.check_schema); None for a question a human may answer."""
+    schema = getattr(params, "requested_schema", None)
+    if schema is None:
+        return None
+    try:
+        check_schema(schema if isinstance(schema, dict) else schema.model_dump(by_alias=True, exclude_none=True))
+    except InvalidSchemaError as exc:
+        return types.ErrorData(code=types.INVALID_PARAMS, message=f"the requestedSchema is refused: {exc}")
+    return None
 
 
 LiveCalls = dict[tuple[str, str], LiveCall]

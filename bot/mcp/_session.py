@@ -25,12 +25,13 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from ._checked_client import CheckedClientSession
 from ._config import McpServerConfig
 
 log = logging.getLogger(__name__)
 
-ElicitationHandler = Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult]]
-"""Answers a server's `elicitation/create` during a call (asks a human and waits)."""
+ElicitationHandler = Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult | types.ErrorData]]
+"""Answers a server's `elicitation/create` during a call (asks a human and waits), or refuses it (an error)."""
 
 
 class McpServerError(RuntimeError):
@@ -104,7 +105,7 @@ class McpSession:
                     await stack.enter_async_context(http)
                     streams = await stack.enter_async_context(streamable_http_client(self.config.url, http_client=http))
                 session = await stack.enter_async_context(
-                    ClientSession(streams[0], streams[1], elicitation_callback=self._on_elicit)
+                    CheckedClientSession(streams[0], streams[1], elicitation_callback=self._on_elicit)
                 )
                 await session.initialize()
                 if not ready.done():
@@ -120,7 +121,7 @@ class McpSession:
             else:
                 log.warning("MCP server %r: a session ended: %s", self.name, _one_line(exc))
 
-    async def _on_elicit(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    async def _on_elicit(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
         hold = self.hold  # read once: the call on this session when the question came
         if hold is None or hold.ask is None or hold.ended.is_set():
             log.warning("MCP server %r asked a question outside of a call; it was declined", self.name)

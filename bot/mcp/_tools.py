@@ -15,7 +15,7 @@ from typing import Any
 
 import mcp.types as types
 
-from tools import Tool, ToolContext, create_tool
+from tools import InvalidSchemaError, Tool, ToolContext, check_schema, create_tool
 
 from ._config import McpServerConfig
 from ._connection import McpServerError, ServerConnection
@@ -95,6 +95,10 @@ def mcp_tool(connection: ServerConnection, tool: types.Tool) -> Tool | None:
             NAME_LIMIT,
         )
         return None
+    problem = _schema_problem(tool)
+    if problem is not None:
+        log.warning("MCP server %r: tool %r left out: %s", server.name, tool.name, problem)
+        return None
     hints = annotation_hints(tool.annotations)
     read_only = bool(tool.annotations and tool.annotations.read_only_hint)
     title = tool.title or (tool.annotations.title if tool.annotations else None)
@@ -134,6 +138,19 @@ def mcp_tool(connection: ServerConnection, tool: types.Tool) -> Tool | None:
         source=f"MCP server `{server.name}`",
         hints=hints,
     )
+
+
+def _schema_problem(tool: types.Tool) -> str | None:
+    """Why the bot cannot check values against the tool's schemas (the server's word, unchecked until
+    here), or None: a tool with such a schema is left out, the server's other tools are not."""
+    for which, schema in (("input", tool.input_schema), ("output", tool.output_schema)):
+        if schema is None:
+            continue
+        try:
+            check_schema(schema)
+        except InvalidSchemaError as exc:
+            return f"its {which} schema is invalid: {exc.problem}"
+    return None
 
 
 def question_payload(server: str, params: types.ElicitRequestParams) -> dict[str, Any]:
