@@ -38,7 +38,17 @@ from memory.states import (
     waiting_state_for,
 )
 from memory.tables import utcnow
-from tools import JsonValueError, Schema, SchemaError, SchemaValidationError, Tool, create_tool, plain_json, to_jsonable
+from tools import (
+    InvalidSchemaError,
+    JsonValueError,
+    Schema,
+    SchemaError,
+    SchemaValidationError,
+    Tool,
+    create_tool,
+    plain_json,
+    to_jsonable,
+)
 
 from ._autoresume import find_answer, waiting_note
 from ._fingerprint import fingerprint
@@ -52,6 +62,7 @@ from .exceptions import (
     NoSuspendedRunError,
     QuestionHeldElsewhereError,
     ResumeDataInvalidError,
+    ResumeSchemaInvalidError,
     SnapshotNotFoundError,
     ToolArgsInvalidError,
     ToolCallNotSuspendedError,
@@ -992,7 +1003,10 @@ class Agent:
 
     def _checked_resume_data(self, call: StoredToolCall, resume_data: Any) -> Any:
         """The data to store, text cleaned (tools.plain_json); refused before anything is stored."""
-        schema = Schema(call.resume_schema) if call.resume_schema else None
+        try:
+            schema = Schema(call.resume_schema) if call.resume_schema else None
+        except InvalidSchemaError as exc:
+            raise ResumeSchemaInvalidError(call.displayed_tool_name, exc.problem) from None
         try:
             data = plain_json(to_jsonable(resume_data))
             return data if schema is None else to_jsonable(schema.validate(data))

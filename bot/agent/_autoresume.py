@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memory import StoredToolCall
-from tools import Schema, SchemaValidationError
+from tools import InvalidSchemaError, Schema, SchemaValidationError, check_schema
 
 from . import _grounding as grounding
 from ._model import StructuredOutputRefused, structured
@@ -328,7 +328,10 @@ async def find_answer(
     client: openai.AsyncOpenAI, model: str, parked: list[StoredToolCall], message: str, *, timeout: float
 ) -> Reading:
     """What the message answers among the parked calls: one call to resume with validated, supported
-    data, or nothing (and what was unclear)."""
+    data, or nothing (and what was unclear). A call whose schema is not valid is left out: no answer fits it."""
+    parked = [call for call in parked if _checkable(call)]
+    if not parked:
+        return Reading()
 
     async def ask(build: Callable[[bool], RequestParts], schema_in_prompt: bool) -> Any:
         messages, schema = build(schema_in_prompt)
@@ -375,6 +378,17 @@ async def find_answer(
         return first
     said = again.get(CALL_OFF_FIELD) if isinstance(again, dict) else None
     return _read(parked, reply, message, {target.label: _BOOLEAN_WORDS.get(said) if isinstance(said, str) else None})[0]
+
+
+def _checkable(call: StoredToolCall) -> bool:
+    if not call.resume_schema:
+        return True
+    try:
+        check_schema(call.resume_schema)
+    except InvalidSchemaError as exc:
+        log.info("auto-resume: %s waits for an answer to a schema that is not valid (%s)", call.tool_name, exc)
+        return False
+    return True
 
 
 def waiting_note(calls: list[StoredToolCall], unclear: list[str] | None = None) -> str:

@@ -114,6 +114,17 @@ class ResumeDataInvalidError(AgentError, ValueError):
         super().__init__(f"resume data for {tool_name!r} does not fit its resume_schema: {listed}")
 
 
+class ResumeSchemaInvalidError(ResumeDataInvalidError):
+    """The schema the call waits for an answer to is not a valid JSON Schema (tools.check_schema), so no
+    answer can be checked against it: nothing is stored, and the call waits as it did. Decline or cancel
+    it (a live question), or fix the tool's schema."""
+
+    def __init__(self, tool_name: str, problem: str):
+        super().__init__(tool_name, [])
+        self.problem = problem
+        self.args = (f"the question of {tool_name!r} has a schema that is not valid, so no answer fits it: {problem}",)
+
+
 class ToolArgsInvalidError(AgentError, ValueError):
     """Edited arguments failed the tool's `input_schema`; nothing was decided."""
 
@@ -169,6 +180,7 @@ __all__ = [
     "NoSuspendedRunError",
     "PolicyError",
     "ResumeDataInvalidError",
+    "ResumeSchemaInvalidError",
     "RunTakenOverError",
     "SnapshotNotFoundError",
     "SubAgentNotFoundError",
