@@ -17,7 +17,7 @@ import string
 from collections.abc import Iterator
 from typing import Any
 
-import re2
+import re2  # type: ignore[import-untyped]
 from jsonschema import ValidationError
 
 _OPTIONS = re2.Options()
@@ -77,7 +77,9 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-def _pattern_properties(validator: Any, patterns: dict[str, Any], instance: Any, schema: dict[str, Any]):
+def _pattern_properties(
+    validator: Any, patterns: dict[str, Any], instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "object"):
         return
     for pattern, subschema in patterns.items():
@@ -92,7 +94,9 @@ def _additional(instance: dict[str, Any], schema: dict[str, Any]) -> list[str]:
     return [key for key in instance if key not in properties and not any(matches(pattern, key) for pattern in patterns)]
 
 
-def _additional_properties(validator: Any, additional: Any, instance: Any, schema: dict[str, Any]):
+def _additional_properties(
+    validator: Any, additional: Any, instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "object"):
         return
     extras = _additional(instance, schema)
@@ -110,7 +114,9 @@ def _additional_properties(validator: Any, additional: Any, instance: Any, schem
             yield ValidationError(f"Additional properties are not allowed ({listed} {verb} unexpected)")
 
 
-def _unevaluated_properties(validator: Any, unevaluated: Any, instance: Any, schema: dict[str, Any]):
+def _unevaluated_properties(
+    validator: Any, unevaluated: Any, instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "object"):
         return
     evaluated = _evaluated_keys(validator, instance, schema)

@@ -132,7 +132,8 @@ def check_schema(schema: Any) -> None:
 def schema_errors(schema: dict[str, Any], value: Any) -> Iterator[jsonschema.ValidationError]:
     """jsonschema's own errors of `value` against `schema` (for a front end that words them itself);
     raises `InvalidSchemaError`."""
-    return _validator_for(schema).iter_errors(value)
+    errors: Iterator[jsonschema.ValidationError] = _validator_for(schema).iter_errors(value)
+    return errors
 
 
 _VALIDATORS: OrderedDict[str, Any] = OrderedDict()
