@@ -46,8 +46,8 @@ def escalation_target(value: str) -> str | None:
     text = (value or "").strip()
     if not text:
         return None
-    if len(text) > limits.ESCALATION_TARGET:  # its column's width: PostgreSQL would refuse it
-        raise PolicyError(f"an escalation target is a Slack ID of at most {limits.ESCALATION_TARGET} characters")
+    if len(text) > limits.SLACK_ID:  # its column's width: PostgreSQL would refuse it
+        raise PolicyError(f"an escalation target is a Slack ID of at most {limits.SLACK_ID} characters")
     if not _ESCALATION_TARGET.match(text):
         raise PolicyError(f"{text[:40]!r} is not a Slack user-group ID (S…) or channel ID (C…) to escalate to")
     return text
@@ -241,7 +241,7 @@ class PolicyChange:
                 raise PolicyError(f"unknown mode {self.mode!r}: use one of {modes}") from None
         if self.approvers is not None:
             approvers = [a.strip() for a in self.approvers if a.strip()]
-            bad = [a for a in approvers if not _SLACK_ID.match(a)]
+            bad = [a[:40] for a in approvers if len(a) > limits.SLACK_ID or not _SLACK_ID.match(a)]
             if bad:
                 raise PolicyError(
                     f"not a Slack user or user-group ID: {', '.join(bad)} (users start with U or W, groups with S)"

@@ -49,4 +49,5 @@ RESOURCE_ID = width(ThreadRow.resource_id)
 PERSON = min(width(ToolCallRow.decided_by), width(GrantRow.granted_by), width(PolicyRow.updated_by))
 """Who decides, grants, revokes or changes a policy, as a front end names them."""
 GRANT_ID = width(GrantRow.id)
-ESCALATION_TARGET = width(PolicyRow.escalate_to)
+SLACK_ID = width(PolicyRow.escalate_to)
+"""A Slack user, user-group or channel ID a policy names (its approvers, its escalation target)."""

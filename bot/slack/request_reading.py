@@ -13,7 +13,8 @@ of `actions`, `view.state.values`); a request that is not what Slack sends must 
   signature does;
 - the payload must have the shape (`SHAPES`, JSON Schema) of its `type` as far as the bot reads it (400),
   each id (event, team, channel, user, message ts) no longer than the column it is stored in (the
-  widths of `tables.py`, so a signed event with an overlong id is refused before it is recorded),
+  widths of `tables.py`, so a signed event with an overlong id is refused before it is recorded) and
+  a user, team or channel ID in Slack's alphabet (uppercase letters and digits),
   checked by validators that `fastjsonschema` compiles once: on every request's ack path, where
   `jsonschema`'s walk cost about 60 µs of a 100 µs read (about 2 µs compiled);
 - text is cleaned (`tools.clean_text`): NUL characters removed, lone surrogates replaced by U+FFFD, so
@@ -125,10 +126,21 @@ def _id(limit: int) -> dict[str, Any]:
     return {"type": "string", "maxLength": limit}
 
 
-_PERSON = {"type": "object", "required": ["id"], "properties": {"id": {**_id(USER_ID), "minLength": 1}}}
-_TEAM = {"type": ["object", "null"], "properties": {"id": _id(TEAM_ID)}}
+def _slack_id(limit: int) -> dict[str, Any]:
+    """A user, team or channel ID: Slack's are uppercase letters and digits (`U0123ABC`, `C1`)."""
+    return {**_id(limit), "pattern": "^[A-Z0-9]*$"}
+
+
+_PERSON = {"type": "object", "required": ["id"], "properties": {"id": {**_slack_id(USER_ID), "minLength": 1}}}
+_TEAM = {"type": ["object", "null"], "properties": {"id": _slack_id(TEAM_ID)}}
 _EVENT_TEXT_FIELDS = ("text", "channel_type", "subtype", "bot_id", "tab")
-_EVENT_IDS = {"user": USER_ID, "ts": TS, "thread_ts": TS, "channel": CHANNEL_ID, "team": TEAM_ID}
+_EVENT_IDS = {
+    "user": _slack_id(USER_ID),
+    "ts": _id(TS),
+    "thread_ts": _id(TS),
+    "channel": _slack_id(CHANNEL_ID),
+    "team": _slack_id(TEAM_ID),
+}
 _BLOCKS = {
     "type": "array",
     "items": {
@@ -175,12 +187,16 @@ SHAPES: dict[str, dict[str, Any]] = {
     "event_callback": _payload(
         ["event"],
         event_id=_id(EVENT_ID),
-        team_id=_id(TEAM_ID),
+        team_id=_slack_id(TEAM_ID),
         authorizations={
             "type": "array",
             "items": {
                 "type": "object",
-                "properties": {"user_id": _id(USER_ID), "team_id": _id(TEAM_ID), "is_bot": {"type": "boolean"}},
+                "properties": {
+                    "user_id": _slack_id(USER_ID),
+                    "team_id": _slack_id(TEAM_ID),
+                    "is_bot": {"type": "boolean"},
+                },
             },
         },
         event={
@@ -190,7 +206,7 @@ SHAPES: dict[str, dict[str, Any]] = {
             "then": {
                 "properties": {
                     **{name: _TEXT for name in _EVENT_TEXT_FIELDS},
-                    **{name: _id(limit) for name, limit in _EVENT_IDS.items()},
+                    **_EVENT_IDS,
                     # an edit's or a deletion's message, which Bolt reads as an object
                     "message": {"type": "object"},
                     "previous_message": {"type": "object"},
@@ -214,9 +230,14 @@ SHAPES: dict[str, dict[str, Any]] = {
         },
         container={
             "type": "object",
-            "properties": {"type": _TEXT, "channel_id": _id(CHANNEL_ID), "message_ts": _id(TS), "thread_ts": _id(TS)},
+            "properties": {
+                "type": _TEXT,
+                "channel_id": _slack_id(CHANNEL_ID),
+                "message_ts": _id(TS),
+                "thread_ts": _id(TS),
+            },
         },
-        channel={"type": "object", "properties": {"id": _id(CHANNEL_ID)}},
+        channel={"type": "object", "properties": {"id": _slack_id(CHANNEL_ID)}},
         message={"type": "object", "properties": {"ts": _id(TS), "thread_ts": _id(TS), "blocks": _BLOCKS}},
         view=_VIEW,
     ),

@@ -17,7 +17,9 @@ from slack_sdk.signature import SignatureVerifier
 from bot.agent import Agent
 from bot.demo.tools import build_demo_tools
 from bot.slack.decisions import UNKNOWN
-from bot.slack_emulator.app_requests import action_of, event_callback
+from bot.slack.listeners.actions._click import NOT_OPENED
+from bot.slack_emulator.app_requests import action_of, block_actions, event_callback
+from bot.slack_emulator.workspace import Channel
 from tests.support.scripted_model import call, reply, tool_calls
 from tools import create_tool
 
@@ -270,3 +272,23 @@ async def test_a_question_button_its_message_does_not_show_is_refused_with_a_wor
     assert (status, body) == (200, "")
     await bot.slack.wait_for("chat.stopStream")
     assert (await bot.agent.get_tool_call(run_id, "call_1")).state == "done"
+
+
+async def test_a_click_whose_trigger_slack_refuses_is_told_and_decides_nothing(bot: RunningBot, model, caplog):
+    """Decline with reason opens a modal with the click's trigger_id; a forged one (or one past Slack's 3
+    seconds) makes views.open fail: the clicker is told so, and the call still waits."""
+    caplog.set_level(logging.DEBUG)
+    ask_to_delete(model)
+    await bot.mention("delete record 3 — 삭제")
+    message = await bot.approval_message()
+    button = action_of(message, "tool_decline_with_reason")
+    payload = block_actions("U2", message, button, channel=Channel(id="C1", name="general"), trigger_id="forged")
+    status, _ = await bot.sender.interaction(payload)
+    assert status == 200
+    ephemeral = await bot.slack.wait_for("chat.postEphemeral")
+    assert ephemeral[0].params["user"] == "U2" and ephemeral[0].params["text"] == NOT_OPENED
+    assert tracebacks(caplog) == []
+    assert message.action_ids()[0] == "tool_approve" and await record_ids(bot) == [1, 2, 3, 4, 5]
+
+    model.chat.push(reply("Deleted record 3."))
+    await approved_and_ran(bot, message)

@@ -8,6 +8,7 @@ from typing import Any
 
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent import Decision, ToolCallRecord
@@ -147,4 +148,28 @@ async def open_clicked_form(
         await tell(client, channel=call.row.channel, user=click.user_id, thread_ts=call.row.thread_ts, text=text)
         return
     target = ModalTarget(ref=call.row.id, tool_name=call.row.tool_name)
-    await client.views_open(trigger_id=click.trigger_id, view=build(target, call.row.args, schema))
+    await open_modal_in_thread(services_of(context), client, click, call, build(target, call.row.args, schema))
+
+
+NOT_OPENED = "Slack did not open the form (the click came too late, or not from Slack); click the button again."
+
+
+async def open_modal(services: SlackServices, client: AsyncWebClient, trigger_id: str | None, view: Any) -> bool:
+    """Open `view` for the clicker; False when Slack refuses the trigger (expired after its 3 seconds, or
+    forged), logged in one line: the caller tells the clicker (`NOT_OPENED`)."""
+    try:
+        await client.views_open(trigger_id=trigger_id, view=view)
+    except SlackApiError as exc:
+        data = exc.response.data if exc.response is not None else None
+        services.logger.warning("views.open refused: %s", data.get("error") if isinstance(data, dict) else exc)
+        return False
+    return True
+
+
+async def open_modal_in_thread(
+    services: SlackServices, client: AsyncWebClient, click: Click, call: WaitingCall, view: Any
+) -> None:
+    """`open_modal` for a click on a call's message; a refusal is told to the clicker in its thread."""
+    if not await open_modal(services, client, click.trigger_id, view):
+        row = call.row
+        await tell(client, channel=row.channel, user=click.user_id, thread_ts=row.thread_ts, text=NOT_OPENED)

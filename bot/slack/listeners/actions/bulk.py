@@ -14,6 +14,7 @@ from bot.agent import Approve, Decline
 from ...bulk import NOTHING_SELECTED, decide_selected, selection_of
 from ...home_builder import build_bulk_decline_modal
 from ...services import services_of
+from ._click import NOT_OPENED, open_modal
 
 
 async def handle_bulk_pick(ack: AsyncAck) -> None:
@@ -49,4 +50,6 @@ async def handle_bulk_decline_with_reason_button(
         if services.home is not None:
             await services.home.show_bulk_result(user_id, NOTHING_SELECTED)
         return
-    await client.views_open(trigger_id=body.get("trigger_id"), view=build_bulk_decline_modal(selected))
+    opened = await open_modal(services, client, body.get("trigger_id"), build_bulk_decline_modal(selected))
+    if not opened and services.home is not None:
+        await services.home.show_bulk_result(user_id, NOT_OPENED)

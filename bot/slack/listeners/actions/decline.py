@@ -12,7 +12,7 @@ from bot.agent import Decline
 
 from ...modal_builder import ModalTarget, build_decline_reason_modal
 from ...services import services_of
-from ._click import checked_click, decide_clicked
+from ._click import checked_click, decide_clicked, open_modal_in_thread
 
 
 async def handle_decline_button(
@@ -30,4 +30,4 @@ async def handle_decline_with_reason_button(
     if call is None:
         return
     target = ModalTarget(ref=call.row.id, tool_name=call.row.tool_name)
-    await client.views_open(trigger_id=click.trigger_id, view=build_decline_reason_modal(target, call.row.args))
+    await open_modal_in_thread(services, client, click, call, build_decline_reason_modal(target, call.row.args))

@@ -11,6 +11,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from ...directory import DirectoryError
 from ...home_builder import build_policy_modal
 from ...services import services_of
+from ._click import NOT_OPENED, open_modal
 
 
 async def handle_policy_edit_button(
@@ -30,4 +31,6 @@ async def handle_policy_edit_button(
             await services.home.publish(user_id)  # a stale Home: show them what they may do now
         return
     policy = await services.agent.storage.policies.get(tool_name)
-    await client.views_open(trigger_id=body["trigger_id"], view=build_policy_modal(policy))
+    opened = await open_modal(services, client, body.get("trigger_id"), build_policy_modal(policy))
+    if not opened and services.home is not None:
+        await services.home.show_bulk_result(user_id, NOT_OPENED)
