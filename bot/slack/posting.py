@@ -55,7 +55,7 @@ async def deliver(
     search_first: bool = False,
 ) -> str | None:
     """Post `row`'s message (the caller has claimed it) and record its ts; None if it is not in Slack
-    now (the recovery pass tries again later). A copy already in the thread is adopted, not posted again;
+    now (the recovery pass tries again later), or if the claim was taken over meanwhile (`holds_post`). A copy already in the thread is adopted, not posted again;
     `search_first` looks for one before the first try (an earlier try may have posted it and died)."""
     poster = careful_client(client)
     delay = BACKOFF
@@ -71,6 +71,11 @@ async def deliver(
                 return found[0]
             # Not found, or the thread could not be read: post. A copy we missed is still a message of
             # the call (its click decides the call) and `maybe_copies` has it searched for again later.
+        if not await services.stores.messages.holds_post(row):
+            # this process stalled (a 503's backoff, SIGSTOP) and another took the post over, posted it, or
+            # closed it: a post now would be a second message, with live buttons after the decision
+            services.logger.info("the message of %s/%s is another's to post now", row.run_id, row.tool_call_id)
+            return None
         try:
             response = await poster.chat_postMessage(
                 channel=row.channel, thread_ts=row.thread_ts, text=text, blocks=blocks

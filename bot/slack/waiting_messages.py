@@ -103,8 +103,15 @@ async def post_recorded(
     ts = await deliver(services, client, row, text=text, blocks=blocks, search_first=search_first)
     if row.kind == "approval":
         home_changed(services)
-    if ts is None and not search_first:
+    if ts is None and not search_first and await services.stores.messages.holds_post(row):
         await _say_not_posted_yet(services, client, row)
+    if ts is not None and not still_waits(row, await record_of(services, row)):
+        # decided while the post was on its way (this process stalled between its checks and Slack's
+        # answer): the copy that landed shows the decision at once, never live buttons
+        try:
+            await refresh_message(services, client, row)
+        except (SlackApiError, *UNCLEAR) as exc:  # left open: the recovery pass updates it
+            services.logger.warning("could not update the late message of %s/%s: %r", row.run_id, row.tool_call_id, exc)
     return ts
 
 

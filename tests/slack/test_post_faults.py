@@ -103,3 +103,49 @@ async def test_an_approval_posted_while_slack_was_down_appears_once_slack_is_bac
         await asyncio.gather(recovery, return_exceptions=True)
     assert "Approved" in message.all_text and message.action_ids() == []
     assert await record_ids(bot) == [1, 2, 4, 5]
+
+
+async def test_a_replica_that_stalled_mid_post_posts_nothing_after_another_posted_and_it_was_decided(
+    bot: RunningBot, model
+):
+    # The turn's post gets a 503; while it waits to try again (a stall: here its look at the thread is held),
+    # the recovery (as another replica's) takes the post over, posts it, and it is approved and runs.
+    bot.slack.fail("chat.postMessage", status=503)
+    stalled = bot.slack.hold("conversations.replies")
+    ask_to_delete(model)
+    event = await bot.mention("删除记录 3")
+    await stalled.arrived.wait()
+    report = await recover_messages(services_of_app(bot.app), bot.app.client, repost_after=0)
+    assert report.posted == 1
+    [message] = approvals_in(bot, event["ts"])
+    await bot.sender.click(message, "tool_approve", user="U2")
+    await bot.slack.wait_for("chat.stopStream")
+    await bot.slack.settle()
+
+    stalled.release()  # the stalled post wakes up: it must not post a second, live approval
+    await bot.slack.settle()
+    assert [m.action_ids() for m in approvals_in(bot, event["ts"])] == [[]]
+    assert not [c for c in bot.slack.calls_of("chat.postMessage") if "will post it here again" in c.text]
+    assert await record_ids(bot) == [1, 2, 4, 5]
+
+
+async def test_a_copy_that_lands_after_the_decision_shows_the_decision_at_once(bot: RunningBot, model):
+    # The turn's post is on its way (Slack holds it) when another replica takes the post over, posts it, and
+    # it is approved; then Slack carries out the first post too: that copy must not keep live buttons.
+    slow = bot.slack.hold("chat.postMessage")
+    ask_to_delete(model)
+    event = await bot.mention("レコード 3 を削除して")
+    await slow.arrived.wait()
+    report = await recover_messages(services_of_app(bot.app), bot.app.client, repost_after=0)
+    assert report.posted == 1
+    [message] = approvals_in(bot, event["ts"])
+    await bot.sender.click(message, "tool_approve", user="U2")
+    await bot.slack.wait_for("chat.stopStream")
+    await bot.slack.settle()
+
+    slow.release()
+    await bot.slack.wait_until(lambda: len(approvals_in(bot, event["ts"])) == 2, what="the late copy")
+    await bot.slack.settle()
+    assert [m.action_ids() for m in approvals_in(bot, event["ts"])] == [[], []]
+    assert all("Approved" in m.all_text for m in approvals_in(bot, event["ts"]))
+    assert await record_ids(bot) == [1, 2, 4, 5]

@@ -94,19 +94,40 @@ class WaitingCallMessages(TableStore):
 
     async def claim_post(self, row: ToolCallMessageRow) -> bool:
         """Take on posting `row`'s message: one conditional UPDATE, so of several replicas (or the turn and
-        the recovery) exactly one wins; it fails if someone took it on since `row` was read, or it is posted."""
+        the recovery) exactly one wins; it fails if someone took it on since `row` was read, or it is posted.
+        The winner's `row` keeps the claim's time: `holds_post` checks it is still the claim in force."""
         claimed = (
             ToolCallMessageRow.post_claimed_at.is_(None)
             if row.post_claimed_at is None
             else ToolCallMessageRow.post_claimed_at == row.post_claimed_at
         )
+        now = self.storage.clock.now()
         async with self._writing_rows() as session:
             result = await session.execute(
                 update(ToolCallMessageRow)
                 .where(ToolCallMessageRow.id == row.id, ToolCallMessageRow.ts.is_(None), claimed)
-                .values(post_claimed_at=self.storage.clock.now(), post_attempts=ToolCallMessageRow.post_attempts + 1)
+                .values(post_claimed_at=now, post_attempts=ToolCallMessageRow.post_attempts + 1)
             )
-        return result.rowcount == 1
+        if result.rowcount == 1:
+            row.post_claimed_at = now
+            return True
+        return False
+
+    async def holds_post(self, row: ToolCallMessageRow) -> bool:
+        """Whether the claim on posting `row`'s message that this caller holds (`row.post_claimed_at`) is still
+        in force: nobody took the post over since (a replica that stalled past `repost_after`), and the message
+        is neither posted nor closed. Asked right before each post, so that a stalled replica posts nothing
+        after the fact."""
+        async with self._reading() as connection:
+            found = await connection.scalar(
+                select(ToolCallMessageRow.id).where(
+                    ToolCallMessageRow.id == row.id,
+                    ToolCallMessageRow.ts.is_(None),
+                    ToolCallMessageRow.closed_at.is_(None),
+                    ToolCallMessageRow.post_claimed_at == row.post_claimed_at,
+                )
+            )
+        return found is not None
 
     async def unposted(self, limit: int = 100) -> list[ToolCallMessageRow]:
         """Messages recorded but never posted (and not closed), oldest first."""
