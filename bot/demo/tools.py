@@ -13,6 +13,7 @@ from sqlalchemy import CursorResult, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory import Storage
+from memory.limits import width
 from tools import Tool, ToolContext, create_tool
 
 from .migrations import SCHEMA
@@ -25,9 +26,16 @@ class DeleteRecordInput(BaseModel):
     id: int = Field(description="ID of the record to delete")
 
 
+_AMOUNT = DemoRefundRow.amount.type
+"""The ledger's `Numeric(precision, scale)`: an amount must fit it, or PostgreSQL refuses the row."""
+
+
 class IssueRefundInput(BaseModel):
-    order_id: str = Field(description="The order to refund")
-    amount: float = Field(gt=0, description="Amount to refund, in dollars")
+    # bounded by the ledger's columns, so an order id or amount it cannot store never reaches execute
+    order_id: str = Field(max_length=width(DemoRefundRow.order_id), description="The order to refund")
+    amount: float = Field(
+        gt=0, lt=10 ** (_AMOUNT.precision - _AMOUNT.scale), description="Amount to refund, in dollars"
+    )
     reason: str | None = Field(default=None, description="Why the refund is issued")
 
 

@@ -42,3 +42,14 @@ async def test_weather_asks_for_the_city_and_answers_when_resumed(storage, model
     model.chat.push(reply("Nice."))
     resumed = await agent.resume_generate({"city": "Lima"}, run_id=output.run_id)
     assert resumed.tool_results[-1]["result"]["city"] == "Lima"
+
+
+async def test_a_refund_the_ledger_cannot_store_is_refused_before_anyone_is_asked(storage, model):
+    """The refund's order id and amount are bounded by the ledger's columns (`varchar(64)`,
+    `numeric(12, 2)`): the model is told, nobody is asked to approve what could never be stored."""
+    agent = await demo(storage)
+    for args in ({"order_id": "注文-" + "9" * 70, "amount": 5}, {"order_id": "A-1", "amount": 1e12}):
+        model.chat.push(tool_calls(call("issue-refund", args, id="c1")), reply("Cannot refund that."))
+        output = await agent.generate("refund it", thread_id=f"t-{args['amount']}", resource_id="U1")
+        assert output.finish_reason == "stop", output
+        assert output.tool_results[0]["is_error"], output.tool_results
