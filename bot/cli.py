@@ -328,6 +328,7 @@ class RuntimeWork:
 def _slack_app(command: str, agent: Any, storage: Any, settings: Settings) -> Any:
     from .slack import create_slack_app
 
+    assert settings.slack_bot_token is not None, "required for serve and socket (REQUIRED)"
     return create_slack_app(
         agent=agent,
         storage=storage,
@@ -363,6 +364,7 @@ async def _serve(command: str, app: Any, storage: Any, options: argparse.Namespa
         if command == "serve":
             await _together(http, recovery)
         else:
+            assert settings.slack_app_token is not None, "required for socket (REQUIRED)"
             await _together(http, recovery, serve_socket(app, app_token=settings.slack_app_token))
     except SlackUnreachableError as exc:
         raise StartupError(str(exc)) from None
@@ -417,7 +419,9 @@ async def _dev(settings: Settings, *, port: int, agent: Any, mcp_file: str | Non
         await mcp.aclose()
 
 
-async def open_storage(database_url: str, *schemas: Any, **pool: int) -> Any:
+async def open_storage(
+    database_url: str, *schemas: Any, pool_size: int | None = None, max_overflow: int | None = None
+) -> Any:
     """The bot's storage, migrated (the runtime's tables and `schemas`); a URL that cannot be used is a
     `StartupError` naming it."""
     from memory import Storage
@@ -425,7 +429,7 @@ async def open_storage(database_url: str, *schemas: Any, **pool: int) -> Any:
     shown = without_password(database_url)
     fix = "set DATABASE_URL to e.g. sqlite+aiosqlite:///data/bot.db or postgresql+asyncpg://user@host/db"
     try:
-        storage = Storage(database_url, **pool)
+        storage = Storage(database_url, pool_size=pool_size, max_overflow=max_overflow)
     except Exception as exc:  # unparsable, or not an async driver
         raise StartupError(f"DATABASE_URL={shown} cannot be used ({_one_line(exc)}): {fix}") from None
     try:
@@ -588,11 +592,12 @@ def _run_until_stopped(work: Coroutine[Any, Any, None], *, hard_deadline: float)
     swallowed and that went on sleeping) exits anyway. Nothing is lost by that: what was at work is
     taken over by the recovery of the next start."""
 
-    def stop(task: asyncio.Task) -> None:
+    def stop(task: asyncio.Task[Any] | None) -> None:
         watchdog = threading.Timer(hard_deadline, os._exit, args=(0,))
         watchdog.daemon = True
         watchdog.start()
-        task.cancel()
+        if task is not None:
+            task.cancel()
 
     async def main() -> None:
         loop = asyncio.get_running_loop()

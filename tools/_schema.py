@@ -103,7 +103,7 @@ def _pointer(parts: Any) -> str:
     return "/" + "/".join(str(p) for p in parts)
 
 
-_Validator = extend(jsonschema.Draft202012Validator, _patterns.KEYWORDS)
+_Validator = extend(jsonschema.Draft202012Validator, _patterns.KEYWORDS)  # type: ignore[no-untyped-call]
 """Draft 2020-12 with every regular expression on RE2 (tools/_patterns.py): no pattern can stall the loop."""
 
 _META_FORMATS = jsonschema.FormatChecker(

@@ -292,7 +292,7 @@ def summarise_results(messages: list[dict[str, Any]], results: list[dict[str, An
     names: dict[str, str] = {}
     for message in messages:
         for call in message.get("tool_calls") or []:
-            names[call.get("id")] = (call.get("function") or {}).get("name", "the tool")
+            names[str(call.get("id"))] = (call.get("function") or {}).get("name", "the tool")
     if not results:
         return "The request is still waiting for a decision or an answer in the thread."
     return " ".join(summarise(names.get(m.get("tool_call_id"), "the tool"), _text_of(m)) for m in results)
