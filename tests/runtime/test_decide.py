@@ -9,9 +9,11 @@ import pytest
 
 from bot.agent import (
     Approve,
+    CancelQuestion,
     Decision,
     DecisionKind,
     Decline,
+    DeclineQuestion,
     Resume,
     ResumeDataInvalidError,
     ToolCallNotSuspendedError,
@@ -109,6 +111,9 @@ async def test_a_decision_of_the_wrong_kind_says_which_one_the_call_waits_for(mo
         await agent.decide(question.run_id, "c_question", Approve())
     with pytest.raises(ResumeDataInvalidError):
         await agent.decide(question.run_id, "c_question", Resume({"town": "Oslo"}))
+    for refusal in (DeclineQuestion(), CancelQuestion()):  # a question that is not an MCP server's
+        with pytest.raises(ToolCallNotSuspendedError, match=r"only a live question.*resume it with data"):
+            await agent.decide(question.run_id, "c_question", refusal)
 
     # nothing of that was stored: both still wait, for what they waited for
     assert (await agent.get_tool_call(approval.run_id, "c_approval")).waits_for(DecisionKind.APPROVE)
