@@ -338,6 +338,7 @@ def _slack_app(command: str, agent: Any, storage: Any, settings: Settings) -> An
         max_concurrent_turns=settings.bot_max_concurrent_turns,
         stale_after=settings.bot_stale_after,
         admins=settings.bot_admins,
+        language=settings.bot_language,
     )
 
 

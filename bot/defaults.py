@@ -62,6 +62,7 @@ LIVE_QUESTION_POLL_NOTIFIED = 5.0
 
 __all__ = [
     "DEFAULT_DATABASE_MAX_OVERFLOW",
+    "DEFAULT_LANGUAGE",
     "DEFAULT_DATABASE_POOL_SIZE",
     "DEFAULT_DATABASE_URL",
     "DEFAULT_MAX_CONCURRENT_TURNS",
@@ -76,8 +77,14 @@ __all__ = [
     "MCP_MAX_SESSIONS",
     "MCP_SESSION_IDLE",
     "MCP_START_TIMEOUT",
+    "SHIPPED_LANGUAGES",
 ]
 
 DEV_STOP_DEADLINE = 2.0
 """Seconds `python -m bot dev` may take to stop after Ctrl-C or SIGTERM before it exits anyway (what was at
 work is recovered at its next start)."""
+
+SHIPPED_LANGUAGES = ("en", "zh-TW", "zh-CN", "ko", "ja")
+"""The languages of the bot's own words (`bot/slack/locales/`), as `BOT_LANGUAGE` names them."""
+DEFAULT_LANGUAGE = "en"
+"""`BOT_LANGUAGE`: the bot's words for a reader whose Slack locale names none of `SHIPPED_LANGUAGES`."""

@@ -19,10 +19,12 @@ from .defaults import (
     DEFAULT_DATABASE_MAX_OVERFLOW,
     DEFAULT_DATABASE_POOL_SIZE,
     DEFAULT_DATABASE_URL,
+    DEFAULT_LANGUAGE,
     DEFAULT_MAX_CONCURRENT_TURNS,
     DEFAULT_MAX_MODEL_REQUESTS,
     DEFAULT_MODEL,
     DEFAULT_SLACK_API_URL,
+    SHIPPED_LANGUAGES,
 )
 
 
@@ -79,6 +81,9 @@ class Settings(BaseSettings):
     """BOT_DATABASE_POOL_SIZE: database connections one replica keeps open."""
     bot_database_max_overflow: int = Field(default=DEFAULT_DATABASE_MAX_OVERFLOW, ge=0)
     """BOT_DATABASE_MAX_OVERFLOW: connections one replica may open beyond the pool at a peak."""
+    bot_language: str = DEFAULT_LANGUAGE
+    """BOT_LANGUAGE: the language of the bot's own words for a person whose Slack locale gives none the bot
+    has (en, zh-TW, zh-CN, ko, ja)."""
     bot_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """BOT_LOG_LEVEL: the default of `--log-level`."""
     bot_log_format: Literal["text", "json"] = "text"
@@ -125,6 +130,15 @@ class Settings(BaseSettings):
                 "and its URL in OPENAI_BASE_URL)"
             )
         return value
+
+    @field_validator("bot_language")
+    @classmethod
+    def _a_shipped_language(cls, value: str) -> str:
+        for language in SHIPPED_LANGUAGES:
+            if language.lower() == value.strip().replace("_", "-").lower():
+                return language
+        shown = ", ".join(SHIPPED_LANGUAGES)
+        raise ValueError(f"{value[:40]!r} is not a language the bot has: write one of {shown}")
 
     @field_validator("bot_admins", mode="before")
     @classmethod

@@ -29,10 +29,12 @@ from .intake import RECORDED, EventIntake, record_event
 from .listeners import register_listeners
 from .listeners.events.turn import reached_the_agent, take_turn
 from .permissions import DecisionRule, PolicyRule
+from .reader_language import ReaderLanguages
 from .recovery import background_stream_hook, run_recovery
 from .request_reading import read_socket_payload
 from .services import SlackServices, attach_services, remember_services, services_of_app
 from .stores import EventLog, SlackStores
+from .translator import DEFAULT_LANGUAGE
 from .turn_queue import TurnQueue
 
 if TYPE_CHECKING:
@@ -85,6 +87,7 @@ def create_slack_app(
     max_concurrent_turns: int = DEFAULT_MAX_CONCURRENT_TURNS,
     queued_notice_after: float = 10.0,
     stale_after: float = 30.0,
+    language: str = DEFAULT_LANGUAGE,
 ) -> AsyncApp:
     """The bot's Bolt app. `signing_secret` is needed over HTTP (requests are verified with it) and
     not over Socket Mode. `agent` must already have storage and memory attached. Who may decide is
@@ -95,7 +98,8 @@ def create_slack_app(
     holds no slot meanwhile); a message waiting `queued_notice_after`
     seconds behind earlier ones in its thread is told so; a thread's turn held by a replica silent for
     `stale_after` seconds is taken over (see `turn_queue`). Serve the app with `build_web_app` or
-    `serve_socket`, which start and stop its background work."""
+    `serve_socket`, which start and stop its background work. `language` (`BOT_LANGUAGE`, one of
+    `translator.LANGUAGES`) is the bot's words for a person whose Slack locale it has no catalog for."""
     logger = logger or logging.getLogger("bot.slack")
     # The token, not a client: given a client, Bolt also reads SLACK_BOT_TOKEN itself and warns that it
     # is unused. The client Bolt builds is then pointed at `api_url`, with retries.
@@ -117,6 +121,7 @@ def create_slack_app(
         streaming=streaming,
         logger=logger,
     )
+    services.languages = ReaderLanguages(directory, services.stores.conversations, default=language)
     services.home = HomePublisher(services, app.client)
     remember_services(app, services)
     services.turns = TurnQueue(

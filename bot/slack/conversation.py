@@ -20,6 +20,7 @@ from .feedback_builder import build_feedback_block
 from .replies import Step, ThinkingStatus, ThreadReply, args_line
 from .services import SlackServices
 from .threads import SlackThread
+from .translator import Translator
 from .waiting_messages import post_waiting_call, refresh_open_messages
 
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
@@ -98,7 +99,8 @@ async def run_turn(
     A `new` conversation that ended in an answer has no such messages: the thread held none of the bot's
     before this turn, and a run that posts one stops at its waiting call. Its thread is not read for them.
     """
-    status = ThinkingStatus(client, thread)
+    tr = await services.languages.of_thread(thread.thread_id, requester)
+    status = ThinkingStatus(client, thread, tr)
     showing = asyncio.ensure_future(status.show())
     finish = None
     try:
@@ -107,7 +109,14 @@ async def run_turn(
         finally:
             await showing
         finish = await relay(
-            services, client, stream, thread=thread, requester=requester, request_text=request_text, status=status
+            services,
+            client,
+            stream,
+            thread=thread,
+            requester=requester,
+            request_text=request_text,
+            status=status,
+            tr=tr,
         )
         context = {"run_id": stream.run_id, "thread_id": thread.thread_id, "outcome": finish}
         services.logger.info("turn %s", finish or "ended", extra=context)
@@ -117,20 +126,24 @@ async def run_turn(
         services.logger.warning("the database went away during a turn in %s: %s", thread.thread_id, exc)
     except Exception as exc:  # the thread must hear about it; the log gets the details
         services.logger.exception("the agent failed in %s", thread.thread_id)
-        await _say_failed(client, thread, exc, status)
+        await _say_failed(client, thread, exc, status, tr)
     finally:
         await status.clear()  # only if no message posted since took it away
     if not (new and finish == "stop"):
         await refresh_open_messages(services, client, thread.thread_id)
 
 
-async def _say_failed(client: AsyncWebClient, thread: SlackThread, error: Exception, status: ThinkingStatus) -> None:
-    # The runtime's own errors are written for people; anything else (a database's error text) is logged only.
-    why = str(error) if isinstance(error, AgentError) else "something went wrong inside the bot (it is logged)"
+async def _say_failed(
+    client: AsyncWebClient, thread: SlackThread, error: Exception, status: ThinkingStatus, tr: Translator
+) -> None:
+    # The runtime's own errors are written for people (in English, the runtime's language: shown as written);
+    # anything else (a database's error text) is logged only.
+    if isinstance(error, AgentError):
+        text = tr.gettext("Sorry, that failed: {error}", error=str(error))
+    else:
+        text = tr.gettext("Sorry, that failed: something went wrong inside the bot (it is logged).")
     try:
-        await client.chat_postMessage(
-            channel=thread.channel, thread_ts=thread.thread_ts, text=f":warning: Sorry, that failed: {why}"
-        )
+        await client.chat_postMessage(channel=thread.channel, thread_ts=thread.thread_ts, text=f":warning: {text}")
         status.replied()
     except SlackApiError:
         pass
@@ -154,10 +167,12 @@ async def relay(
     requester: str,
     request_text: str | None,
     status: ThinkingStatus,
+    tr: Translator,
 ) -> str | None:
-    """Write an `AgentStream` into the thread until it finishes or stops at a waiting call; the finish reason."""
+    """Write an `AgentStream` into the thread until it finishes or stops at a waiting call; the finish reason.
+    `tr`: the conversation's words."""
     reply = ThreadReply(
-        client, thread, recipient=requester, streaming=services.streaming, logger=services.logger, status=status
+        client, thread, recipient=requester, streaming=services.streaming, logger=services.logger, status=status, tr=tr
     )
     finish = None
     try:
@@ -181,17 +196,21 @@ async def relay(
                     request_text=request_text,
                 )
             elif chunk.type == "tool-call":
-                await status.show(f"is running {chunk.payload.get('tool_name', 'a tool')}…")
+                tool = chunk.payload.get("tool_name")
+                await status.show(
+                    tr.gettext("is running {tool}…", tool=tool) if tool else tr.gettext("is running a tool…")
+                )
             elif chunk.type == "error" and chunk.payload.get("interrupted"):
                 # the run did not fail (the database went away): recovery answers in this thread later
                 services.logger.warning("run %s left to recovery: %s", stream.run_id, chunk.payload.get("message"))
             elif chunk.type == "error":
-                await reply.append(f"\n\n:warning: {chunk.payload.get('message', 'Something went wrong.')}")
+                why = chunk.payload.get("message") or tr.gettext("Something went wrong.")
+                await reply.append(f"\n\n:warning: {why}")
             elif chunk.type == "finish":
                 finish = chunk.payload.get("finish_reason")
         # A finished answer gets the feedback buttons; one that stops at a waiting call goes on later.
         run_id = stream.run_id
-        await reply.close(feedback=build_feedback_block(run_id) if finish == "stop" and run_id else None)
+        await reply.close(feedback=build_feedback_block(run_id, tr) if finish == "stop" and run_id else None)
     finally:
         await reply.close()
     return finish

@@ -62,14 +62,14 @@ class Directory:
         return public
 
     async def user(self, user_id: str) -> dict[str, Any] | None:
-        """Slack's user object of `user_id` (`users.info`), or None when Slack knows no such user."""
+        """Slack's user object of `user_id` (`users.info`, with its `locale`), or None when Slack knows no such user."""
         if not is_user_id(user_id):
             return None
         cached = self._users.get(user_id)
         if cached is not None and time.monotonic() - cached[0] < self.ttl:
             return cached[1]
         try:
-            answer = await self.client.users_info(user=user_id)
+            answer = await self.client.users_info(user=user_id, include_locale=True)  # `locale`: reader_language
             user = answer.get("user") or None
         except SlackApiError as exc:
             if _error_of(exc) not in ("user_not_found", "user_not_visible"):

@@ -20,8 +20,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.agent import Escalation, EscalationOutcome, EscalationResult
 
 from .approval_builder import approval_text, build_approval_blocks
+from .directory import is_user_id
 from .posting import UNCLEAR, careful_client
 from .services import SlackServices
+from .translator import Translator
 from .waiting_messages import approval_view_of, refresh_message, with_policy
 
 FOR_GOOD = frozenset(
@@ -39,13 +41,15 @@ def escalation_hook(services: SlackServices, client: AsyncWebClient):
     return on_escalation
 
 
-def waited(seconds: int) -> str:
+def waited(seconds: int, tr: Translator) -> str:
     """ "10 minutes", "90 seconds", "2 hours": how long the call waited, in words."""
-    for size, unit in ((86400, "day"), (3600, "hour"), (60, "minute")):
-        if seconds >= size and seconds % size == 0:
-            count = seconds // size
-            return f"{count} {unit}{'s' if count != 1 else ''}"
-    return f"{seconds} second{'s' if seconds != 1 else ''}"
+    if seconds >= 86400 and seconds % 86400 == 0:
+        return tr.ngettext("{n} day", "{n} days", seconds // 86400)
+    if seconds >= 3600 and seconds % 3600 == 0:
+        return tr.ngettext("{n} hour", "{n} hours", seconds // 3600)
+    if seconds >= 60 and seconds % 60 == 0:
+        return tr.ngettext("{n} minute", "{n} minutes", seconds // 60)
+    return tr.ngettext("{n} second", "{n} seconds", seconds)
 
 
 def target_mention(target: str) -> str:
@@ -74,20 +78,24 @@ async def escalate(services: SlackServices, client: AsyncWebClient, escalation: 
             return _failed(services, escalation, f"user group {target} has no members (other than who asked)")
     else:
         recipients = [target]
-    after = waited(escalation.after)
-    view = await with_policy(services, approval_view_of(row, call), call)
-    view = dataclasses.replace(
-        view,
-        escalated=f":rotating_light: *Escalated*: no decision after {after} in <#{row.channel}>, "
-        f"so it is brought to {target_mention(target)}.",
-    )
-    text, blocks = approval_text(view), build_approval_blocks(view)
+    policy_view = await with_policy(services, approval_view_of(row, call), call)
+    thread_tr = await services.languages.of_thread(row.thread_id, row.requester)
     poster = careful_client(client)  # retries a 429 only: a retried 5xx could post twice
     reached = await messages.escalated_to(row.id)
     unreachable: list[str] = []
     for recipient in recipients:
         if recipient in reached:
             continue
+        # a DM copy is read by its one person, in their language; a channel's post in the thread's
+        tr = await services.languages.of_person(recipient) if is_user_id(recipient) else thread_tr
+        escalated = tr.gettext(
+            "*Escalated*: no decision after {time} in {channel}, so it is brought to {target}.",
+            time=waited(escalation.after, tr),
+            channel=f"<#{row.channel}>",
+            target=target_mention(target),
+        )
+        view = dataclasses.replace(policy_view, escalated=f":rotating_light: {escalated}")
+        text, blocks = approval_text(view), build_approval_blocks(view)
         try:
             response = await poster.chat_postMessage(channel=recipient, text=text, blocks=blocks)
         except SlackApiError as exc:
@@ -110,9 +118,12 @@ async def escalate(services: SlackServices, client: AsyncWebClient, escalation: 
         reached.add(recipient)
     if not reached & set(recipients):
         return _failed(services, escalation, f"{target} could not be reached: {', '.join(unreachable)}")
-    await _tell_thread(
-        services, client, row, f":rotating_light: No decision after {after}: brought to {target_mention(target)}."
+    told = thread_tr.gettext(
+        "No decision after {time}: brought to {target}.",
+        time=waited(escalation.after, thread_tr),
+        target=target_mention(target),
     )
+    await _tell_thread(services, client, row, f":rotating_light: {told}")
     await refresh_message(services, client, row)  # decided meanwhile: every copy, the new ones too, shows it
     detail = f"brought to {target}"
     if target.startswith("S"):

@@ -12,17 +12,20 @@ from typing import Any
 from slack_sdk.models.blocks import ContextActionsBlock, FeedbackButtonObject, FeedbackButtonsElement
 
 from .stores.answer_feedback import RATINGS, Rating
+from .translator import N_, Translator
 
 FEEDBACK = "answer_feedback"
 """The action_id of the feedback buttons."""
 SHOWN = {"up": "👍", "down": "👎"}
-LABELS = {"up": "This answer was helpful", "down": "This answer was not helpful"}
+LABELS = {"up": N_("This answer was helpful"), "down": N_("This answer was not helpful")}
 
 
-def build_feedback_block(run_id: str) -> dict[str, Any]:
+def build_feedback_block(run_id: str, tr: Translator) -> dict[str, Any]:
     """The thumbs up / down under the answer of run `run_id`."""
     buttons = {
-        rating: FeedbackButtonObject(text=SHOWN[rating], value=f"{rating}:{run_id}", accessibility_label=LABELS[rating])
+        rating: FeedbackButtonObject(
+            text=SHOWN[rating], value=f"{rating}:{run_id}", accessibility_label=tr.gettext(LABELS[rating])
+        )
         for rating in RATINGS
     }
     element = FeedbackButtonsElement(action_id=FEEDBACK, positive_button=buttons["up"], negative_button=buttons["down"])
@@ -39,10 +42,10 @@ def read_feedback_value(value: Any) -> tuple[Rating, str] | None:
     return rating, run_id  # type: ignore[return-value]
 
 
-def thanks_text(rating: Rating, change: str) -> str:
+def thanks_text(rating: Rating, change: str, tr: Translator) -> str:
     """What the clicker alone is told after a click."""
     if change == "same":
-        return f"You rated this answer {SHOWN[rating]} already."
+        return tr.gettext("You rated this answer {rating} already.", rating=SHOWN[rating])
     if change == "changed":
-        return f"Your rating of this answer is now {SHOWN[rating]}. Thanks!"
-    return f"Thanks for your feedback {SHOWN[rating]}."
+        return tr.gettext("Your rating of this answer is now {rating}. Thanks!", rating=SHOWN[rating])
+    return tr.gettext("Thanks for your feedback {rating}.", rating=SHOWN[rating])

@@ -3,7 +3,8 @@
 Strings, numbers, integers, booleans and enums get their own inputs; anything else (objects, arrays,
 unions) is edited as JSON text. A schema that is not an object with properties is edited whole, as
 JSON. Pure functions: `form_errors` checks the data read back against the schema and says what is
-wrong in words a person understands ("Must be more than 0."), never in JSON Schema's wording.
+wrong in words a person understands ("Must be more than 0."), never in JSON Schema's wording, and in the
+language of the person who fills the form in (the `Translator` each function takes).
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ from slack_sdk.models.blocks import (
 
 from tools import InvalidSchemaError, JsonValueError, read_json, schema_errors
 
+from .translator import N_, Translator
+
 FIELD_PREFIX = "field:"
 WHOLE = "__json__"
 """The field name used when the whole value is edited as JSON."""
 VALUE_ACTION = "value"
-SCHEMA_NOT_VALID = "No answer can be accepted: this question's form is broken (its schema is not valid)."
+SCHEMA_NOT_VALID = N_("No answer can be accepted: this question's form is broken (its schema is not valid).")
 _MAX_FIELDS = 90  # a modal holds at most 100 blocks
 _MAX_OPTIONS = 100
 _TEXT_LIMIT = 3000  # plain_text_input's maximum length
@@ -55,19 +58,21 @@ class Field:
         return FIELD_PREFIX + self.name
 
 
-def fields_of(schema: dict[str, Any]) -> list[Field]:
+def fields_of(schema: dict[str, Any], tr: Translator) -> list[Field]:
     """The inputs for `schema`: one per property of an object schema, else a single JSON input."""
     schema = _resolve(schema, schema)
     properties = schema.get("properties")
     if schema.get("type", "object") != "object" or not isinstance(properties, dict) or not properties:
-        return [Field(name=WHOLE, kind="json", label="Value (JSON)", required=True, schema=schema)]
+        return [Field(name=WHOLE, kind="json", label=tr.gettext("Value (JSON)"), required=True, schema=schema)]
     if len(properties) > _MAX_FIELDS:
-        return [Field(name=WHOLE, kind="json", label="Arguments (JSON)", required=True, schema=schema)]
+        return [Field(name=WHOLE, kind="json", label=tr.gettext("Arguments (JSON)"), required=True, schema=schema)]
     required = set(schema.get("required", []))
-    return [_field(name, _resolve(prop, schema), name in required, root=schema) for name, prop in properties.items()]
+    return [
+        _field(name, _resolve(prop, schema), name in required, root=schema, tr=tr) for name, prop in properties.items()
+    ]
 
 
-def _field(name: str, prop: dict[str, Any], required: bool, *, root: dict[str, Any]) -> Field:
+def _field(name: str, prop: dict[str, Any], required: bool, *, root: dict[str, Any], tr: Translator) -> Field:
     nullable = False
     variants = prop.get("anyOf") or prop.get("oneOf")
     if variants:
@@ -89,7 +94,8 @@ def _field(name: str, prop: dict[str, Any], required: bool, *, root: dict[str, A
         return Field(name=name, kind="enum", label=label, required=required, schema=prop, enum=tuple(enum), hint=hint)
     if kind_type in ("string", "integer", "number", "boolean"):
         return Field(name=name, kind=kind_type, label=label, required=required, schema=prop, hint=hint)
-    return Field(name=name, kind="json", label=f"{label} (JSON)", required=required, schema=prop, hint=hint)
+    label = tr.gettext("{field} (JSON)", field=label)
+    return Field(name=name, kind="json", label=label, required=required, schema=prop, hint=hint)
 
 
 def _scalar(value: Any) -> bool:
@@ -112,16 +118,16 @@ def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     return schema if isinstance(schema, dict) else {}
 
 
-def build_form_blocks(schema: dict[str, Any], values: Any = None) -> list[Block]:
+def build_form_blocks(schema: dict[str, Any], tr: Translator, values: Any = None) -> list[Block]:
     """Input blocks for `schema`, filled in with `values` (the current arguments, or nothing)."""
-    fields = fields_of(schema)
+    fields = fields_of(schema, tr)
     if fields[0].name == WHOLE:
-        return [_input(fields[0], values)]
+        return [_input(fields[0], values, tr)]
     values = values if isinstance(values, dict) else {}
-    return [_input(field, values.get(field.name, _MISSING)) for field in fields]
+    return [_input(field, values.get(field.name, _MISSING), tr) for field in fields]
 
 
-def _input(field: Field, value: Any) -> InputBlock:
+def _input(field: Field, value: Any, tr: Translator) -> InputBlock:
     has_value = value is not _MISSING and value is not None
     element: Any
     if field.kind == "enum":
@@ -129,7 +135,7 @@ def _input(field: Field, value: Any) -> InputBlock:
         initial = next((o for o, v in zip(options, field.enum, strict=True) if has_value and v == value), None)
         element = StaticSelectElement(action_id=VALUE_ACTION, options=options, initial_option=initial)
     elif field.kind == "boolean":
-        option = Option(text="Yes", value="true")
+        option = Option(text=tr.gettext("Yes"), value="true")
         element = CheckboxesElement(
             action_id=VALUE_ACTION, options=[option], initial_options=[option] if value is True else None
         )
@@ -175,16 +181,16 @@ def _bound(value: Any) -> str | None:
     return str(value) if _is_number(value) else None
 
 
-def read_form(schema: dict[str, Any], state_values: dict[str, Any]) -> tuple[Any, dict[str, str]]:
+def read_form(schema: dict[str, Any], state_values: dict[str, Any], tr: Translator) -> tuple[Any, dict[str, str]]:
     """The data in a submitted form (`view.state.values`), and errors by block id for inputs that could
     not be read (bad JSON, not a number). Empty optional inputs are left out of the data."""
-    fields = fields_of(schema)
+    fields = fields_of(schema, tr)
     data: dict[str, Any] = {}
     errors: dict[str, str] = {}
     for field in fields:
         raw = (state_values.get(field.block_id) or {}).get(VALUE_ACTION) or {}
         try:
-            value = _read(field, raw)
+            value = _read(field, raw, tr)
         except ValueError as exc:
             errors[field.block_id] = str(exc)
             continue
@@ -195,7 +201,7 @@ def read_form(schema: dict[str, Any], state_values: dict[str, Any]) -> tuple[Any
     return data, errors
 
 
-def _read(field: Field, raw: dict[str, Any]) -> Any:
+def _read(field: Field, raw: dict[str, Any], tr: Translator) -> Any:
     if field.kind == "boolean":
         return bool(raw.get("selected_options"))
     if field.kind == "enum":
@@ -205,7 +211,7 @@ def _read(field: Field, raw: dict[str, Any]) -> Any:
         try:  # the option's value is JSON the form was built with, or a forged one: nesting bounded
             return read_json(selected["value"])
         except JsonValueError:
-            raise ValueError("Choose one of the options.") from None
+            raise ValueError(tr.gettext("Choose one of the options.")) from None
     text = raw.get("value")
     if text is None or (field.kind != "string" and not str(text).strip()):
         return _MISSING
@@ -215,27 +221,27 @@ def _read(field: Field, raw: dict[str, Any]) -> Any:
         try:
             return int(text)
         except ValueError:
-            raise ValueError("Enter a whole number.") from None
+            raise ValueError(tr.gettext("Enter a whole number.")) from None
     if field.kind == "number":
         try:
             number = float(text)
         except ValueError:
-            raise ValueError("Enter a number.") from None
+            raise ValueError(tr.gettext("Enter a number.")) from None
         if not math.isfinite(number):  # "nan", "inf", "1e400": no JSON number
-            raise ValueError("Enter a number (NaN and infinity are not numbers here).")
+            raise ValueError(tr.gettext("Enter a number (NaN and infinity are not numbers here)."))
         return int(number) if number.is_integer() and "." not in text else number
     try:
         return read_json(text)
     except JsonValueError as exc:
-        raise ValueError(f"Not valid JSON: {exc}.") from None
+        raise ValueError(tr.gettext("Not valid JSON: {error}.", error=exc)) from None
 
 
-def errors_by_block(schema: dict[str, Any], problems: list[tuple[str, str]]) -> dict[str, str]:
+def errors_by_block(schema: dict[str, Any], problems: list[tuple[str, str]], tr: Translator) -> dict[str, str]:
     """Map validation problems (`(path, message)`, path like `/city` or `/`) to the form's block ids.
 
     A problem at the root, or at a field the form does not show, goes to the first input.
     """
-    fields = fields_of(schema)
+    fields = fields_of(schema, tr)
     names = {field.name for field in fields}
     errors: dict[str, str] = {}
     for path, message in problems:
@@ -250,9 +256,9 @@ def errors_by_block(schema: dict[str, Any], problems: list[tuple[str, str]]) -> 
     return errors
 
 
-def _first_input(schema: Any) -> str:
+def _first_input(schema: Any, tr: Translator) -> str:
     try:
-        return fields_of(schema)[0].name
+        return fields_of(schema, tr)[0].name
     except Exception:  # noqa: BLE001 - a schema this broken was shown as one JSON input
         return WHOLE
 
@@ -264,87 +270,99 @@ def _missing_property(message: str, names: set[str]) -> str | None:
     return None
 
 
-def form_errors(schema: dict[str, Any], data: Any) -> dict[str, str]:
+def form_errors(schema: dict[str, Any], data: Any, tr: Translator) -> dict[str, str]:
     """Why `data` does not fit `schema`, one message per input of the form (by block id); empty when it fits.
     A schema that is not valid fits nothing: the first input says so."""
     try:
         errors = list(schema_errors(schema, data))
     except InvalidSchemaError:
-        return {FIELD_PREFIX + _first_input(schema): SCHEMA_NOT_VALID}
+        return {FIELD_PREFIX + _first_input(schema, tr): tr.gettext(SCHEMA_NOT_VALID)}
     problems = []
     for error in errors:
         path = "/" + "/".join(str(part) for part in error.absolute_path)
         if error.validator == "required" and isinstance(error.instance, dict):
             missing = [name for name in error.validator_value if name not in error.instance]
-            problems += [(path.rstrip("/") + "/" + name, "Fill this in.") for name in missing]
+            problems += [(path.rstrip("/") + "/" + name, tr.gettext("Fill this in.")) for name in missing]
             continue
-        problems.append((path, human_message(error)))
+        problems.append((path, human_message(error, tr)))
     shown: dict[str, str] = {}
     for problem in problems:  # the first problem of each input: one thing to fix at a time
-        for block_id, text in errors_by_block(schema, [problem]).items():
+        for block_id, text in errors_by_block(schema, [problem], tr).items():
             shown.setdefault(block_id, text)
     return shown
 
 
 _TYPE_WORDS = {
-    "integer": "a whole number",
-    "number": "a number",
-    "string": "text",
-    "boolean": "yes or no",
-    "array": "a list",
-    "object": "a JSON object",
-    "null": "empty",
+    "integer": N_("a whole number"),
+    "number": N_("a number"),
+    "string": N_("text"),
+    "boolean": N_("yes or no"),
+    "array": N_("a list"),
+    "object": N_("a JSON object"),
+    "null": N_("empty"),
 }
 _FORMAT_WORDS = {
-    "email": "an email address",
-    "uri": "a full URL (https://...)",
-    "url": "a full URL (https://...)",
-    "date": "a date like 2026-01-31",
-    "date-time": "a date and time like 2026-01-31T09:00:00Z",
-    "time": "a time like 09:00:00",
-    "uuid": "a UUID",
-    "ipv4": "an IPv4 address",
+    "email": N_("an email address"),
+    "uri": N_("a full URL (https://...)"),
+    "url": N_("a full URL (https://...)"),
+    "date": N_("a date like 2026-01-31"),
+    "date-time": N_("a date and time like 2026-01-31T09:00:00Z"),
+    "time": N_("a time like 09:00:00"),
+    "uuid": N_("a UUID"),
+    "ipv4": N_("an IPv4 address"),
 }
 
 
-def human_message(error: jsonschema.ValidationError) -> str:
+def human_message(error: jsonschema.ValidationError, tr: Translator) -> str:
     """One validation problem as a person would say it; JSON Schema's own wording only for rare keywords."""
     keyword, limit = error.validator, error.validator_value
     if keyword == "minimum":
-        return f"Must be {_number(limit)} or more."
+        return tr.gettext("Must be {limit} or more.", limit=_number(limit))
     if keyword == "exclusiveMinimum":
-        return f"Must be more than {_number(limit)}."
+        return tr.gettext("Must be more than {limit}.", limit=_number(limit))
     if keyword == "maximum":
-        return f"Must be {_number(limit)} or less."
+        return tr.gettext("Must be {limit} or less.", limit=_number(limit))
     if keyword == "exclusiveMaximum":
-        return f"Must be less than {_number(limit)}."
+        return tr.gettext("Must be less than {limit}.", limit=_number(limit))
     if keyword == "multipleOf":
-        return f"Must be a multiple of {_number(limit)}."
+        return tr.gettext("Must be a multiple of {limit}.", limit=_number(limit))
     if keyword == "minLength":
-        return "Cannot be empty." if limit == 1 else f"Must be at least {limit} characters long."
+        if limit == 1:
+            return tr.gettext("Cannot be empty.")
+        return tr.ngettext("Must be at least {n} character long.", "Must be at least {n} characters long.", limit)
     if keyword == "maxLength":
-        return f"Must be at most {limit} characters long."
+        return tr.ngettext("Must be at most {n} character long.", "Must be at most {n} characters long.", limit)
     if keyword == "pattern":
-        return f"Is not in the expected form (it must match {limit})."
+        return tr.gettext("Is not in the expected form (it must match {pattern}).", pattern=limit)
     if keyword == "format":
-        return f"Must be {_FORMAT_WORDS.get(str(limit), f'a valid {limit}')}."
+        words = _FORMAT_WORDS.get(str(limit))
+        if words is None:
+            return tr.gettext("Must be a valid {format}.", format=limit)
+        return tr.gettext("Must be {what}.", what=tr.gettext(words))
     if keyword in ("enum", "const"):
         choices = limit if keyword == "enum" else [limit]
         shown = ", ".join(json.dumps(choice, ensure_ascii=False) for choice in choices[:10])
-        return f"Must be {shown}." if len(choices) == 1 else f"Must be one of {shown}."
+        if len(choices) == 1:
+            return tr.gettext("Must be {value}.", value=shown)
+        return tr.gettext("Must be one of {values}.", values=shown)
     if keyword == "type":
         wanted = [limit] if isinstance(limit, str) else list(limit)
-        return "Must be " + " or ".join(_TYPE_WORDS.get(kind, kind) for kind in wanted) + "."
+        kinds = [tr.gettext(_TYPE_WORDS[kind]) if kind in _TYPE_WORDS else kind for kind in wanted]
+        if len(kinds) == 1:
+            return tr.gettext("Must be {what}.", what=kinds[0])
+        return tr.gettext("Must be one of these: {kinds}.", kinds=", ".join(kinds))
     if keyword == "minItems":
-        return "Add at least one item." if limit == 1 else f"Add at least {limit} items."
+        if limit == 1:
+            return tr.gettext("Add at least one item.")
+        return tr.ngettext("Add at least {n} item.", "Add at least {n} items.", limit)
     if keyword == "maxItems":
-        return f"At most {limit} items."
+        return tr.ngettext("At most {n} item.", "At most {n} items.", limit)
     if keyword == "uniqueItems":
-        return "Each item may appear only once."
+        return tr.gettext("Each item may appear only once.")
     if keyword == "additionalProperties" and isinstance(error.instance, dict):
-        return "Unexpected field: " + ", ".join(sorted(map(str, error.instance))) + "."
+        return tr.gettext("Unexpected field: {fields}.", fields=", ".join(sorted(map(str, error.instance))))
     if keyword in ("anyOf", "oneOf"):
-        return "Does not match any of the allowed shapes."
+        return tr.gettext("Does not match any of the allowed shapes.")
     return error.message
 
 

@@ -10,10 +10,10 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from .services import SlackServices
+from .translator import Translator
 
 PROMPTS_LIMIT = 4
 """Slack shows at most four suggested prompts."""
-TITLE = "Try one of these:"
 
 
 def suggested_prompts(agent: Any) -> list[dict[str, str]]:
@@ -25,9 +25,15 @@ def suggested_prompts(agent: Any) -> list[dict[str, str]]:
     return prompts
 
 
-def greeting_text(agent: Any, user: str) -> str:
+def greeting_text(agent: Any, user: str, tr: Translator) -> str:
+    """Hello, and what the bot can do: its words in `user`'s language; the tools' descriptions as written."""
     tools = list((getattr(agent, "tools", None) or {}).items())
-    lines = [f"Hi <@{user}>! I'm {agent.name}. I ask before anything sensitive, and show each step as I work."]
+    hello = tr.gettext(
+        "Hi {user}! I'm {name}. I ask before anything sensitive, and show each step as I work.",
+        user=f"<@{user}>",
+        name=agent.name,
+    )
+    lines = [hello]
     lines += [f"• `{name}`: {getattr(tool, 'description', '')}" for name, tool in tools]
     return "\n".join(lines)
 
@@ -35,11 +41,13 @@ def greeting_text(agent: Any, user: str) -> str:
 async def greet(services: SlackServices, client: AsyncWebClient, *, user: str, channel: str) -> None:
     """Offer the prompts in the DM `channel`; greet `user` there if the DM is empty."""
     prompts = suggested_prompts(services.agent)
+    tr = await services.languages.of_person(user)
     try:
         if prompts:
-            await client.assistant_threads_setSuggestedPrompts(channel_id=channel, title=TITLE, prompts=prompts)
+            title = tr.gettext("Try one of these:")
+            await client.assistant_threads_setSuggestedPrompts(channel_id=channel, title=title, prompts=prompts)
         history = await client.conversations_history(channel=channel, limit=1)
         if not history.get("messages"):
-            await client.chat_postMessage(channel=channel, text=greeting_text(services.agent, user))
+            await client.chat_postMessage(channel=channel, text=greeting_text(services.agent, user, tr))
     except SlackApiError as exc:  # a greeting is a courtesy: the DM works without it
         services.logger.info("could not greet %s in %s: %s", user, channel, exc.response.get("error"))

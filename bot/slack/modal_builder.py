@@ -1,7 +1,8 @@
 """Block Kit modals: decline with a reason, edit a call's arguments, answer a tool's question.
 
 Each modal carries the clicked message's opaque reference in `private_metadata`; the submission
-handler trusts nothing in it until the reference is checked again. Pure functions.
+handler trusts nothing in it until the reference is checked again. Pure functions of what the modal shows and
+the reader's `Translator` (a modal is seen by the one person who opened it: in their language).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from .approval_builder import format_args
 from .form_builder import build_form_blocks
 from .mrkdwn import escape
 from .question_builder import question_of
+from .translator import Translator
 
 DECLINE_REASON_CALLBACK = "tool_decline_reason"
 EDIT_ARGS_CALLBACK = "tool_edit_args"
@@ -32,58 +34,56 @@ class ModalTarget:
     tool_name: str
 
 
-def build_decline_reason_modal(target: ModalTarget, args: Any) -> View:
+def build_decline_reason_modal(target: ModalTarget, args: Any, tr: Translator) -> View:
     """Ask why the call is declined; the reason goes to the model and onto the message."""
+    tool = f"`{escape(target.tool_name)}`"
     return View(
         type="modal",
         callback_id=DECLINE_REASON_CALLBACK,
         private_metadata=target.ref,
-        title="Decline",
-        submit="Decline",
-        close="Cancel",
+        title=tr.gettext("Decline"),
+        submit=tr.gettext("Decline"),
+        close=tr.gettext("Cancel"),
         blocks=[
-            SectionBlock(text=MarkdownTextObject(text=f"Decline `{escape(target.tool_name)}` with:")),
+            SectionBlock(text=MarkdownTextObject(text=tr.gettext("Decline {tool} with:", tool=tool))),
             SectionBlock(text=MarkdownTextObject(text=format_args(args, limit=1500))),
             InputBlock(
                 block_id=REASON_BLOCK_ID,
-                label="Reason",
+                label=tr.gettext("Reason"),
                 element=PlainTextInputElement(action_id=REASON_ACTION, multiline=True, max_length=1000),
             ),
         ],
     )
 
 
-def build_edit_args_modal(target: ModalTarget, input_schema: dict[str, Any], args: Any) -> View:
+def build_edit_args_modal(target: ModalTarget, input_schema: dict[str, Any], args: Any, tr: Translator) -> View:
     """The call's arguments as a form generated from the tool's input schema; submitting approves them."""
+    tool = f"`{escape(target.tool_name)}`"
+    how = tr.gettext("Change the arguments of {tool}, then approve the edited call.", tool=tool)
     return View(
         type="modal",
         callback_id=EDIT_ARGS_CALLBACK,
         private_metadata=target.ref,
-        title="Edit and approve",
-        submit="Approve",
-        close="Cancel",
-        blocks=[
-            SectionBlock(
-                text=MarkdownTextObject(
-                    text=f"Change the arguments of `{escape(target.tool_name)}`, then approve the edited call."
-                )
-            ),
-            *build_form_blocks(input_schema, args),
-        ],
+        title=tr.gettext("Edit and approve"),
+        submit=tr.gettext("Approve"),
+        close=tr.gettext("Cancel"),
+        blocks=[SectionBlock(text=MarkdownTextObject(text=how)), *build_form_blocks(input_schema, tr, args)],
     )
 
 
-def build_answer_modal(target: ModalTarget, suspend_payload: Any, resume_schema: dict[str, Any]) -> View:
+def build_answer_modal(
+    target: ModalTarget, suspend_payload: Any, resume_schema: dict[str, Any], tr: Translator
+) -> View:
     """The tool's question and a form generated from its resume schema."""
     question = escape(question_of(suspend_payload)[:2900])
     return View(
         type="modal",
         callback_id=ANSWER_CALLBACK,
         private_metadata=target.ref,
-        title="Answer",
-        submit="Send",
-        close="Cancel",
-        blocks=[SectionBlock(text=MarkdownTextObject(text=question)), *build_form_blocks(resume_schema)],
+        title=tr.gettext("Answer"),
+        submit=tr.gettext("Send"),
+        close=tr.gettext("Cancel"),
+        blocks=[SectionBlock(text=MarkdownTextObject(text=question)), *build_form_blocks(resume_schema, tr)],
     )
 
 

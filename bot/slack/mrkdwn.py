@@ -6,6 +6,7 @@ Pure functions: no Slack calls, no I/O.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 MESSAGE_LIMIT = 3900
 """Characters per message: Slack advises at most 4,000 characters of text per message."""
@@ -24,6 +25,14 @@ _RULE = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
 def escape(text: str) -> str:
     """Escape the three characters Slack treats as markup (`&`, `<`, `>`)."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def slack_date(moment: datetime) -> str:
+    """A moment as Slack's date token: each reader sees it in their own time zone and their own language's
+    format (Slack renders it); the fallback (clients that cannot) is in UTC. A naive moment is UTC (as stored)."""
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    fallback = moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} {{time}}|{fallback}>"
 
 
 def to_mrkdwn(markdown: str) -> str:

@@ -1,5 +1,5 @@
 """Block Kit for a question a tool asked with `suspend()`: the open question with its Answer button, and the
-same message once answered. Pure functions; tested without Slack."""
+same message once answered. Pure functions of the view and the reader's `Translator`; tested without Slack."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from typing import Any
 
 from slack_sdk.models.blocks import ActionsBlock, Block, ButtonElement, ContextBlock, MarkdownTextObject, SectionBlock
 
-from .approval_builder import format_args, slack_date
-from .mrkdwn import escape
+from .approval_builder import format_args
+from .mrkdwn import escape, slack_date
+from .translator import Translator
 
 ANSWER = "tool_answer"
 OPEN_URL = "tool_question_url"
@@ -65,67 +66,91 @@ def question_of(suspend_payload: Any) -> str:
     return json.dumps(suspend_payload, ensure_ascii=False, default=str)
 
 
-def question_text(view: QuestionView) -> str:
-    return f"{view.tool_name} asks: {question_of(view.suspend_payload)}"
+def question_text(view: QuestionView, tr: Translator) -> str:
+    return tr.gettext("{tool} asks: {question}", tool=view.tool_name, question=question_of(view.suspend_payload))
 
 
-def build_question_blocks(view: QuestionView) -> list[Block]:
+def build_question_blocks(view: QuestionView, tr: Translator) -> list[Block]:
     """The open question, how to answer it, and the Answer button (when a form can be offered)."""
+    requester = f"<@{view.requester}>"
     if view.url:
-        how = "open the page to answer; the bot goes on when the server has the answer"
-    elif view.answerable_by_form:
-        how = "reply in this thread or use the form"
-    else:
-        how = "reply in this thread"
-    blocks: list[Block] = [
-        *_describe(view),
-        ContextBlock(elements=[MarkdownTextObject(text=f"<@{view.requester}>, {how}.")]),
-    ]
-    buttons: list[ButtonElement] = []
-    if view.url:
-        buttons.append(
-            ButtonElement(
-                text="Open the page", action_id=OPEN_URL, value=view.ref, url=view.url[:3000], style="primary"
-            )
+        how = tr.gettext(
+            "{user}, open the page to answer; the bot goes on when the server has the answer.", user=requester
         )
     elif view.answerable_by_form:
-        buttons.append(ButtonElement(text="Answer", action_id=ANSWER, value=view.ref, style="primary"))
+        how = tr.gettext("{user}, reply in this thread or use the form.", user=requester)
+    else:
+        how = tr.gettext("{user}, reply in this thread.", user=requester)
+    blocks: list[Block] = [*_describe(view, tr), ContextBlock(elements=[MarkdownTextObject(text=how)])]
+    buttons: list[ButtonElement] = []
+    if view.url:
+        open_page = tr.gettext("Open the page")
+        buttons.append(
+            ButtonElement(text=open_page, action_id=OPEN_URL, value=view.ref, url=view.url[:3000], style="primary")
+        )
+    elif view.answerable_by_form:
+        buttons.append(ButtonElement(text=tr.gettext("Answer"), action_id=ANSWER, value=view.ref, style="primary"))
     if view.declinable:
-        buttons.append(ButtonElement(text="Decline", action_id=DECLINE_QUESTION, value=view.ref, style="danger"))
-        buttons.append(ButtonElement(text="Cancel", action_id=CANCEL_QUESTION, value=view.ref))
+        decline = tr.gettext("Decline")
+        buttons.append(ButtonElement(text=decline, action_id=DECLINE_QUESTION, value=view.ref, style="danger"))
+        buttons.append(ButtonElement(text=tr.gettext("Cancel"), action_id=CANCEL_QUESTION, value=view.ref))
     if buttons:
         blocks.append(ActionsBlock(block_id=ANSWER_BLOCK_ID, elements=buttons))
     return blocks
 
 
-def build_answered_question_blocks(view: QuestionView, answer: AnswerView) -> list[Block]:
+def build_answered_question_blocks(view: QuestionView, answer: AnswerView, tr: Translator) -> list[Block]:
     """The question once answered: no button; who answered, when, and with what."""
     if answer.refused:
-        verb = "Declined" if answer.refused == "declined" else "Cancelled"
-        who = f" by <@{answer.refused_by}>" if answer.refused_by else " (nobody answered in time)"
-        when = f" on {slack_date(answer.answered_at)}" if answer.answered_at else ""
-        told = {"declined": "decline", "cancelled": "cancel"}.get(answer.refused, answer.refused)
-        line = f":no_entry_sign: {verb}{who}{when}; the MCP server was told `{told}`"
-        return [*_describe(view), SectionBlock(text=MarkdownTextObject(text=line))]
-    if answer.answered_by:
-        line = f":white_check_mark: Answered by <@{answer.answered_by}> on {slack_date(answer.answered_at)}"
+        line = f":no_entry_sign: {_refusal(answer, tr)}"
+        return [*_describe(view, tr), SectionBlock(text=MarkdownTextObject(text=line))]
+    if answer.answered_by and answer.answered_at:
+        done = tr.gettext(
+            "Answered by {user} on {date}.", user=f"<@{answer.answered_by}>", date=slack_date(answer.answered_at)
+        )
+    elif answer.answered_by:
+        done = tr.gettext("Answered by {user}.", user=f"<@{answer.answered_by}>")
     elif answer.resume_data is not None:
         # what the bot read from the message, so a misreading shows at once
-        line = f":white_check_mark: Answered in the thread: {escape(answer_summary(answer.resume_data))}"
+        done = tr.gettext("Answered in the thread: {answer}", answer=escape(answer_summary(answer.resume_data, tr)))
     else:
-        line = ":white_check_mark: Answered in the thread"
-    blocks = [*_describe(view), SectionBlock(text=MarkdownTextObject(text=line))]
+        done = tr.gettext("Answered in the thread.")
+    blocks = [*_describe(view, tr), SectionBlock(text=MarkdownTextObject(text=f":white_check_mark: {done}"))]
     if answer.answered_by and answer.resume_data is not None:
         blocks.append(SectionBlock(text=MarkdownTextObject(text=format_args(answer.resume_data))))
     return blocks
 
 
-def answer_summary(resume_data: Any) -> str:
+def _refusal(answer: AnswerView, tr: Translator) -> str:
+    """Who declined or cancelled a live question, when, and what its MCP server heard (`decline`/`cancel`,
+    the protocol's words, not translated)."""
+    user = f"<@{answer.refused_by}>"
+    date = slack_date(answer.answered_at) if answer.answered_at else None
+    if answer.refused == "declined":
+        told = "decline"
+        if not answer.refused_by:
+            who = tr.gettext("Declined: nobody answered in time.")
+        elif date:
+            who = tr.gettext("Declined by {user} on {date}.", user=user, date=date)
+        else:
+            who = tr.gettext("Declined by {user}.", user=user)
+    else:
+        told = "cancel" if answer.refused == "cancelled" else str(answer.refused)
+        if not answer.refused_by:
+            who = tr.gettext("Cancelled: nobody answered in time.")
+        elif date:
+            who = tr.gettext("Cancelled by {user} on {date}.", user=user, date=date)
+        else:
+            who = tr.gettext("Cancelled by {user}.", user=user)
+    return f"{who} {tr.gettext('The MCP server was told {answer}.', answer=f'`{told}`')}"
+
+
+def answer_summary(resume_data: Any, tr: Translator) -> str:
     """The values an answer resumed with, in plain words: `confirmed = no, city = Paris`."""
 
     def plain(value: Any) -> str:
         if isinstance(value, bool):
-            return "yes" if value else "no"
+            return tr.gettext("yes") if value else tr.gettext("no")
         if isinstance(value, str):
             return value
         return json.dumps(value, ensure_ascii=False, default=str)
@@ -135,6 +160,7 @@ def answer_summary(resume_data: Any) -> str:
     return plain(resume_data)[:2500]
 
 
-def _describe(view: QuestionView) -> list[Block]:
+def _describe(view: QuestionView, tr: Translator) -> list[Block]:
     question = escape(question_of(view.suspend_payload)[:2500])
-    return [SectionBlock(text=MarkdownTextObject(text=f":question: *`{escape(view.tool_name)}` asks:* {question}"))]
+    asks = tr.gettext("*{tool} asks:* {question}", tool=f"`{escape(view.tool_name)}`", question=question)
+    return [SectionBlock(text=MarkdownTextObject(text=f":question: {asks}"))]

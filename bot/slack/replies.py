@@ -24,17 +24,18 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from .mrkdwn import MESSAGE_LIMIT, split_point, to_mrkdwn
 from .threads import SlackThread
+from .translator import N_, Translator
 
-THINKING = "is thinking…"
+THINKING = N_("is thinking…")
 
 STEP_STATES = {
     # state: (Slack's task status, the word shown, the emoji of the context line)
-    "running": ("in_progress", "running", ":hourglass_flowing_sand:"),
-    "waiting for approval": ("pending", "waiting for approval", ":raised_hand:"),
-    "waiting for an answer": ("pending", "waiting for an answer", ":speech_balloon:"),
-    "done": ("complete", "done", ":white_check_mark:"),
-    "failed": ("error", "failed", ":x:"),
-    "declined": ("error", "declined", ":no_entry_sign:"),
+    "running": ("in_progress", N_("running"), ":hourglass_flowing_sand:"),
+    "waiting for approval": ("pending", N_("waiting for approval"), ":raised_hand:"),
+    "waiting for an answer": ("pending", N_("waiting for an answer"), ":speech_balloon:"),
+    "done": ("complete", N_("done"), ":white_check_mark:"),
+    "failed": ("error", N_("failed"), ":x:"),
+    "declined": ("error", N_("declined"), ":no_entry_sign:"),
 }
 """A thinking step's states, and how Slack (pending, in_progress, complete, error) and the line show each."""
 DETAIL_LIMIT = 256
@@ -53,17 +54,19 @@ class Step:
     details: str | None = None
     """The arguments, or why it was declined or failed, in a line."""
 
-    def task_chunk(self) -> dict[str, Any]:
+    def task_chunk(self, tr: Translator) -> dict[str, Any]:
         """The step as Slack's `task_update` streaming chunk."""
         status, word, _ = STEP_STATES[self.state]
         chunk: dict[str, Any] = {"type": "task_update", "id": self.id, "title": self.tool_name, "status": status}
-        details = word if not self.details else f"{word}: {self.details}"
+        word = tr.gettext(word)
+        details = word if not self.details else tr.gettext("{state}: {details}", state=word, details=self.details)
         chunk["details"] = _cut(details)
         return chunk
 
-    def line(self) -> str:
+    def line(self, tr: Translator) -> str:
         _, word, emoji = STEP_STATES[self.state]
-        return f"{emoji} `{self.tool_name}` {word}" + (f" ({_cut(self.details, 80)})" if self.details else "")
+        line = tr.gettext("{tool} {state}", tool=f"`{self.tool_name}`", state=tr.gettext(word))
+        return f"{emoji} {line}" + (f" ({_cut(self.details, 80)})" if self.details else "")
 
 
 def args_line(args: Any) -> str | None:
@@ -91,8 +94,11 @@ class ThreadReply:
         flush_chars: int = 256,
         logger: logging.Logger | None = None,
         status: ThinkingStatus | None = None,
+        tr: Translator,
     ):
         self.client = client
+        self.tr = tr
+        """The conversation's words (its steps' states)."""
         self.status = status
         """The turn's loading status, told of every message this answer starts."""
         self.thread = thread
@@ -136,7 +142,7 @@ class ThreadReply:
         self._steps[step.id] = step
         if self.mode == "stream":
             try:
-                await self._stream_chunks([step.task_chunk()])
+                await self._stream_chunks([step.task_chunk(self.tr)])
                 return
             except SlackApiError as exc:
                 if self._ts is not None:
@@ -162,7 +168,7 @@ class ThreadReply:
         self._sent = len(self._text)
 
     async def _show_steps_line(self) -> None:
-        line = " · ".join(step.line() for step in self._steps.values())
+        line = " · ".join(step.line(self.tr) for step in self._steps.values())
         blocks = [{"type": "context", "elements": [{"type": "mrkdwn", "text": line}]}]
         if self._steps_ts is None:
             response = await self.client.chat_postMessage(
@@ -260,15 +266,18 @@ class ThinkingStatus:
     Whatever posts a new message for the turn tells it (`replied`).
     """
 
-    def __init__(self, client: AsyncWebClient, thread: SlackThread):
+    def __init__(self, client: AsyncWebClient, thread: SlackThread, tr: Translator):
         self.client = client
         self.thread = thread
+        self.tr = tr
+        """The conversation's words."""
         self.showing = False
         """Whether a status this turn set may still show (none posted since)."""
 
-    async def show(self, status: str = THINKING) -> None:
-        """Show `status` under the thread (nothing where Slack does not offer it)."""
-        self.showing = await self._set(status) or self.showing
+    async def show(self, status: str | None = None) -> None:
+        """Show `status` (default: "is thinking…" in the conversation's words) under the thread (nothing where
+        Slack does not offer it)."""
+        self.showing = await self._set(status or self.tr.gettext(THINKING)) or self.showing
 
     def replied(self) -> None:
         """A new message was posted in the thread: Slack took the status away."""

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from bot.agent import Agent
 
     from .intake import EventIntake
+    from .reader_language import ReaderLanguages
     from .turn_queue import TurnQueue
 
 SERVICES_KEY = "services"
@@ -46,6 +47,8 @@ class SlackServices:
     """Takes the turns of queued messages, one at a time per thread (set by `create_slack_app`)."""
     intake: EventIntake | None = None
     """Over HTTP, acknowledges event deliveries before Bolt dispatches them (set by `create_slack_app`)."""
+    languages: ReaderLanguages = field(init=False)
+    """The language of what a person sees alone, and of a conversation (set by `create_slack_app`)."""
 
 
 def services_of(context: Any) -> SlackServices:

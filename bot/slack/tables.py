@@ -73,6 +73,9 @@ class SlackConversationRow(SlackTable):
     thread_ts: Mapped[str] = mapped_column(String(32))
     started_by: Mapped[str] = mapped_column(String(32))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    language: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    """The language of the bot's words in the thread: its starter's when the bot first wrote there, kept
+    for the conversation's life (`reader_language.ReaderLanguages.of_thread`); None until then."""
 
 
 class ToolCallMessageRow(SlackTable):

@@ -2,7 +2,8 @@
 in place once the call no longer waits, whoever settled it (a click, the thread, the HTTP API).
 
 Each message is recorded (`ToolCallMessageRow`) before it is posted; the record's id is the opaque
-reference its buttons carry.
+reference its buttons carry. A message in a thread is in the conversation's language (its starter's,
+`reader_language`), whoever's click brings it up to date.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ async def post_recorded(
         if answerable_by_form is None:
             answerable_by_form = record is not None and record.resume_schema is not None
         question = question_view_of(row, answerable_by_form=answerable_by_form, record=record)
-        text, blocks = question_text(question), build_question_blocks(question)
+        tr = await services.languages.of_thread(row.thread_id, row.requester)
+        text, blocks = question_text(question, tr), build_question_blocks(question, tr)
     ts = await deliver(services, client, row, text=text, blocks=blocks, search_first=search_first)
     if row.kind == "approval":
         home_changed(services)
@@ -116,14 +118,20 @@ async def post_recorded(
 
 
 async def _say_not_posted_yet(services: SlackServices, client: AsyncWebClient, row: ToolCallMessageRow) -> None:
-    what = "approval to run" if row.kind == "approval" else "an answer for"
-    try:
-        await client.chat_postMessage(
-            channel=row.channel,
-            thread_ts=row.thread_ts,
-            text=f":hourglass: I need {what} `{row.tool_name}`, but Slack did not take the request; "
-            "I will post it here again shortly.",
+    tr = await services.languages.of_thread(row.thread_id, row.requester)
+    tool = f"`{row.tool_name}`"
+    if row.kind == "approval":
+        said = tr.gettext(
+            "I need approval to run {tool}, but Slack did not take the request; I will post it here again shortly.",
+            tool=tool,
         )
+    else:
+        said = tr.gettext(
+            "I need an answer for {tool}, but Slack did not take the request; I will post it here again shortly.",
+            tool=tool,
+        )
+    try:
+        await client.chat_postMessage(channel=row.channel, thread_ts=row.thread_ts, text=f":hourglass: {said}")
     except SlackApiError:
         services.logger.warning("could not tell %s that its message is not posted yet", row.thread_id)
     except UNCLEAR:
@@ -248,7 +256,9 @@ async def refresh_message(
             refused=refused,
             refused_by=record.decided_by if refused else None,
         )
-        text, blocks = f"Answered: {row.tool_name}", build_answered_question_blocks(question_view_of(row), answer)
+        tr = await services.languages.of_thread(row.thread_id, row.requester)
+        text = tr.gettext("Answered: {tool}", tool=row.tool_name)
+        blocks = build_answered_question_blocks(question_view_of(row), answer, tr)
     failures = []
     for channel, ts in shown:
         try:

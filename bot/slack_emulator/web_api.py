@@ -266,7 +266,8 @@ class SlackWebApi:
         person = self.workspace.people.get(str(p.get("user") or ""))
         if person is None:
             raise SlackError("user_not_found")
-        return {"ok": True, "user": person.to_json()}
+        include_locale = str(p.get("include_locale") or "").lower() in ("1", "true")
+        return {"ok": True, "user": person.to_json(include_locale=include_locale)}
 
     def usergroups_users_list(self, p: dict[str, Any]) -> Answer:
         group = self.workspace.usergroups.get(str(p.get("usergroup") or ""))

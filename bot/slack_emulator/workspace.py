@@ -34,10 +34,13 @@ class Person:
     is_bot: bool = False
     is_admin: bool = False
     is_owner: bool = False
+    locale: str | None = None
+    """The language the person set in Slack (`en-US`, `zh-TW`, `ja-JP`...); None: Slack gives none."""
 
-    def to_json(self) -> dict[str, Any]:
-        """The user object of `users.info`."""
-        return {
+    def to_json(self, *, include_locale: bool = False) -> dict[str, Any]:
+        """The user object of `users.info`; its `locale` only when asked for (`include_locale`), as Slack."""
+        locale = {"locale": self.locale} if include_locale and self.locale else {}
+        return locale | {
             "id": self.id,
             "team_id": TEAM_ID,
             "name": self.name,

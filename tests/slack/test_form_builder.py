@@ -9,6 +9,9 @@ from pydantic import BaseModel
 
 from bot.slack.form_builder import build_form_blocks, errors_by_block, fields_of, form_errors, read_form
 from bot.slack.modal_builder import ModalTarget, build_answer_modal, build_decline_reason_modal, build_edit_args_modal
+from bot.slack.translator import translator
+
+EN = translator("en")
 
 
 class Color(str, Enum):  # noqa: UP042 - the str mixin is what is under test
@@ -30,7 +33,7 @@ SCHEMA = Order.model_json_schema()
 
 
 def test_fields_from_a_pydantic_schema():
-    kinds = {f.name: (f.kind, f.required) for f in fields_of(SCHEMA)}
+    kinds = {f.name: (f.kind, f.required) for f in fields_of(SCHEMA, EN)}
     assert kinds == {
         "order_id": ("string", True),
         "amount": ("number", True),
@@ -46,7 +49,7 @@ def test_blocks_are_filled_with_the_current_values():
     blocks = {
         b.block_id: b.to_dict()
         for b in build_form_blocks(
-            SCHEMA, {"order_id": "A", "amount": 2.5, "urgent": True, "color": "blue", "tags": ["x"]}
+            SCHEMA, EN, {"order_id": "A", "amount": 2.5, "urgent": True, "color": "blue", "tags": ["x"]}
         )
     }
     assert blocks["field:order_id"]["element"]["initial_value"] == "A"
@@ -72,7 +75,7 @@ def test_reading_a_submitted_form():
         "field:note": {"value": {"type": "plain_text_input", "value": None}},
         "field:tags": {"value": {"type": "plain_text_input", "value": '["a", "b"]'}},
     }
-    data, errors = read_form(SCHEMA, values)
+    data, errors = read_form(SCHEMA, values, EN)
     assert errors == {}
     assert data == {"order_id": "A-9", "amount": 12.5, "count": 3, "urgent": True, "color": "blue", "tags": ["a", "b"]}
 
@@ -82,7 +85,7 @@ def test_unreadable_values_are_errors_on_their_block():
         "field:tags": {"value": {"type": "plain_text_input", "value": "[nope"}},
         "field:count": {"value": {"type": "number_input", "value": "x"}},
     }
-    _, errors = read_form(SCHEMA, values)
+    _, errors = read_form(SCHEMA, values, EN)
     assert set(errors) == {"field:tags", "field:count"}
 
 
@@ -94,32 +97,33 @@ def test_a_number_that_is_not_finite_is_a_field_error(typed):
         "field:amount": {"value": {"type": "number_input", "value": typed}},
         "field:tags": {"value": {"type": "plain_text_input", "value": f"[{typed if typed[0] != 'n' else 'NaN'}]"}},
     }
-    _, errors = read_form(SCHEMA, values)
+    _, errors = read_form(SCHEMA, values, EN)
     assert set(errors) == {"field:amount", "field:tags"}, errors
 
 
 def test_validation_errors_map_to_blocks():
-    errors = errors_by_block(SCHEMA, [("/amount", "must be > 0"), ("/", "'order_id' is a required property")])
+    errors = errors_by_block(SCHEMA, [("/amount", "must be > 0"), ("/", "'order_id' is a required property")], EN)
     assert errors == {"field:amount": "must be > 0", "field:order_id": "'order_id' is a required property"}
 
 
 def test_a_schema_that_is_not_an_object_is_edited_as_json():
     schema = {"type": "array", "items": {"type": "integer"}}
-    [block] = build_form_blocks(schema, [1, 2])
+    [block] = build_form_blocks(schema, EN, [1, 2])
     assert block.block_id == "field:__json__"
-    data, errors = read_form(schema, {"field:__json__": {"value": {"type": "plain_text_input", "value": "[3]"}}})
+    data, errors = read_form(schema, {"field:__json__": {"value": {"type": "plain_text_input", "value": "[3]"}}}, EN)
     assert data == [3] and errors == {}
 
 
 def test_modals_carry_the_reference_only():
     target = ModalTarget(ref="R1", tool_name="issue-refund")
     for view in (
-        build_decline_reason_modal(target, {"a": 1}),
-        build_edit_args_modal(target, SCHEMA, {}),
+        build_decline_reason_modal(target, {"a": 1}, EN),
+        build_edit_args_modal(target, SCHEMA, {}, EN),
         build_answer_modal(
             target,
             {"question": "Which city?"},
             {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            EN,
         ),
     ):
         as_dict = view.to_dict()
@@ -160,16 +164,16 @@ LIMITS = {
     ],
 )
 def test_validation_messages_are_in_plain_words(data, shown):
-    assert form_errors(LIMITS, {"city": "Paris", **data}) == shown
+    assert form_errors(LIMITS, {"city": "Paris", **data}, EN) == shown
 
 
 def test_a_missing_required_field_is_shown_at_that_field():
-    assert form_errors(LIMITS, {}) == {"field:city": "Fill this in."}
-    assert form_errors(LIMITS, {"city": "Paris", "amount": 3}) == {}
+    assert form_errors(LIMITS, {}, EN) == {"field:city": "Fill this in."}
+    assert form_errors(LIMITS, {"city": "Paris", "amount": 3}, EN) == {}
 
 
 def test_no_message_repeats_json_schema_wording():
-    problems = form_errors(LIMITS, {"amount": -5, "count": 0, "code": "", "size": "XL", "tags": []})
+    problems = form_errors(LIMITS, {"amount": -5, "count": 0, "code": "", "size": "XL", "tags": []}, EN)
     assert len(problems) == 6
     for text in problems.values():
         assert "less than or equal" not in text and "is not one of" not in text and "is a required property" not in text

@@ -9,6 +9,9 @@ from bot.slack.question_builder import (
     build_question_blocks,
     question_of,
 )
+from bot.slack.translator import translator
+
+EN = translator("en")
 
 
 def test_question_text_from_the_suspend_payload():
@@ -24,7 +27,8 @@ def test_open_question_has_an_answer_button_with_the_reference():
         for b in build_question_blocks(
             QuestionView(
                 ref="R1", tool_name="get-weather", suspend_payload={"question": "Which <city>?"}, requester="U1"
-            )
+            ),
+            EN,
         )
     ]
     assert blocks[-1]["elements"][0]["action_id"] == "tool_answer" and blocks[-1]["elements"][0]["value"] == "R1"
@@ -36,19 +40,19 @@ def test_answered_question_has_no_button():
     by_form = [
         b.to_dict()
         for b in build_answered_question_blocks(
-            view, AnswerView(answered_by="U2", answered_at=None, resume_data={"city": "Oslo"})
+            view, AnswerView(answered_by="U2", answered_at=None, resume_data={"city": "Oslo"}), EN
         )
     ]
     assert all(b["type"] != "actions" for b in by_form) and "<@U2>" in str(by_form) and "Oslo" in str(by_form)
     in_thread = str(
-        [b.to_dict() for b in build_answered_question_blocks(view, AnswerView(answered_by=None, answered_at=None))]
+        [b.to_dict() for b in build_answered_question_blocks(view, AnswerView(answered_by=None, answered_at=None), EN)]
     )
     assert "Answered in the thread" in in_thread
 
 
 def test_without_a_resume_schema_the_answer_is_given_in_the_thread_only():
     view = QuestionView(ref="R1", tool_name="t", suspend_payload="Why?", requester="U1", answerable_by_form=False)
-    blocks = [b.to_dict() for b in build_question_blocks(view)]
+    blocks = [b.to_dict() for b in build_question_blocks(view, EN)]
     assert all(b["type"] != "actions" for b in blocks) and "reply in this thread." in str(blocks)
 
 
@@ -58,7 +62,7 @@ def test_a_thread_answer_shows_the_values_read_from_it():
 
     def shown(resume_data):
         answer = AnswerView(answered_by=None, answered_at=None, resume_data=resume_data)
-        return str([b.to_dict() for b in build_answered_question_blocks(view, answer)])
+        return str([b.to_dict() for b in build_answered_question_blocks(view, answer, EN)])
 
     assert "Answered in the thread: confirmed = no" in shown({"confirmed": False})
     assert "Answered in the thread: confirmed = yes" in shown({"confirmed": True})

@@ -53,6 +53,16 @@ from bot.slack_emulator.faults import Fault
 __all__ = ["BOT_ID", "BOT_USER_ID", "TEAM_ID", "SignedSender", "hang", "hanging", "slack_workspace"]
 
 PEOPLE = ("U1", "U2", "U3", "U7", "U9")
+READERS = {
+    "UTW": "zh-TW",
+    "UHK": "zh-HK",
+    "UCN": "zh-CN",
+    "UKO": "ko-KR",
+    "UJA": "ja-JP",
+    "UFR": "fr-FR",
+    "UNONE": None,
+}
+"""People who read another language than the English of PEOPLE (en-US): their Slack locale (UNONE has none)."""
 
 
 def hang(slack: SlackEmulator, method: str, seconds: float = 6.0) -> Fault:
@@ -73,10 +83,16 @@ async def hanging(fault: Fault, timeout: float = 30.0) -> None:
 
 
 def slack_workspace() -> Workspace:
-    """The team the tests talk in: people U1, U2, U3, U7, U9 (U1 an admin), public channels C1 and C2,
-    a private channel CPRIVATE the bot is not in, the DM D1 between U1 and the bot, and the user group
-    S1 (U1, U2)."""
-    people = [Person(id=user, name=user.lower(), real_name=f"User {user}", is_admin=user == "U1") for user in PEOPLE]
+    """The team the tests talk in: people U1, U2, U3, U7, U9 (U1 an admin; Slack locale en-US) and the
+    `READERS` of other languages, public channels C1 and C2, a private channel CPRIVATE the bot is not in,
+    the DM D1 between U1 and the bot, and the user group S1 (U1, U2)."""
+    people = [
+        Person(id=user, name=user.lower(), real_name=f"User {user}", is_admin=user == "U1", locale="en-US")
+        for user in PEOPLE
+    ]
+    people += [
+        Person(id=user, name=user.lower(), real_name=f"User {user}", locale=loc) for user, loc in READERS.items()
+    ]
     channels = [
         Channel(id="C1", name="general"),
         Channel(id="C2", name="random"),

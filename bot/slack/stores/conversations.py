@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory import Storage, retried_while_away
@@ -52,10 +52,28 @@ class Conversations(TableStore):
 
     async def get(self, thread: SlackThread) -> SlackConversationRow | None:
         """The conversation held in `thread`, or None if the bot takes no part in it."""
+        return await self.get_by_id(thread.thread_id)
+
+    async def get_by_id(self, thread_id: str) -> SlackConversationRow | None:
+        """The conversation held in the thread of the memory thread id `thread_id`, or None."""
         async with self._reading() as connection:
-            row = (await connection.execute(_CONVERSATION, {"b_thread": thread.thread_id})).first()
+            row = (await connection.execute(_CONVERSATION, {"b_thread": thread_id})).first()
         return SlackConversationRow(**row._mapping) if row else None
+
+    async def keep_language(self, thread_id: str, language: str) -> str | None:
+        """Fix the language of the conversation in `thread_id` to `language` unless it has one already; the
+        language it has now (None when the bot takes no part in the thread). One conditional UPDATE: when two
+        replicas fix it at once, the first write stays and both read it."""
+        async with self._writing() as connection:
+            await connection.execute(_KEEP_LANGUAGE, {"b_thread": thread_id, "b_language": language})
+            return (await connection.execute(_LANGUAGE, {"b_thread": thread_id})).scalar()
 
 
 _TABLE = SlackConversationRow.__table__
 _CONVERSATION = select(_TABLE).where(_TABLE.c.thread_id == bindparam("b_thread"))
+_LANGUAGE = select(_TABLE.c.language).where(_TABLE.c.thread_id == bindparam("b_thread"))
+_KEEP_LANGUAGE = (
+    update(_TABLE)
+    .where(_TABLE.c.thread_id == bindparam("b_thread"), _TABLE.c.language.is_(None))
+    .values(language=bindparam("b_language"))
+)

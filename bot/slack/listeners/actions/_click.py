@@ -18,6 +18,7 @@ from ...modal_builder import ModalTarget
 from ...posting import carries
 from ...question_builder import build_question_blocks
 from ...services import SlackServices, services_of
+from ...translator import DEFAULT_LANGUAGE, N_, Translator, translator
 from ...waiting_messages import question_view_of
 
 
@@ -90,7 +91,7 @@ def shown(call: WaitingCall, action_id: str | None) -> bool:
     if call.row.kind != "question":
         return True
     view = question_view_of(call.row, answerable_by_form=call.record.resume_schema is not None, record=call.record)
-    blocks = [block.to_dict() for block in build_question_blocks(view)]
+    blocks = [block.to_dict() for block in build_question_blocks(view, translator(DEFAULT_LANGUAGE))]
     return action_id in {element.get("action_id") for block in blocks for element in block.get("elements") or ()}
 
 
@@ -131,27 +132,29 @@ async def open_clicked_form(
     kind: str,
     action: str,
     schema_of: Callable[[ToolCallRecord], dict[str, Any] | None],
-    build: Callable[[ModalTarget, Any, dict[str, Any]], dict[str, Any]],
+    build: Callable[[ModalTarget, Any, dict[str, Any], Translator], dict[str, Any]],
     without_form: str,
 ) -> None:
     """What a button that opens a form does: ack, check the click as `decide_clicked` does, then open the
-    modal `build(target, the call's arguments, schema)` for the schema `schema_of` gives; without one to
-    build a form from, tell the clicker `without_form` instead (`{tool}`: the tool's name). Nothing is
-    decided until the form is submitted."""
+    modal `build(target, the call's arguments, schema, the clicker's words)` for the schema `schema_of`
+    gives; without one to build a form from, tell the clicker `without_form` (a catalog's message id;
+    `{tool}`: the tool's name) instead. Nothing is decided until the form is submitted."""
     await ack()
-    click, call = await checked_click(services_of(context), client, body, kind=kind, action=action)
+    services = services_of(context)
+    click, call = await checked_click(services, client, body, kind=kind, action=action)
     if call is None:
         return
+    tr = await services.languages.of_person(click.user_id)
     schema = schema_of(call.record)
     if schema is None:
-        text = without_form.format(tool=call.row.tool_name)
+        text = tr.gettext(without_form, tool=f"`{call.row.tool_name}`")
         await tell(client, channel=call.row.channel, user=click.user_id, thread_ts=call.row.thread_ts, text=text)
         return
     target = ModalTarget(ref=call.row.id, tool_name=call.row.tool_name)
-    await open_modal_in_thread(services_of(context), client, click, call, build(target, call.row.args, schema))
+    await open_modal_in_thread(services_of(context), client, click, call, build(target, call.row.args, schema, tr))
 
 
-NOT_OPENED = "Slack did not open the form (the click came too late, or not from Slack); click the button again."
+NOT_OPENED = N_("Slack did not open the form (the click came too late, or not from Slack); click the button again.")
 
 
 async def open_modal(services: SlackServices, client: AsyncWebClient, trigger_id: str | None, view: Any) -> bool:
@@ -172,4 +175,5 @@ async def open_modal_in_thread(
     """`open_modal` for a click on a call's message; a refusal is told to the clicker in its thread."""
     if not await open_modal(services, client, click.trigger_id, view):
         row = call.row
-        await tell(client, channel=row.channel, user=click.user_id, thread_ts=row.thread_ts, text=NOT_OPENED)
+        text = (await services.languages.of_person(click.user_id)).gettext(NOT_OPENED)
+        await tell(client, channel=row.channel, user=click.user_id, thread_ts=row.thread_ts, text=text)

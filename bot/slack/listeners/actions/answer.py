@@ -12,6 +12,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.agent import CancelQuestion, DeclineQuestion, Resume
 
 from ...modal_builder import build_answer_modal
+from ...translator import N_
 from ._click import decide_clicked, open_clicked_form
 
 
@@ -22,7 +23,7 @@ async def handle_answer_button(
         ack, body, client, context, kind="question", action="answer",
         schema_of=lambda record: record.resume_schema,
         build=build_answer_modal,
-        without_form="Answer this question by replying in the thread.",
+        without_form=N_("Answer this question by replying in the thread."),
     )  # fmt: skip
 
 

@@ -30,4 +30,5 @@ async def handle_decline_with_reason_button(
     if call is None:
         return
     target = ModalTarget(ref=call.row.id, tool_name=call.row.tool_name)
-    await open_modal_in_thread(services, client, click, call, build_decline_reason_modal(target, call.row.args))
+    tr = await services.languages.of_person(click.user_id)
+    await open_modal_in_thread(services, client, click, call, build_decline_reason_modal(target, call.row.args, tr))

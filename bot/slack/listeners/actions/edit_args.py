@@ -9,6 +9,7 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
 from ...modal_builder import build_edit_args_modal
+from ...translator import N_
 from ._click import open_clicked_form
 
 
@@ -18,6 +19,6 @@ async def handle_edit_args_button(
     await open_clicked_form(
         ack, body, client, context, kind="approval", action="edit_args",
         schema_of=lambda record: record.input_schema,
-        build=lambda target, args, schema: build_edit_args_modal(target, schema, args),
-        without_form="The arguments of `{tool}` cannot be edited here; approve or decline it.",
+        build=lambda target, args, schema, tr: build_edit_args_modal(target, schema, args, tr),
+        without_form=N_("The arguments of {tool} cannot be edited here; approve or decline it."),
     )  # fmt: skip

@@ -44,7 +44,8 @@ async def handle_feedback_button(
     thread = SlackThread(team_id=team_id, channel=channel, thread_ts=thread_ts)
     if reading is None or run is None or run.thread_id != thread.thread_id or not user_id:
         services.logger.info("a feedback click on no answer of this thread (value %r)", action.get("value"))
-        await _tell(client, channel, user_id, thread_ts, "This answer can no longer be rated.")
+        tr = await services.languages.of_person(user_id)
+        await _tell(client, channel, user_id, thread_ts, tr.gettext("This answer can no longer be rated."))
         return
     rating, run_id = reading
     calls = await services.agent.list_tool_calls(run_id)
@@ -64,7 +65,8 @@ async def handle_feedback_button(
     services.logger.info(
         "feedback %s on run %s (%s)", rating, run_id, change, extra={"run_id": run_id, "tools": tool_names}
     )
-    await _tell(client, channel, user_id, thread_ts, thanks_text(rating, change))
+    tr = await services.languages.of_person(user_id)
+    await _tell(client, channel, user_id, thread_ts, thanks_text(rating, change, tr))
 
 
 async def _tell(client: AsyncWebClient, channel: str, user: str, thread_ts: str, text: str) -> None:

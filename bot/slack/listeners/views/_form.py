@@ -18,6 +18,7 @@ from bot.agent import ToolCallRecord
 from ...decisions import ClickRefused, WaitingCall, check_decider, find_waiting_call, refuse, tell
 from ...form_builder import form_errors, read_form
 from ...services import SlackServices
+from ...translator import Translator
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,7 +55,8 @@ async def submitted_form(
     if schema is None:
         await ack()
         return None
-    data, errors = _validated_form(schema, view["state"]["values"])
+    tr = await services.languages.of_person(user_id, within=0.5)  # before the ack: cached, or Slack is quick
+    data, errors = _validated_form(schema, view["state"]["values"], tr)
     if errors:
         await ack(response_action="errors", errors=errors)
         return None
@@ -88,10 +90,10 @@ async def decide_or_tell_submitter(
         await tell(client, channel=call.row.channel, user=form.user_id, thread_ts=call.row.thread_ts, text=text)
 
 
-def _validated_form(schema: dict[str, Any], state_values: dict[str, Any]) -> tuple[Any, dict[str, str]]:
-    """The form's data, and the errors to show in the modal, per field in plain words (empty when the
-    data fits `schema`)."""
-    data, errors = read_form(schema, state_values)
+def _validated_form(schema: dict[str, Any], state_values: dict[str, Any], tr: Translator) -> tuple[Any, dict[str, str]]:
+    """The form's data, and the errors to show in the modal, per field in plain words of the submitter's
+    language (empty when the data fits `schema`)."""
+    data, errors = read_form(schema, state_values, tr)
     if errors:
         return data, errors
-    return data, form_errors(schema, data)
+    return data, form_errors(schema, data, tr)

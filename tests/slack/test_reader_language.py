@@ -1,0 +1,127 @@
+"""The bot's own words in the reader's language, through the emulated Slack: the Slack locale of `users.info`
+(`include_locale`) picks the catalog. A thread is in its starter's language, whoever clicks in it; what one
+person sees alone (a modal, an ephemeral message) is in that person's; a person without a locale the bot has
+gets `BOT_LANGUAGE`. What a tool wrote ("Which city?") is shown as written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.scripted_model import call, reply, tool_calls
+
+from .harness import RunningBot, running_bot
+from .listeners.actions.test_feedback import rate
+
+# person (Slack locale in tests/support/slack.py) -> what they read: the thinking status, the question's
+# line, its Answer button, the modal's title and submit, the empty-field error, the answered note, the thanks
+WORDS = {
+    "UTW": ("正在思考…", "詢問：", "回答", "送出", "請填寫此欄。", "已回答", "謝謝你的回饋"),
+    "UHK": ("正在思考…", "詢問：", "回答", "送出", "請填寫此欄。", "已回答", "謝謝你的回饋"),
+    "UCN": ("正在思考…", "询问：", "回答", "发送", "请填写此项。", "已回答", "谢谢你的反馈"),
+    "UKO": ("생각 중…", "의 질문:", "답변", "보내기", "이 칸을 채워 주세요.", "답했습니다", "의견 감사합니다"),
+    "UJA": (
+        "考え中…",
+        "からの質問:",
+        "回答",
+        "送信",
+        "入力してください。",
+        "回答しました",
+        "フィードバックありがとうございます",
+    ),
+    "U1": ("is thinking…", "asks:", "Answer", "Send", "Fill this in.", "Answered by", "Thanks for your feedback"),
+}
+EMPTY_CITY = {"field:city": {"value": {"type": "plain_text_input", "value": None}}}
+
+
+def city(name: str) -> dict:
+    return {"field:city": {"value": {"type": "plain_text_input", "value": name}}}
+
+
+def statuses(bot: RunningBot) -> list[str]:
+    return [c.params.get("status") for c in bot.slack.calls_of("assistant.threads.setStatus")]
+
+
+async def ask_weather(bot: RunningBot, model, user: str):
+    """`user` asks in C1; the tool asks them which city. The question's message."""
+    model.chat.push(tool_calls(call("get-weather", {}, id="call_1")))
+    await bot.mention("天氣如何？ 날씨 어때요?", user=user)
+    return await bot.question_message()
+
+
+def button_labels(message) -> list[str]:
+    return [
+        element["text"]["text"]
+        for block in message.blocks
+        if block.get("type") == "actions"
+        for element in block["elements"]
+    ]
+
+
+@pytest.mark.parametrize("user", list(WORDS))
+async def test_a_person_reads_the_question_its_form_and_notes_in_their_language(bot: RunningBot, model, user):
+    thinking, asks, answer, send, fill_in, answered, thanks = WORDS[user]
+    question = await ask_weather(bot, model, user)
+    assert thinking in statuses(bot)
+    assert asks in question.all_text and "Which city?" in question.all_text  # the tool's words as written
+    assert button_labels(question) == [answer]
+
+    await bot.sender.click(question, "tool_answer", user=user)
+    view = (await bot.slack.wait_for("views.open"))[0].params["view"]
+    assert view["title"]["text"] == answer and view["submit"]["text"] == send
+    status, body = await bot.sender.submit(view, EMPTY_CITY, user=user)
+    assert json.loads(body)["errors"] == {"field:city": fill_in}
+
+    model.chat.push(reply("台北：晴天。"))
+    status, body = await bot.sender.submit(view, city("台北"), user=user)
+    assert status == 200 and body == ""
+    await bot.slack.wait_for("chat.update", lambda c: c.params.get("ts") == question.ts)
+    assert answered in question.all_text and f"<@{user}>" in question.all_text and "台北" in question.all_text
+    assert "<!date^" in question.all_text  # each reader sees the time in their own zone
+
+    stops = await bot.slack.wait_for("chat.stopStream")
+    answer_message = bot.slack.message("C1", stops[-1].params["ts"])
+    assert answer_message.text == "台北：晴天。"  # the model's words as written
+    assert thanks in await rate(bot, answer_message, "up", user=user)
+
+
+@pytest.mark.both_databases
+async def test_a_thread_keeps_its_starters_language_when_someone_else_answers(bot: RunningBot, model):
+    question = await ask_weather(bot, model, "UTW")
+    await bot.sender.click(question, "tool_answer", user="UKO")
+    view = (await bot.slack.wait_for("views.open"))[0].params["view"]
+    assert view["title"]["text"] == "답변"  # the modal: its one reader's language
+
+    model.chat.push(reply("Seoul: cloudy."))
+    await bot.sender.submit(view, city("서울"), user="UKO")
+    await bot.slack.wait_for("chat.update", lambda c: c.params.get("ts") == question.ts)
+    # the thread's message: its starter's language, not the clicker's
+    assert "<@UKO> 於" in question.all_text and "回答" in question.all_text and "답했습니다" not in question.all_text
+
+    # the Korean reader now writes in the thread: the thread still speaks Traditional Chinese
+    model.chat.push(tool_calls(call("get-weather", {}, id="call_2")))
+    first = bot.slack.calls_of("chat.postMessage")[0].params
+    await bot.say("再問一次", user="UKO", thread_ts=first.get("thread_ts"))
+    again = await bot.slack.wait_for(
+        "chat.postMessage", lambda c: "tool_answer" in str(c.params.get("blocks")), count=2
+    )
+    assert "詢問：" in str(again[-1].params["blocks"])
+
+
+@pytest.mark.parametrize("user", ["UFR", "UNONE"])
+async def test_a_person_without_a_shipped_locale_reads_bot_language(database_url, slack, model, user):
+    async with running_bot(database_url=database_url, slack=slack, language="ja") as bot:
+        question = await ask_weather(bot, model, user)
+        assert "からの質問:" in question.all_text and button_labels(question) == ["回答"]
+        assert "考え中…" in statuses(bot)
+
+
+async def test_users_info_gives_the_locale_only_when_asked(bot: RunningBot):
+    """As Slack: `locale` comes with `include_locale`, and an unknown method stays an error."""
+    client = bot.app.client
+    assert "locale" not in (await client.users_info(user="UTW"))["user"]
+    assert (await client.users_info(user="UTW", include_locale=True))["user"]["locale"] == "zh-TW"
+    assert "locale" not in (await client.users_info(user="UNONE", include_locale=True))["user"]
+    with pytest.raises(Exception, match="unknown_method"):
+        await client.api_call("users.getLocale")
