@@ -9,10 +9,10 @@ import json
 
 import pytest
 
+from bot.slack.feedback_builder import FEEDBACK
 from tests.support.scripted_model import call, reply, tool_calls
 
 from .harness import RunningBot, running_bot
-from .listeners.actions.test_feedback import rate
 
 # person (Slack locale in tests/support/slack.py) -> what they read: the thinking status, the question's
 # line, its Answer button, the modal's title and submit, the empty-field error, the answered note, the thanks
@@ -50,6 +50,16 @@ async def ask_weather(bot: RunningBot, model, user: str):
     return await bot.question_message()
 
 
+async def thumbs_up(bot: RunningBot, message, user: str) -> str:
+    """Click 👍 under `message` as `user`; the ephemeral reply they alone got."""
+    before = len(bot.slack.calls_of("chat.postEphemeral"))
+    block = next(b for b in message.blocks if b.get("type") == "context_actions")
+    await bot.sender.click(message, FEEDBACK, user=user, value=block["elements"][0]["positive_button"]["value"])
+    ephemerals = await bot.slack.wait_for("chat.postEphemeral", count=before + 1)
+    assert ephemerals[-1].params["user"] == user
+    return ephemerals[-1].params["text"]
+
+
 def button_labels(message) -> list[str]:
     return [
         element["text"]["text"]
@@ -83,7 +93,7 @@ async def test_a_person_reads_the_question_its_form_and_notes_in_their_language(
     stops = await bot.slack.wait_for("chat.stopStream")
     answer_message = bot.slack.message("C1", stops[-1].params["ts"])
     assert answer_message.text == "台北：晴天。"  # the model's words as written
-    assert thanks in await rate(bot, answer_message, "up", user=user)
+    assert thanks in await thumbs_up(bot, answer_message, user)
 
 
 @pytest.mark.both_databases
