@@ -329,9 +329,11 @@ def human_message(error: jsonschema.ValidationError, tr: Translator) -> str:
     if keyword == "minLength":
         if limit == 1:
             return tr.gettext("Cannot be empty.")
-        return tr.ngettext("Must be at least {n} character long.", "Must be at least {n} characters long.", limit)
+        return tr.ngettext(
+            "Must be at least {n} character long.", "Must be at least {n} characters long.", _count(limit)
+        )
     if keyword == "maxLength":
-        return tr.ngettext("Must be at most {n} character long.", "Must be at most {n} characters long.", limit)
+        return tr.ngettext("Must be at most {n} character long.", "Must be at most {n} characters long.", _count(limit))
     if keyword == "pattern":
         return tr.gettext("Is not in the expected form (it must match {pattern}).", pattern=limit)
     if keyword == "format":
@@ -354,9 +356,9 @@ def human_message(error: jsonschema.ValidationError, tr: Translator) -> str:
     if keyword == "minItems":
         if limit == 1:
             return tr.gettext("Add at least one item.")
-        return tr.ngettext("Add at least {n} item.", "Add at least {n} items.", limit)
+        return tr.ngettext("Add at least {n} item.", "Add at least {n} items.", _count(limit))
     if keyword == "maxItems":
-        return tr.ngettext("At most {n} item.", "At most {n} items.", limit)
+        return tr.ngettext("At most {n} item.", "At most {n} items.", _count(limit))
     if keyword == "uniqueItems":
         return tr.gettext("Each item may appear only once.")
     if keyword == "additionalProperties" and isinstance(error.instance, dict):
@@ -364,6 +366,11 @@ def human_message(error: jsonschema.ValidationError, tr: Translator) -> str:
     if keyword in ("anyOf", "oneOf"):
         return tr.gettext("Does not match any of the allowed shapes.")
     return error.message
+
+
+def _count(value: Any) -> int:
+    """A schema's count limit (`minLength`, `maxItems`) as the number its plural form is chosen by."""
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
 def _number(value: Any) -> str:

@@ -73,7 +73,7 @@ _TABLE = SlackConversationRow.__table__
 _CONVERSATION = select(_TABLE).where(_TABLE.c.thread_id == bindparam("b_thread"))
 _LANGUAGE = select(_TABLE.c.language).where(_TABLE.c.thread_id == bindparam("b_thread"))
 _KEEP_LANGUAGE = (
-    update(_TABLE)
+    update(SlackConversationRow)
     .where(_TABLE.c.thread_id == bindparam("b_thread"), _TABLE.c.language.is_(None))
     .values(language=bindparam("b_language"))
 )

@@ -132,7 +132,7 @@ async def open_clicked_form(
     kind: str,
     action: str,
     schema_of: Callable[[ToolCallRecord], dict[str, Any] | None],
-    build: Callable[[ModalTarget, Any, dict[str, Any], Translator], dict[str, Any]],
+    build: Callable[[ModalTarget, Any, dict[str, Any], Translator], Any],
     without_form: str,
 ) -> None:
     """What a button that opens a form does: ack, check the click as `decide_clicked` does, then open the
