@@ -23,6 +23,7 @@ from bot.recovery import RecoveryLoop
 from bot.slack import build_web_app, create_slack_app, run_slack_recovery
 from bot.slack.http_api import slack_api_front
 from bot.slack.migrations import SCHEMA as SLACK_SCHEMA
+from bot.slack.services import services_of_app
 from bot.slack_emulator import SlackWebApi, Workspace
 from bot.slack_emulator.workspace import UserGroup
 from memory import Storage
@@ -183,7 +184,12 @@ class Playground:
         signing_secret = secrets.token_hex(16)  # new each run: only the playground can sign for the bot
         token = "xoxb-playground-" + secrets.token_hex(8)
         bolt_app = create_slack_app(
-            agent=agent, storage=storage, token=token, signing_secret=signing_secret, api_url=f"{self.url}/api/"
+            agent=agent,
+            storage=storage,
+            token=token,
+            signing_secret=signing_secret,
+            api_url=f"{self.url}/api/",
+            language=self.settings.bot_language,
         )
         self._bolt_app = bolt_app
         web_app = build_web_app(bolt_app)
@@ -203,7 +209,9 @@ class Playground:
             "agent": agent.name,
             "suggestions": suggestions({name: tool.parameters() for name, tool in agent.tools.items()}),
         }
-        add_browser_routes(web_app, self.workspace, self._delivery, info)
+        directory = services_of_app(bolt_app).directory
+        forget = directory.forget if directory is not None else (lambda _user: None)
+        add_browser_routes(web_app, self.workspace, self._delivery, info, forget_person=forget)
         return web_app
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,27 +27,46 @@ REQUIRED = "Please complete this required field."
 POLL_SECONDS = 20.0
 
 
+LOCALES = ("en-US", "zh-TW", "zh-CN", "ko-KR", "ja-JP")
+"""The Slack locales a person of the playground can switch to (one per language the bot speaks)."""
+
+
 def add_browser_routes(
-    web_app: web.Application, workspace: Workspace, delivery: Delivery, info: dict[str, Any]
+    web_app: web.Application,
+    workspace: Workspace,
+    delivery: Delivery,
+    info: dict[str, Any],
+    *,
+    forget_person: Callable[[str], None] = lambda _user: None,
 ) -> None:
-    """`GET /` (the page), `/static/*`, and the page's API under `/play/`; `info` is shown in the page's banner."""
-    page = BrowserApi(workspace, delivery, info)
+    """`GET /` (the page), `/static/*`, and the page's API under `/play/`; `info` is shown in the page's banner.
+    `forget_person(user)`: the bot's cached lookup of a person who switched their language is stale."""
+    page = BrowserApi(workspace, delivery, info, forget_person=forget_person)
     web_app.router.add_get("/", page.index)
     web_app.router.add_static("/static", STATIC)
     web_app.router.add_get("/play/state", page.state)
     web_app.router.add_post("/play/messages", page.post_message)
     web_app.router.add_post("/play/actions", page.click)
     web_app.router.add_post("/play/home/open", page.open_home)
+    web_app.router.add_post("/play/locale", page.set_locale)
     web_app.router.add_post("/play/home/actions", page.click_home)
     web_app.router.add_post("/play/views/{view_id}/submit", page.submit_view)
     web_app.router.add_post("/play/views/{view_id}/close", page.close_view)
 
 
 class BrowserApi:
-    def __init__(self, workspace: Workspace, delivery: Delivery, info: dict[str, Any]):
+    def __init__(
+        self,
+        workspace: Workspace,
+        delivery: Delivery,
+        info: dict[str, Any],
+        *,
+        forget_person: Callable[[str], None] = lambda _user: None,
+    ):
         self.workspace = workspace
         self.delivery = delivery
         self.info = info
+        self.forget_person = forget_person
 
     async def index(self, _request: web.Request) -> web.FileResponse:
         return web.FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
@@ -98,6 +118,18 @@ class BrowserApi:
         tab = "messages" if data.get("tab") == "messages" else "home"
         answer = await self.delivery.home_opened(user, tab)
         return web.json_response({"ok": answer.status == 200, "bot_status": answer.status})
+
+    async def set_locale(self, request: web.Request) -> web.Response:
+        """The person switched their language (Slack's locale): what they see alone follows at once; a
+        conversation keeps the language it started in."""
+        data = await _json(request)
+        user = self._person(data.get("user"))
+        locale = data.get("locale")
+        if locale not in LOCALES:
+            raise web.HTTPBadRequest(text="pick a language: " + ", ".join(LOCALES))
+        self.workspace.set_locale(user, locale)
+        self.forget_person(user)
+        return web.json_response({"ok": True})
 
     async def click_home(self, request: web.Request) -> web.Response:
         data = await _json(request)
@@ -188,7 +220,7 @@ def snapshot(workspace: Workspace, user_id: str) -> dict[str, Any]:
         "me": user_id,
         "bot_user_id": BOT_USER_ID,
         "people": [
-            {"id": p.id, "name": p.name, "real_name": p.real_name, "is_bot": p.is_bot}
+            {"id": p.id, "name": p.name, "real_name": p.real_name, "is_bot": p.is_bot, "locale": p.locale}
             for p in workspace.people.values()
         ],
         "channels": [

@@ -82,6 +82,10 @@ class Directory:
         self._users[user_id] = (time.monotonic(), user)
         return user
 
+    def forget(self, user_id: str) -> None:
+        """Look `user_id` up again next time (the playground, when a person switches their language)."""
+        self._users.pop(user_id, None)
+
     async def is_person(self, user_id: str) -> bool:
         """Whether `user_id` names a person of the workspace: a user ID Slack knows, not deleted, not a bot."""
         user = await self.user(user_id)

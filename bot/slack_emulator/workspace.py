@@ -9,6 +9,7 @@ message or modal changed (so the playground can store it).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 import uuid
@@ -154,11 +155,13 @@ class Modal:
 
 
 def demo_people(bot_name: str = "Demo Agent") -> list[Person]:
-    """Two people, so an approval by someone other than the requester can be tried, and the bot.
-    Alice is the workspace's owner and an admin."""
+    """Three people, so an approval by someone other than the requester (and a second one, four eyes) can
+    be tried, each reading their own language, and the bot. Alice is the workspace's owner and an admin
+    and reads English, Bob Traditional Chinese, Carol Korean."""
     return [
-        Person(id="UALICE", name="alice", real_name="Alice", is_admin=True, is_owner=True),
-        Person(id="UBOB", name="bob", real_name="Bob"),
+        Person(id="UALICE", name="alice", real_name="Alice", is_admin=True, is_owner=True, locale="en-US"),
+        Person(id="UBOB", name="bob", real_name="Bob", locale="zh-TW"),
+        Person(id="UCAROL", name="carol", real_name="Carol", locale="ko-KR"),
         Person(id=BOT_USER_ID, name="bot", real_name=bot_name, is_bot=True),
     ]
 
@@ -202,6 +205,11 @@ class Workspace:
         self._last_ts = 0.0
 
     # --- changes ----------------------------------------------------------------------------
+    def set_locale(self, user_id: str, locale: str | None) -> None:
+        """The person changed their language in Slack's preferences."""
+        self.people[user_id] = dataclasses.replace(self.people[user_id], locale=locale)
+        self.changed()
+
     def changed(self, what: Message | Modal | None = None) -> None:
         self.version += 1
         woken, self._changed = self._changed, asyncio.Event()

@@ -96,6 +96,8 @@ function renderTopbar(data) {
     for (const p of data.people.filter((p) => !p.is_bot)) who.appendChild(new Option(p.real_name, p.id));
   }
   who.value = ui.user;
+  const me = data.people.find((p) => p.id === ui.user);
+  $("lang").value = (me && me.locale) || "en-US";
 }
 
 function renderSidebar(data) {
@@ -424,6 +426,12 @@ $("modal").addEventListener("submit", submitModal);
 $("modal-close").addEventListener("click", closeModal);
 $("modal-x").addEventListener("click", closeModal);
 $("home-link").addEventListener("click", (event) => { event.preventDefault(); openHome(); });
+// The person's language, as Slack's preferences set it: the bot's words follow it.
+$("lang").addEventListener("change", async (event) => {
+  await send("/play/locale", { user: ui.user, locale: event.target.value });
+  refreshNow();
+});
+
 $("who").addEventListener("change", (event) => {
   ui.user = event.target.value;
   localStorage.setItem("playground.user", ui.user);
