@@ -7,17 +7,19 @@ stderr and exit status 2, and changes nothing.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import getpass
 import io
 import json
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from memory import SYSTEM, AuditEntry, PolicyChange, PolicyError, Storage, ToolPolicy
+from bot.agent import ConditionError, check_condition
+from memory import SYSTEM, AuditEntry, PolicyChange, PolicyError, Storage, ToolPolicy, ToolRule, rules_of
 
 AUDIT_FIELDS = (
     "at",
@@ -117,6 +119,31 @@ async def list_policies(storage: Storage, agent: Any, out: TextIO | None = None)
             )
         )
     _print_table(lines, out)
+    for name in names:
+        if name in stored and stored[name].rules:
+            print_rules(stored[name], out)
+
+
+def print_rules(policy: ToolPolicy, out: TextIO | None = None) -> None:
+    """The rules of a policy, one a line, numbered (what `policy rules` and `policy list` print)."""
+    if not policy.rules:
+        print(f"{policy.tool_name}: no rules (version {policy.version})", file=out)
+        return
+    print(f"{policy.tool_name}: {len(policy.rules)} rule(s), first match wins (version {policy.version})", file=out)
+    for position, rule in enumerate(policy.rules, 1):
+        print(f"  {position}. {rule_words(rule)}", file=out)
+
+
+def rule_words(rule: ToolRule) -> str:
+    """One rule in words: `if CONDITION then EFFECT [by APPROVERS] [named NAME] [trial]`."""
+    words = f"if {rule.condition} then {rule.effect}"
+    if rule.approvers:
+        words += f" by {','.join(rule.approvers)}"
+    if rule.name:
+        words += f" (named {rule.name!r})"
+    if rule.trial:
+        words += " [trial]"
+    return words
 
 
 def tool_origin(tool: Any) -> str:
@@ -148,9 +175,52 @@ async def change_policy(
         known = ", ".join(sorted(tools)) or "none"
         raise AdminInputError(f"unknown tool {tool_name[:100]!r}; the agent's tools are: {known}")
     try:
+        if change.rules is not None:
+            change = dataclasses.replace(change, rules=checked_rules(tools.get(tool_name), change.rules))
         return await storage.policies.set(tool_name, change, actor=actor, via=via, detail=detail)
     except PolicyError as exc:
         raise AdminInputError(str(exc)) from None
+
+
+def checked_rules(tool: Any, rules: Iterable[ToolRule | dict[str, Any]]) -> tuple[ToolRule, ...]:
+    """`rules` with each condition checked against the tool's input schema (a syntax error, an unknown
+    field, a wrong type); raises `PolicyError` with one line that names the rule and what is wrong."""
+    checked = rules_of(rules)
+    schema = tool.parameters() if tool is not None and hasattr(tool, "parameters") else None
+    for position, rule in enumerate(checked, 1):
+        try:
+            check_condition(rule.condition, schema)
+        except ConditionError as exc:
+            raise PolicyError(f"rule {position} ({rule.condition[:60]}): {exc}") from None
+    return checked
+
+
+async def edit_rules(
+    storage: Storage,
+    agent: Any,
+    tool_name: str,
+    edit: Callable[[list[ToolRule]], list[ToolRule]],
+    *,
+    actor: str,
+    via: str,
+    detail: str | None = None,
+) -> ToolPolicy:
+    """Change the ordered rules of a tool's policy with `edit` (add, remove, move one) and store them whole."""
+    current = list((await storage.policies.get(tool_name.strip())).rules)
+    try:
+        rules = edit(current)
+    except (IndexError, ValueError) as exc:
+        raise AdminInputError(str(exc)) from None
+    return await change_policy(
+        storage, agent, tool_name, PolicyChange(rules=rules), actor=actor, via=via, detail=detail
+    )
+
+
+def rule_at(rules: Sequence[ToolRule], position: int) -> int:
+    """The index of the rule at 1-based `position`; raises `IndexError` (one line) when there is none."""
+    if not 1 <= position <= len(rules):
+        raise IndexError(f"there is no rule {position}: the policy has {len(rules)} rule(s)")
+    return position - 1
 
 
 def cli_operator() -> str:

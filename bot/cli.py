@@ -19,6 +19,7 @@ import threading
 from collections.abc import Coroutine, Sequence
 from typing import Any, NoReturn
 
+from .cli_rules import add_rules_commands, run_rules_command
 from .defaults import DEV_STOP_DEADLINE
 from .logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from .settings import MissingSettingError, Settings, SettingsError, load_settings, without_password
@@ -55,11 +56,11 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m bot", description="A Slack bot whose agent asks before it acts.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="{serve,socket,dev,policy,audit}")
     servers = _add_server_commands(commands)
-    policy_list, policy_set = _add_policy_commands(commands)
+    policy_list, policy_set, *policy_rules = _add_policy_commands(commands)
     audit = _add_audit_command(commands)
-    for command in (*servers, policy_list, policy_set):
+    for command in (*servers, policy_list, policy_set, *policy_rules):
         _add_agent_options(command, settings)
-    for command in (policy_list, policy_set, audit):
+    for command in (policy_list, policy_set, *policy_rules, audit):
         command.add_argument(
             "--playground",
             action="store_true",
@@ -87,10 +88,10 @@ def _add_server_commands(commands: Any) -> tuple[argparse.ArgumentParser, ...]:
     return serve, socket, dev
 
 
-def _add_policy_commands(commands: Any) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
-    """`policy list` and `policy set TOOL [--mode ...]`."""
+def _add_policy_commands(commands: Any) -> tuple[argparse.ArgumentParser, ...]:
+    """`policy list`, `policy set TOOL [--mode ...]` and `policy rules add|remove|move`."""
     policy = commands.add_parser("policy", help="read and change tool policies in DATABASE_URL")
-    policy_commands = policy.add_subparsers(dest="policy_command", required=True, metavar="{list,set}")
+    policy_commands = policy.add_subparsers(dest="policy_command", required=True, metavar="{list,set,rules}")
     policy_list = policy_commands.add_parser("list", help="every tool of the agent with its policy")
     policy_set = policy_commands.add_parser("set", help="change a tool's policy (omitted options keep their value)")
     policy_set.add_argument("tool", metavar="TOOL", help="the tool's id, as `policy list` shows it")
@@ -137,7 +138,7 @@ def _add_policy_commands(commands: Any) -> tuple[argparse.ArgumentParser, argpar
         type=_escalation_seconds,
         help="seconds an approval waits before it is escalated (shorter than --expires); 0 removes",
     )
-    return policy_list, policy_set
+    return policy_list, policy_set, *add_rules_commands(policy_commands)
 
 
 def _add_audit_command(commands: Any) -> argparse.ArgumentParser:
@@ -474,6 +475,9 @@ async def _admin(options: argparse.Namespace, settings: Settings, named: Any = N
             await mcp.aclose()  # the tools are only named here, never called
         if options.policy_command == "list":
             await admin.list_policies(storage, agent)
+            return
+        if options.policy_command == "rules":
+            await run_rules_command(options, storage, agent)
             return
         approvers = None if options.approvers is None else options.approvers.split(",")
         change = PolicyChange(

@@ -23,6 +23,7 @@ from ._policies import (
     grant_seconds_of,
 )
 from ._reconnect import retried_while_away
+from ._rules import RULES_LIMIT, RuleEffect, ToolRule, rule_of, rules_of
 from ._runs import Audit, RunStore
 from ._storage import Storage
 from .clock import Clock, SystemClock
@@ -42,6 +43,7 @@ __all__ = [
     "APPROVALS_LIMIT",
     "EXPIRY_LIMIT",
     "GRANT_LIMIT",
+    "RULES_LIMIT",
     "SYSTEM",
     "AgentError",
     "Audit",
@@ -61,6 +63,7 @@ __all__ = [
     "PolicyMode",
     "PolicyReader",
     "PolicyStore",
+    "RuleEffect",
     "RunStatus",
     "RunStorage",
     "RunStore",
@@ -72,6 +75,7 @@ __all__ = [
     "ThreadOwnerError",
     "ToolCallState",
     "ToolPolicy",
+    "ToolRule",
     "UnreadablePolicy",
     "approvals_count",
     "escalation_seconds",
@@ -81,4 +85,6 @@ __all__ = [
     "new_grant_values",
     "pair_tool_results",
     "retried_while_away",
+    "rule_of",
+    "rules_of",
 ]

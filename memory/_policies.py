@@ -20,6 +20,7 @@ from sqlalchemy import bindparam, select, update
 from . import limits
 from ._grants import end_grants_of_tool
 from ._reconnect import retried_while_away
+from ._rules import ToolRule, rules_of
 from .exceptions import PolicyError
 from .tables import AuditRow, PolicyRow, utcnow
 
@@ -156,6 +157,9 @@ class ToolPolicy:
     member) or a channel ID (`C…`, one post there); None: no escalation. Who may approve does not change."""
     escalate_after: int | None = None
     """Seconds a call waits for approval before it is escalated (shorter than `expires_after`); None: never."""
+    rules: tuple[ToolRule, ...] = ()
+    """Ordered conditions on a call, each with what follows when it matches; the first that matches
+    decides, none: the fields above do (see `memory._rules`)."""
     version: int = 0
     """0 for the defaults; every stored change adds one."""
     updated_by: str | None = None
@@ -176,6 +180,7 @@ class ToolPolicy:
             "grant_seconds": self.grant_seconds,
             "escalate_to": self.escalate_to,
             "escalate_after": self.escalate_after,
+            "rules": [rule.fields() for rule in self.rules],
             "version": self.version,
         }
 
@@ -229,6 +234,8 @@ class PolicyChange:
     """A user-group ID (`S…`) or channel ID (`C…`); "" removes the escalation target."""
     escalate_after: int | None = None
     """Seconds; 0 removes the escalation delay."""
+    rules: Iterable[ToolRule | dict[str, Any]] | None = None
+    """The whole ordered list of rules (an empty list removes them all)."""
 
     def checked(self) -> dict[str, object]:
         """The columns this change sets, validated; raises `PolicyError`."""
@@ -259,6 +266,8 @@ class PolicyChange:
             values["escalate_to"] = escalation_target(self.escalate_to)
         if self.escalate_after is not None:
             values["escalate_after"] = escalation_seconds(self.escalate_after) or None
+        if self.rules is not None:
+            values["rules"] = [rule.fields() for rule in rules_of(self.rules)]
         return values
 
 
@@ -348,6 +357,7 @@ class PolicyStore:
                     grant_seconds=None,
                     escalate_to=None,
                     escalate_after=None,
+                    rules=[],
                     version=0,
                     updated_at=utcnow(),
                 )
@@ -452,6 +462,7 @@ def policy_of(row: Any) -> ToolPolicy:
         grant_seconds=row.grant_seconds or None,
         escalate_to=row.escalate_to,
         escalate_after=row.escalate_after,
+        rules=rules_of(row.rules or ()),
         version=row.version,
         updated_by=row.updated_by,
         updated_at=row.updated_at,

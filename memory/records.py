@@ -70,6 +70,7 @@ class StoredToolCall:
     approvals: Any = None
     approval_count: int = 0
     preview: Any = None
+    rule: Any = None
     held_by: str | None = None
     interrupted: bool = False
     escalated_at: datetime | None = None

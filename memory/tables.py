@@ -133,6 +133,9 @@ class ToolCallRow(Base):
     preview: Mapped[Any | None] = mapped_column(JSON)
     """What the tool's dry run said before the approval was posted: {"ok": true, "result": ...} or
     {"ok": false, "error": "..."}; None when the tool has no preview (or the call was not previewed)."""
+    rule: Mapped[Any | None] = mapped_column(JSON)
+    """The admin's rule that decided the call when it was proposed (`ToolRule.fields()` with its
+    `position`, or `{"failed": why, ...}` when a condition could not be evaluated); None: no rule matched."""
     held_by: Mapped[str | None] = mapped_column(String(255))
     """The process (`runs.owner`) that holds a live suspension of this call (an MCP server's question,
     whose call stays open there): only it can carry the answer on; if it stops, the call is interrupted."""
@@ -194,6 +197,8 @@ class PolicyRow(Base):
     """The longest standing grant an approver may give, in seconds; None: no grants."""
     escalate_to: Mapped[str | None] = mapped_column(String(32))
     escalate_after: Mapped[int | None] = mapped_column(Integer)
+    rules: Mapped[Any | None] = mapped_column(JSON)
+    """The policy's ordered rules, as `ToolRule.fields()`; None or []: none."""
     version: Mapped[int] = mapped_column(Integer, default=0)
     updated_by: Mapped[str | None] = mapped_column(String(255))
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -8,6 +8,7 @@ through `Agent.decide(run_id, tool_call_id, Approve(...) | Decline(...) | Resume
 from memory.states import DecisionKind, RunStatus, ToolCallState, waits_instead
 
 from ._agent import Agent
+from ._conditions import ConditionError, check_condition
 from ._fingerprint import fingerprint
 from ._grounding import yes_or_no
 from ._model import limit_model_requests
@@ -75,6 +76,7 @@ __all__ = [
     "AmbiguousSuspendedRunsError",
     "Approve",
     "CancelQuestion",
+    "ConditionError",
     "ApprovalNotCountedError",
     "CommitOutcomeUnknownError",
     "DatabaseAwayError",
@@ -118,6 +120,7 @@ __all__ = [
     "ToolResultPayload",
     "WaitingCallPayload",
     "yes_or_no",
+    "check_condition",
     "fingerprint",
     "limit_model_requests",
     "wait_for_running_runs",

@@ -51,6 +51,7 @@ from tools import (
 )
 
 from ._autoresume import find_answer, waiting_note
+from ._conditions import rule_approvers, rule_line
 from ._fingerprint import fingerprint
 from ._model import shared_client, whole_replies
 from ._run import RequestOptions, RunDeps, RunDriver, SubAgent, WonDecision, declined_message, expired_message
@@ -1095,6 +1096,8 @@ class Agent:
             approvals=tuple(a.get("by", "") for a in row.approvals or () if isinstance(a, dict)),
             interrupted=row.interrupted,
             escalated_at=escalated_at(row),
+            rule=rule_line(row.rule),
+            rule_approvers=rule_approvers(row.rule),
         )
 
     def _shown_tool(self, name: str) -> Tool | None:

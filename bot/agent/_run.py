@@ -27,6 +27,7 @@ from memory import (
     GrantReader,
     Memory,
     PolicyReader,
+    RuleEffect,
     RunStatus,
     RunStorage,
     StoredRun,
@@ -59,6 +60,7 @@ from tools import (
     to_jsonable,
 )
 
+from ._conditions import RuleOutcome, joined, refused_error, rule_line, rule_outcome
 from ._fingerprint import fingerprint
 from ._model import ModelError, stream_step
 from ._stream import AgentStream
@@ -193,6 +195,8 @@ class RunDriver:
         """Tool call ids of the calls the model made to a disabled tool (audited as `blocked`)."""
         self._granted: dict[str, Grant] = {}
         """Tool call id -> the standing grant that lets it run without asking (audited as `grant_used`)."""
+        self._trials: dict[str, tuple[str, dict[str, Any]]] = {}
+        """Tool call id -> what a trial rule would have done to it (`would_require`...) and that rule."""
         self._holds_run = run.status == RunStatus.RUNNING
         """True while this driver is the run's worker (the run is `running` on its behalf)."""
 
@@ -425,8 +429,20 @@ class RunDriver:
         if policy.disabled:
             self._blocked_ids.add(row.tool_call_id)
             return _failed(row, disabled_error(name))
-        # a policy adds an approval; it never removes one the code asks for
-        if policy.adds_approval or await self._approval_required(tool, row.args):
+        outcome = self._rules(tool, row, policy)
+        if outcome.effect == RuleEffect.REFUSE:
+            self._blocked_ids.add(row.tool_call_id)
+            return _failed(row, refused_error(name, row.rule))
+        code_requires = await self._approval_required(tool, row.args)
+        # a policy (or its rule) adds an approval; it never removes one the code asks for
+        if outcome.effect == RuleEffect.ALLOW:
+            needs = code_requires
+            if needs:
+                row.rule = None  # the code asks for approval, and a rule never removes that: it changed nothing
+        else:
+            needs = policy.adds_approval or code_requires or outcome.effect == RuleEffect.REQUIRE_APPROVAL
+        self._note_trial(row, outcome.trial, needs=needs, code_requires=code_requires)
+        if needs:
             grant = await self._live_grant(row, policy)
             if grant is not None:  # an approver allowed this tool in this thread for a while: it runs now
                 self._granted[row.tool_call_id] = grant
@@ -436,6 +452,37 @@ class RunDriver:
             row.suspended_at = utcnow()
             telemetry.waits_for_approval(row, policy)
         return row
+
+    def _rules(self, tool: Tool, row: StoredToolCall, policy: ToolPolicy) -> RuleOutcome:
+        """What the policy's rules say about the call; the deciding rule is kept on the row (fixed with it)."""
+        if not policy.rules or self.deps.sub_agent_for(tool.id) is not None:
+            return RuleOutcome()
+        context = self.options.request_context
+        outcome = rule_outcome(
+            policy.rules,
+            args=row.args,
+            schema=tool.parameters(),
+            requester=context.get("requester") or self.run.resource_id or "",
+            channel=context.get("channel") or "",
+            tool=tool.id,
+            now=utcnow(),
+        )
+        row.rule = outcome.stored
+        return outcome
+
+    def _note_trial(
+        self, row: StoredToolCall, trial: dict[str, Any] | None, *, needs: bool, code_requires: bool
+    ) -> None:
+        """Remember what a trial rule would have changed about this call (audited with the step)."""
+        if trial is None:
+            return
+        effect = trial["effect"]
+        if effect == RuleEffect.REFUSE:
+            self._trials[row.tool_call_id] = ("would_refuse", trial)
+        elif effect == RuleEffect.REQUIRE_APPROVAL and not needs:
+            self._trials[row.tool_call_id] = ("would_require", trial)
+        elif effect == RuleEffect.ALLOW and needs and not code_requires:
+            self._trials[row.tool_call_id] = ("would_allow", trial)
 
     async def _live_grant(self, row: StoredToolCall, policy: ToolPolicy) -> Grant | None:
         """The live standing grant that covers this call, read now with the policy as it is now: none when
@@ -496,8 +543,15 @@ class RunDriver:
         audits = []
         for row in rows:
             version = self._policy_versions.get(row.tool_call_id)
+            if row.tool_call_id in self._trials:
+                action, trial = self._trials[row.tool_call_id]
+                detail = f"trial {rule_line(trial)}"
+                audits.append((row, Audit(action=action, actor=requester, policy_version=version, detail=detail)))
             if row.state == ToolCallState.AWAITING_APPROVAL:
-                detail = preview_line(row.preview)
+                detail = joined(rule_line(row.rule), preview_line(row.preview))
+                audits.append((row, Audit(action="requested", actor=requester, policy_version=version, detail=detail)))
+            elif row.rule and row.tool_call_id not in self._blocked_ids and row.tool_call_id not in self._granted:
+                detail = "runs without asking: " + rule_line(row.rule)
                 audits.append((row, Audit(action="requested", actor=requester, policy_version=version, detail=detail)))
             elif row.tool_call_id in self._granted:
                 grant = self._granted[row.tool_call_id]
@@ -506,6 +560,9 @@ class RunDriver:
                 audits.append(
                     (row, Audit(action="grant_used", actor=grant.granted_by, policy_version=version, detail=detail))
                 )
+            elif row.tool_call_id in self._blocked_ids and row.rule:
+                detail = "an admin's rule refused the call, so it was not run: " + rule_line(row.rule)
+                audits.append((row, Audit(action="blocked", actor=requester, policy_version=version, detail=detail)))
             elif row.tool_call_id in self._blocked_ids:
                 detail = "an admin's policy disabled the tool, so the call was not run"
                 audits.append((row, Audit(action="blocked", actor=requester, policy_version=version, detail=detail)))

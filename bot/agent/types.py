@@ -313,6 +313,12 @@ class ToolCallRecord:
     empty before the first (and for a call decided by one approval)."""
     escalated_at: datetime | None = None
     """When its current wait was escalated (its policy's `escalate_to`); None: not escalated."""
+    rule: str | None = None
+    """The admin's rule that decided it when it was proposed, in one line ("rule 1: Needs finance:
+    args.amount > 100.0", or why its condition could not be evaluated); None: no rule decided."""
+    rule_approvers: tuple[str, ...] = ()
+    """Who may decide it, when the rule that made it wait names its own approvers (instead of the
+    policy's); empty: the policy's approvers."""
 
     @property
     def outcome(self) -> str | None:

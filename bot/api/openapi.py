@@ -32,10 +32,27 @@ def camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
+RULE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "One rule of a tool's policy; the first whose condition holds decides (see the README's Rules).",
+    "properties": {
+        "condition": {"type": "string", "description": "CEL over args, requester, channel, tool, now"},
+        "effect": {"enum": ["allow", "require_approval", "refuse"]},
+        "name": {"type": "string"},
+        "approvers": {"type": "array", "items": {"type": "string"}},
+        "trial": {"type": "boolean"},
+    },
+    "required": ["condition", "effect"],
+    "additionalProperties": False,
+}
+
+
 def json_type(annotation: Any) -> dict[str, Any]:
     """The JSON schema of a `PolicyChange` field from its annotation (a list of strings, a boolean, a
     whole number or a string), so that a field added to `PolicyChange` appears here without more code."""
     wanted = str(annotation)
+    if "ToolRule" in wanted:
+        return {"type": "array", "items": RULE_SCHEMA}
     if "Iterable" in wanted or "list" in wanted or "tuple" in wanted:
         return {"type": "array", "items": {"type": "string"}}
     if "bool" in wanted:

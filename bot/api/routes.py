@@ -63,6 +63,8 @@ class ApiDecision:
     tool_call_id: str
     tool_name: str
     args: Any
+    rule_approvers: tuple[str, ...] = ()
+    """The approvers named by the admin's rule that made the call wait; empty: the policy's."""
 
 
 @dataclass(kw_only=True)
@@ -242,6 +244,7 @@ class _Api:
             tool_call_id=tool_call_id,
             tool_name=record.tool_name,
             args=record.args,
+            rule_approvers=record.rule_approvers,
         )
         if self.front.authorize is not None:
             refusal = await self.front.authorize(asked)
@@ -426,6 +429,10 @@ def _policy_value(key: str, value: Any, annotation: Any) -> Any:
     wanted = json_type(annotation)["type"]
     if value is None:
         raise ApiError(400, f"{key} cannot be null: leave it out to keep it")
+    if key == "rules":
+        if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+            raise ApiError(400, "rules must be a list of objects, each with a condition and an effect")
+        return value  # each rule is checked whole (`bot.admin.checked_rules`)
     if wanted == "array":
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise ApiError(400, f"{key} must be a list of strings")

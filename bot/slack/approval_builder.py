@@ -76,6 +76,8 @@ class ApprovalView:
     """Who approved so far (Slack user IDs), when several approvals are needed."""
     grant_seconds: int | None = None
     """The standing grant the tool's policy allows now, in seconds (None: no grant buttons)."""
+    rule: str | None = None
+    """The admin's rule that made it wait, in one line ("rule 1: Needs finance: args.amount > 100.0")."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -253,6 +255,8 @@ def _describe(view: ApprovalView, *, headline: str) -> list[Block]:
     blocks.append(SectionBlock(text=MarkdownTextObject(text=format_args(view.args))))
     if view.preview is not None:
         blocks.append(SectionBlock(text=MarkdownTextObject(text=preview_section(view.preview))))
+    if view.rule:
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f":scroll: {escape(view.rule[:300])}")]))
     asked = f"Requested by <@{view.requester}>"
     if view.request_text:
         request = view.request_text.strip()

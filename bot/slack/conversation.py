@@ -153,6 +153,7 @@ def request_context_of(thread: SlackThread, user: str) -> dict[str, Any]:
     """What tools and approval rules learn about the Slack request."""
     return {
         "workspace": thread.team_id,
+        "channel": thread.channel,  # what an admin's rule reads as `channel`
         "requester": user,  # the speaker: whose message led to the calls (audit trail, self-approval)
         "slack": {"team_id": thread.team_id, "channel": thread.channel, "thread_ts": thread.thread_ts, "user": user},
     }

@@ -195,6 +195,7 @@ async def check_decider(
             team_id=row.team_id,
             channel=row.channel,
             thread_id=row.thread_id,
+            rule_approvers=record.rule_approvers,
         )
     )
     if not verdict.allowed:

@@ -117,6 +117,7 @@ class HomePublisher:
                 team_id=row.team_id,
                 channel=row.channel,
                 thread_id=row.thread_id,
+                rule_approvers=record.rule_approvers,
             )
             verdict = await services.decision_rule(check)
             approval = HomeApproval(
@@ -134,7 +135,9 @@ class HomePublisher:
             )
             if row.requester == user_id:
                 your_requests.append(approval)
-            elif verdict.allowed and (policy.approvers or await self._in_conversation(user_id, row.channel)):
+            elif verdict.allowed and (
+                record.rule_approvers or policy.approvers or await self._in_conversation(user_id, row.channel)
+            ):
                 waiting_for_you.append(approval)
         policies_shown = await self._policies(user_id)  # an admin's: they see the feedback too
         return build_home_view(

@@ -96,4 +96,5 @@ async def _check_of(services: SlackServices, decision: ApiDecision) -> DecisionC
         team_id=team_id,
         channel=channel,
         thread_id=thread_id,
+        rule_approvers=decision.rule_approvers,
     )

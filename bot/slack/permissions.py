@@ -19,6 +19,7 @@ Answering a question a tool asked is not a decision a policy governs: anyone in 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,9 @@ class DecisionCheck:
     team_id: str
     channel: str
     thread_id: str
+    rule_approvers: tuple[str, ...] = ()
+    """The approvers named by the admin's rule that made the call wait (instead of the policy's); empty:
+    the policy's."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,8 @@ class PolicyRule:
         if check.action not in DECIDING:
             return Verdict(True)
         policy = await self.policies.get(check.tool_name)
+        if check.rule_approvers:  # the rule that made the call wait names who decides it
+            policy = dataclasses.replace(policy, approvers=check.rule_approvers)
         return verdict_of(policy, check, await self._is_approver(check.user_id, policy))
 
     async def _is_approver(self, user_id: str, policy: ToolPolicy) -> bool | str:

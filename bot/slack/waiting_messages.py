@@ -145,7 +145,7 @@ async def with_policy(services: SlackServices, view: ApprovalView, record: ToolC
     except Exception:  # noqa: BLE001 - the message is posted without the line rather than not at all
         services.logger.exception("could not read the policy of %s", view.tool_name)
         return view
-    who = who_may_decide(policy.approvers)
+    who = who_may_decide((record.rule_approvers if record is not None else ()) or policy.approvers)
     if not policy.self_approval:
         who += f" (not <@{view.requester}>, who asked)"
     since = record.suspended_at if record is not None else None
@@ -174,6 +174,7 @@ def approval_view_of(row: ToolCallMessageRow, record: ToolCallRecord | None, arg
         request_text=row.request_text,
         interrupted=row.interrupted,
         preview=preview_view_of(record),
+        rule=record.rule if record is not None else None,
         approvals=record.approvals if record is not None else (),
     )
 
