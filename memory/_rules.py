@@ -93,7 +93,7 @@ def rule_of(value: ToolRule | Mapping[str, Any], position: int = 1) -> ToolRule:
     if len(condition.strip()) > CONDITION_TEXT_LIMIT:
         raise PolicyError(f"{where}: a condition is at most {CONDITION_TEXT_LIMIT} characters")
     try:
-        effect = RuleEffect(value.get("effect"))
+        effect = RuleEffect(str(value.get("effect")))
     except ValueError:
         effects = ", ".join(e.value for e in RuleEffect)
         raise PolicyError(f"{where}: unknown effect {value.get('effect')!r}: use one of {effects}") from None

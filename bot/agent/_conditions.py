@@ -93,7 +93,7 @@ def check_condition(condition: str, input_schema: dict[str, Any] | None) -> str:
     return text
 
 
-def _parse(text: str) -> lark.Tree:
+def _parse(text: str) -> lark.Tree[Any]:
     try:
         return _ENV.compile(text)
     except Exception as exc:  # noqa: BLE001 - celpy's parse errors are of several classes
@@ -232,7 +232,8 @@ class _Checker:
             return _Type("dyn")
         handler = getattr(self, "_" + tree.data, None)
         if handler is not None:
-            return handler(tree)
+            found: _Type = handler(tree)
+            return found
         children = [c for c in tree.children if c is not None]
         if len(children) == 1:
             return self.type_of(children[0])
@@ -598,7 +599,7 @@ def refused_error(tool_name: str, stored: Any) -> str:
 def _rule_fields(stored: dict[str, Any]) -> dict[str, Any]:
     return {
         "condition": stored.get("condition", ""),
-        "effect": RuleEffect(stored.get("effect")),
+        "effect": RuleEffect(str(stored.get("effect"))),
         "name": stored.get("name", ""),
         "approvers": tuple(stored.get("approvers") or ()),
         "trial": bool(stored.get("trial")),

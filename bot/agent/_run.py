@@ -551,7 +551,7 @@ class RunDriver:
                 detail = joined(rule_line(row.rule), preview_line(row.preview))
                 audits.append((row, Audit(action="requested", actor=requester, policy_version=version, detail=detail)))
             elif row.rule and row.tool_call_id not in self._blocked_ids and row.tool_call_id not in self._granted:
-                detail = "runs without asking: " + rule_line(row.rule)
+                detail = f"runs without asking: {rule_line(row.rule)}"
                 audits.append((row, Audit(action="requested", actor=requester, policy_version=version, detail=detail)))
             elif row.tool_call_id in self._granted:
                 grant = self._granted[row.tool_call_id]
@@ -561,7 +561,7 @@ class RunDriver:
                     (row, Audit(action="grant_used", actor=grant.granted_by, policy_version=version, detail=detail))
                 )
             elif row.tool_call_id in self._blocked_ids and row.rule:
-                detail = "an admin's rule refused the call, so it was not run: " + rule_line(row.rule)
+                detail = f"an admin's rule refused the call, so it was not run: {rule_line(row.rule)}"
                 audits.append((row, Audit(action="blocked", actor=requester, policy_version=version, detail=detail)))
             elif row.tool_call_id in self._blocked_ids:
                 detail = "an admin's policy disabled the tool, so the call was not run"
