@@ -26,6 +26,7 @@ from .defaults import (
     DEFAULT_SLACK_API_URL,
     SHIPPED_LANGUAGES,
 )
+from .redaction import url_password
 
 
 class SettingsError(RuntimeError):
@@ -165,6 +166,13 @@ class Settings(BaseSettings):
         """The playground's own database: one per user, in the user's data folder, so `dev` and every
         `--playground` command find the same file whichever folder they run from."""
         return _user_data_folder(self.xdg_data_home) / "approval-bot" / "playground.db"
+
+    def secrets(self) -> list[str]:
+        """The values no message, audit line or model request may show (see `bot.redaction`): the tokens,
+        keys and the database's password. Empty ones are left out."""
+        values = [self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, self.openai_api_key]
+        values += [self.bot_api_token, url_password(self.database_url)]
+        return [value for value in values if value]
 
     def require(self, *names: str) -> None:
         """Fail with a message naming each missing variable among `names` (environment variable names)."""
