@@ -17,6 +17,7 @@ async def assemble_agent(
     agent: Agent | None = None,
     model_timeout: float | None = None,
     tools: Sequence[Tool] = (),
+    secrets: Sequence[str] = (),
 ) -> Agent:
     """`agent` (built without storage), or the demo agent on a seeded `storage`; storage and memory attached.
 
@@ -24,6 +25,8 @@ async def assemble_agent(
     its own in `default_options`.
 
     `tools` (the MCP servers' tools) join the agent's own.
+
+    `secrets` (`Settings.secrets`) are masked in what a failing tool or preview said, wherever it is shown.
 
     The demo's tables are created only when the demo runs.
     """
@@ -37,7 +40,7 @@ async def assemble_agent(
     add_tools(agent, tools)
     if model_timeout is not None:
         agent.set_default_option("model_timeout", model_timeout, unless_given=True)
-    return agent.attach(storage=storage, memory=Memory(storage))
+    return agent.attach(storage=storage, memory=Memory(storage), secrets=secrets)
 
 
 def add_tools(agent: Agent, tools: Sequence[Tool]) -> None:

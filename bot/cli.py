@@ -278,7 +278,12 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings, na
     try:
         mcp = await connect_mcp(options.mcp)
         agent = await assemble_agent(
-            storage, model=settings.bot_model, agent=named, model_timeout=settings.bot_model_timeout, tools=mcp.tools
+            storage,
+            model=settings.bot_model,
+            agent=named,
+            model_timeout=settings.bot_model_timeout,
+            tools=mcp.tools,
+            secrets=settings.secrets(),
         )
         background.start(agent, settings)
         app = _slack_app(command, agent, storage, settings)

@@ -199,6 +199,20 @@ class RunStore:
                 .values(heartbeat_at=now, owner=owner)
             )
 
+    async def mark_previews_started(self, run: StoredRun, fingerprints: Iterable[str]) -> None:
+        """Record, before they run, the calls (by args fingerprint) whose previews start at the step `run` is
+        making (`runs.previews_started`, see `memory.tables`). Fenced like `record_step`: a worker whose run
+        another process took over gets `RunTakenOverError`, and runs no preview."""
+        started = {"step": run.step, "calls": sorted(set(fingerprints))}
+        async with self._storage.transaction() as connection:
+            marked = await connection.execute(
+                _move_run(frozenset({str(RunStatus.RUNNING)})).where(_AT_STEP),
+                {"b_run": run.id, "b_step": run.step - 1, "previews_started": started},
+            )
+            if marked.rowcount != 1:
+                raise RunTakenOverError(f"run {run.id} went on in another process: its previews are not run here")
+        run.previews_started = started
+
     # --- recovery ---------------------------------------------------------------------------
     async def stale_runs(self, agent_id: str, *, stale_before: datetime, limit: int = 100) -> list[str]:
         """Top-level runs of one agent whose lease is older than `stale_before` and that have work in progress.

@@ -65,6 +65,10 @@ class RunStorage(Protocol):
         """Refresh the run's lease: a process is still working on it."""
         ...
 
+    async def mark_previews_started(self, run: StoredRun, fingerprints: Iterable[str]) -> None:
+        """Record which calls' previews start at the step `run` is making, before they run."""
+        ...
+
     async def stale_runs(self, agent_id: str, *, stale_before: datetime, limit: int = 100) -> list[str]:
         """Top-level runs of one agent whose lease is older than `stale_before` and that have work in hand."""
         ...

@@ -33,6 +33,7 @@ class StoredRun:
     created_at: datetime | None = None
     updated_at: datetime | None = None
     suspended_at: datetime | None = None
+    previews_started: Any = None
 
 
 @dataclass(slots=True, kw_only=True)

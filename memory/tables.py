@@ -63,6 +63,10 @@ class RunRow(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     suspended_at: Mapped[datetime | None]
+    previews_started: Mapped[Any | None] = mapped_column(JSON)
+    """The calls whose previews a worker started at the run's next step, recorded before they run:
+    {"step": N, "calls": [args fingerprint, ...]}. A process that takes the run over and meets one of those
+    calls again at that step does not run its preview a second time (a preview runs once per call)."""
 
     __table_args__ = (
         Index("ix_runs_agent_status", "agent_id", "status"),

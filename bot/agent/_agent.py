@@ -11,12 +11,13 @@ import os
 import socket
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from bot.defaults import DEFAULT_MODEL, LIVE_QUESTION_POLL, LIVE_QUESTION_POLL_NOTIFIED, MCP_ELICITATION_WAIT
+from bot.redaction import NO_KNOWN_SECRETS, Redactor
 from memory import (
     Audit,
     Memory,
@@ -166,6 +167,7 @@ class Agent:
         self._held: dict[tuple[str, str], None] = {}
         """(run id, tool call id) of the live questions this process holds (see `_keep_held`)."""
         self._keeper: asyncio.Task[None] | None = None
+        self._redact: Callable[[str], str] = NO_KNOWN_SECRETS
         self._heard: asyncio.Event | None = None
         """Set when a live question may have been answered (a `NOTIFY`)."""
         self.attach(storage=storage, memory=memory)
@@ -180,9 +182,15 @@ class Agent:
         storage: Storage | None = None,
         memory: Memory | None = None,
         model_client: openai.AsyncOpenAI | None = None,
+        secrets: Iterable[str] | None = None,
     ) -> Agent:
-        """Give the agent what the bot builds from settings: storage (and optionally memory), and a
-        model client; sub-agents without their own get the same."""
+        """Give the agent what the bot builds from settings: storage (and optionally memory), a model
+        client, and the secrets a failing tool's words are shown without (`bot.redaction`: the settings'
+        tokens and keys); sub-agents without their own get the same."""
+        if secrets is not None:
+            self._redact = Redactor(secrets)
+            for sub_agent in self.agents.values():
+                sub_agent.attach(secrets=secrets)
         if model_client is not None:
             self._model_client, self._owns_client = model_client, False
             for sub_agent in self.agents.values():
@@ -254,6 +262,7 @@ class Agent:
             forget_request_rule=self._forget_request_rule,
             hold=self._hold,
             at_work=self._at_work,
+            redact=self._redact,
         )
 
     def _find_tool(self, name: str) -> Tool | None:

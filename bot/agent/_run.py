@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot import metrics, telemetry
 from bot.concurrency import waiting
+from bot.redaction import NO_KNOWN_SECRETS
 from memory import (
     Audit,
     Grant,
@@ -63,6 +64,7 @@ from tools import (
 from ._conditions import RuleOutcome, joined, refused_error, rule_line, rule_outcome
 from ._fingerprint import fingerprint
 from ._model import ModelError, stream_step
+from ._previews import STOPPED, error_text, preview_line, run_preview
 from ._stream import AgentStream
 from .exceptions import AgentError, DatabaseAwayError, RunTakenOverError, SubAgentNotFoundError
 from .types import AgentOutput, Chunk, Decision, ToolCallCheck, WaitingCallPayload
@@ -73,8 +75,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ARGS_CHANGED = "the arguments changed after approval was requested; the call was not run"
-PREVIEW_LIMIT = 8000
-"""Characters of a preview's result kept (as JSON); a longer one is kept cut, as text."""
 INTERRUPTED = (
     "The tool started, but the bot stopped before its result was stored: it may or may not have taken effect. "
     "Approve to run it again, or decline."
@@ -167,6 +167,9 @@ class RunDeps:
     at_work: Counter[str] = field(default_factory=Counter)
     """Run id -> how many drivers of this process work on it now: this process's own recovery leaves
     those runs alone, however late their lease's last beat looks."""
+    redact: Callable[[str], str] = NO_KNOWN_SECRETS
+    """Masks secrets in what tool code said when it failed (a preview's error, a tool's), before the
+    thread, the audit trail or the model see it (`bot.redaction`)."""
 
 
 class RunDriver:
@@ -295,7 +298,7 @@ class RunDriver:
             await self._make_call_ids_unique(reply.tool_calls)
             rows = [await self._record(position, tool_call) for position, tool_call in enumerate(reply.tool_calls)]
             # the dry runs, before anything of the step is stored or shown: their results go with the approvals
-            await asyncio.gather(*(self._preview(row) for row in rows if row.state == ToolCallState.AWAITING_APPROVAL))
+            await self._previews([row for row in rows if row.state == ToolCallState.AWAITING_APPROVAL])
             failed = [_result_message(r) for r in rows if r.state == ToolCallState.FAILED]
             pending = any(r.state == ToolCallState.PENDING for r in rows)
             waits = any(r.state in WAITING_STATES for r in rows)
@@ -500,13 +503,34 @@ class RunDriver:
             not_granted_by=None if policy.self_approval else requester,
         )
 
-    async def _preview(self, row: StoredToolCall) -> None:
-        """Run the tool's dry run (`preview=`) for a call that will wait for approval, bounded by the tool's
-        `preview_timeout`; what it said, or that it failed, is kept on the row. Never `execute`, never the
-        started mark: a preview changes nothing the runtime knows of, and its failure blocks nothing."""
-        tool = self.deps.find_tool(row.tool_name)
-        if tool is None or tool.preview is None:
+    async def _previews(self, rows: list[StoredToolCall]) -> None:
+        """Run the dry runs (`preview=`) of a step's calls that will wait for approval, concurrently; what each
+        said, or that it failed, is kept on its row. Never `execute`, never the started mark: a preview changes
+        nothing the runtime knows of, and its failure blocks nothing.
+
+        Which previews start is stored first: one met again at this step after a crash (the process died
+        while it ran, before the step was stored) is not run a second time (see `bot.agent._previews`)."""
+        rows = [row for row in rows if self._preview_of(row) is not None]
+        if not rows:
             return
+        marks = self.run.previews_started or {}
+        started_before = set(marks.get("calls") or ()) if marks.get("step") == self.run.step else set()
+        await self.runs.mark_previews_started(self.run, [row.fingerprint for row in rows])
+        for row in rows:
+            if row.fingerprint in started_before:
+                log.warning(
+                    "run %s: the preview of %s started before a stop; not run again", self.run.id, row.tool_call_id
+                )
+                row.preview = {"ok": False, "error": STOPPED}
+        await asyncio.gather(*(self._preview(row) for row in rows if row.preview is None))
+
+    def _preview_of(self, row: StoredToolCall) -> Tool | None:
+        tool = self.deps.find_tool(row.tool_name)
+        return tool if tool is not None and tool.preview is not None else None
+
+    async def _preview(self, row: StoredToolCall) -> None:
+        tool = self._preview_of(row)
+        assert tool is not None
         context = ToolContext(
             run_id=self.run.id,
             tool_call_id=row.tool_call_id,
@@ -516,24 +540,7 @@ class RunDriver:
             agent=AgentToolContext(tool.suspend_schema),
             idempotency_key=f"{self.run.id}:{row.tool_call_id}",
         )
-        try:
-            async with waiting():
-                result = await asyncio.wait_for(tool.preview(tool.parse_args(row.args), context), tool.preview_timeout)
-            row.preview = {"ok": True, "result": to_jsonable(result)}
-        except TimeoutError:
-            row.preview = {"ok": False, "error": f"the preview did not answer within {tool.preview_timeout:g} s"}
-        except Exception as exc:  # noqa: BLE001 - a failing preview is shown as such; the decision goes on
-            log.info("preview of %s failed in run %s: %r", row.tool_name, self.run.id, exc)
-            row.preview = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
-        try:  # what the databases store: finite numbers, clean text, and not too much of it
-            text = json.dumps(row.preview, ensure_ascii=False, default=str)
-            if len(text) > PREVIEW_LIMIT:
-                shown = row.preview.get("result")
-                shown = shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False, default=str)
-                text = json.dumps({"ok": True, "result": shown[: PREVIEW_LIMIT // 2] + " …"}, ensure_ascii=False)
-            row.preview = read_json(text)
-        except (JsonValueError, ValueError):
-            row.preview = {"ok": False, "error": "the preview returned something that is not JSON"}
+        row.preview = await run_preview(tool, row, context, redact=self.deps.redact)
 
     def _requested(self, rows: list[StoredToolCall]) -> list[tuple[StoredToolCall, Audit]]:
         """The audit lines of a step's calls: requested by the speaker (those that wait for approval, and
@@ -612,9 +619,11 @@ class RunDriver:
         try:
             output = await self._call_tool(row, tool, policy, context)
         except Exception as exc:  # noqa: BLE001 - a failing tool is a result the model should see
+            # the full text for operators; the model, the thread and the audit trail get it without secrets
             log.info("tool %s failed in run %s: %r", row.tool_name, self.run.id, exc)
+            error = self.deps.redact(error_text(exc))
             return await self._store_result(
-                row, ToolCallState.FAILED, {"error": f"{type(exc).__name__}: {exc}"}, True, decides_next=decides_next
+                row, ToolCallState.FAILED, {"error": error}, True, decides_next=decides_next
             )
         return await self._store_tool_outcome(row, tool, context, output, decides_next=decides_next)
 
@@ -891,6 +900,7 @@ class RunDriver:
         return Chunk.finish(self.run.id, finish_reason, self.usage)
 
     async def _fail(self, message: str) -> AsyncIterator[Chunk]:
+        message = self.deps.redact(message)  # the full text is in the log already
         try:
             await self.runs.move_run(self.run, RunStatus.FAILED, finish_reason="error", error=message, owner=None)
         except Exception:
@@ -941,17 +951,6 @@ class RunDriver:
         return Chunk.waiting(
             self.run.id, requires_approval=row.state == ToolCallState.AWAITING_APPROVAL, payload=payload
         )
-
-
-def preview_line(preview: Any) -> str | None:
-    """The audit trail's word on a call's preview (on its `requested` line); None without one."""
-    if not isinstance(preview, dict):
-        return None
-    if not preview.get("ok"):
-        return f"preview failed: {preview.get('error')}"[:500]
-    result = preview.get("result")
-    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
-    return f"preview: {text}"[:500]
 
 
 def disabled_error(tool_name: str) -> str:

@@ -170,6 +170,7 @@ class Playground:
             agent=self.given_agent,
             model_timeout=self.settings.bot_model_timeout,
             tools=self.given_tools,
+            secrets=self.settings.secrets(),
         )
         if self.settings.openai_api_key:
             self.model_label = self.settings.bot_model if self.given_agent is None else agent.model
