@@ -63,7 +63,8 @@ def storable(preview: dict[str, Any]) -> dict[str, Any]:
             shown = preview.get("result")
             shown = shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False, default=str)
             text = json.dumps({"ok": True, "result": shown[: PREVIEW_LIMIT // 2] + " …"}, ensure_ascii=False)
-        return read_json(text)
+        stored: dict[str, Any] = read_json(text)
+        return stored
     except (JsonValueError, ValueError):
         return {"ok": False, "error": "the preview returned something that is not JSON"}
 
