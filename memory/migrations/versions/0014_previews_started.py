@@ -1,15 +1,15 @@
 """A run records which calls' previews are starting before it runs them (`runs.previews_started`), so a
 process that takes the run over after a crash mid-preview does not run the same preview again.
 
-Revision ID: 0013_previews_started
-Revises: 0012_escalation
+Revision ID: 0014_previews_started
+Revises: 0013_rules
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0013_previews_started"
-down_revision = "0012_escalation"
+revision = "0014_previews_started"
+down_revision = "0013_rules"
 branch_labels = None
 depends_on = None
 
