@@ -21,6 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from .faults import Fault, Faults, Hold
+from .limits import MESSAGE_BLOCK_LIMIT, section_text_ok
 from .workspace import (
     APP_ID,
     BOT_ID,
@@ -624,6 +625,8 @@ def _blocks(blocks: Any) -> list[dict[str, Any]]:
         return []
     if not isinstance(blocks, list) or not all(isinstance(b, dict) and b.get("type") for b in blocks):
         raise SlackError("invalid_blocks")
+    if len(blocks) > MESSAGE_BLOCK_LIMIT or not all(section_text_ok(b) for b in blocks):
+        raise SlackError("invalid_blocks")
     for block in blocks:
         if block["type"] == "context_actions" and not context_actions_ok(block):
             raise SlackError("invalid_blocks")
@@ -749,6 +752,11 @@ def _view(p: dict[str, Any], kind: str) -> dict[str, Any]:
     view = p.get("view")
     if not isinstance(view, dict) or view.get("type") != kind:
         raise SlackError("invalid_arguments")
+    blocks = view.get("blocks")
+    if isinstance(blocks, list) and (
+        len(blocks) > VIEW_BLOCK_LIMIT or not all(isinstance(b, dict) and section_text_ok(b) for b in blocks)
+    ):
+        raise SlackError("invalid_blocks")  # Slack: "must be less than 3001 characters", "no more than 100 items"
     return view
 
 

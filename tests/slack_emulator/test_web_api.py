@@ -85,6 +85,26 @@ async def test_post_message_errors(client):
     assert await refused(client.chat_postMessage(channel="C1", text="x" * 40_001)) == "msg_too_long"
 
 
+async def test_block_kit_sizes_are_refused_past_slacks_limits(slack, client):
+    def section(size: int, char: str = "x") -> dict:
+        return {"type": "section", "text": {"type": "mrkdwn", "text": char * size}}
+
+    await client.chat_postMessage(channel="C1", text="ok", blocks=[section(3000)] * 50)
+    await client.chat_postMessage(channel="C1", text="ok", blocks=[section(3000, "字")])  # characters, not bytes
+    assert await refused(client.chat_postMessage(channel="C1", text="x", blocks=[section(3001)])) == "invalid_blocks"
+    assert await refused(client.chat_postMessage(channel="C1", text="x", blocks=[section(1)] * 51)) == "invalid_blocks"
+    fields = {"type": "section", "fields": [{"type": "mrkdwn", "text": "x" * 2001}]}
+    assert await refused(client.chat_postMessage(channel="C1", text="x", blocks=[fields])) == "invalid_blocks"
+    view = {"type": "modal", "title": {"type": "plain_text", "text": "長い"}, "blocks": [section(3001, "長")]}
+    assert await refused(client.views_open(trigger_id=slack.workspace.new_trigger("U1"), view=view)) == (
+        "invalid_blocks"
+    )
+    view["blocks"] = [section(3000)] * 101
+    assert await refused(client.views_open(trigger_id=slack.workspace.new_trigger("U1"), view=view)) == (
+        "invalid_blocks"
+    )
+
+
 async def test_update_errors_and_a_kept_history(slack, client):
     posted = await client.chat_postMessage(channel="C1", text="first")
     person = slack.person_says("C1", "U1", "a person's words")
