@@ -276,7 +276,7 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings, na
     mcp: Any = None
     app: Any = None
     try:
-        mcp = await connect_mcp(options.mcp)
+        mcp = await connect_mcp(options.mcp, allow_http_loopback=settings.bot_mcp_allow_http_loopback)
         agent = await assemble_agent(
             storage,
             model=settings.bot_model,
@@ -393,16 +393,17 @@ class _NoMcpServers:
         pass
 
 
-async def connect_mcp(path: str | None) -> Any:
+async def connect_mcp(path: str | None, *, allow_http_loopback: bool = False) -> Any:
     """The MCP servers of the file at `path` (none without one), started; a server that cannot start is
-    named in one warning line and the bot runs without its tools."""
+    named in one warning line and the bot runs without its tools. `allow_http_loopback`: the setting
+    `BOT_MCP_ALLOW_HTTP_LOOPBACK`."""
     if not path:
         return _NoMcpServers()
     from .mcp import McpConfigError, connect_mcp_servers, load_mcp_config  # the SDK costs 0.5 s to import
     from .settings import environment
 
     try:
-        configs = load_mcp_config(path, environment())
+        configs = load_mcp_config(path, environment(), allow_http_loopback=allow_http_loopback)
     except McpConfigError as exc:
         raise StartupError(str(exc)) from None
     return await connect_mcp_servers(configs)
@@ -413,7 +414,7 @@ async def _dev(settings: Settings, *, port: int, agent: Any, mcp_file: str | Non
 
     # the playground's database checked first, so a bad DATABASE_URL is one line like serve's
     await (await open_storage(settings.playground_database_url)).close()
-    mcp = await connect_mcp(mcp_file)
+    mcp = await connect_mcp(mcp_file, allow_http_loopback=settings.bot_mcp_allow_http_loopback)
     try:
         await run_playground(settings, port=port, agent=agent, tools=mcp.tools)
     except OSError as exc:

@@ -72,6 +72,9 @@ class Settings(BaseSettings):
     """BOT_API_TOKEN: bearer token of the HTTP API; unset turns the API off."""
     bot_mcp_config: str | None = None
     """BOT_MCP_CONFIG: path of the MCP servers file (as `--mcp`); unset: no MCP servers."""
+    bot_mcp_allow_http_loopback: bool = False
+    """BOT_MCP_ALLOW_HTTP_LOOPBACK: also offer an MCP server's `http://` links to this machine (localhost,
+    127.0.0.1, ::1) in URL-mode questions, for local development; other links than `https://` are refused."""
     bot_max_concurrent_turns: int = Field(default=DEFAULT_MAX_CONCURRENT_TURNS, ge=1)
     """BOT_MAX_CONCURRENT_TURNS: agent turns one replica works on at once (the CPU); a turn waiting for
     the model or a tool holds no slot meanwhile. Other threads' messages wait; Slack's ack never does."""

@@ -10,7 +10,7 @@ import json
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,14 +53,20 @@ class McpServerConfig:
     """Sessions (stdio: processes) open at once at most; each call holds one alone while it runs."""
     idle_timeout: float = MCP_SESSION_IDLE
     """Seconds a session may stay unused before it is closed (one always stays open)."""
+    allow_http_loopback: bool = False
+    """Offer the server's `http://` links to this machine in URL-mode questions (local development);
+    only `https://` links otherwise."""
 
     @property
     def transport(self) -> str:
         return "stdio" if self.command is not None else "http"
 
 
-def load_mcp_config(path: str | Path, environ: Mapping[str, str]) -> list[McpServerConfig]:
-    """The servers of the file at `path`, checked; `environ` gives the values of `${VAR}`."""
+def load_mcp_config(
+    path: str | Path, environ: Mapping[str, str], *, allow_http_loopback: bool = False
+) -> list[McpServerConfig]:
+    """The servers of the file at `path`, checked; `environ` gives the values of `${VAR}`;
+    `allow_http_loopback` (`BOT_MCP_ALLOW_HTTP_LOOPBACK`) lets URL-mode questions link to this machine."""
     where = f"the MCP servers file {str(path)!r}"
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -71,7 +77,10 @@ def load_mcp_config(path: str | Path, environ: Mapping[str, str]) -> list[McpSer
     servers = document.get("mcpServers") if isinstance(document, dict) else None
     if not isinstance(servers, dict):
         raise McpConfigError(f'{where} needs an object "mcpServers": {{NAME: {{"command": ...}} or {{"url": ...}}}}')
-    return [_server(name, entry, where, environ) for name, entry in servers.items()]
+    return [
+        replace(_server(name, entry, where, environ), allow_http_loopback=allow_http_loopback)
+        for name, entry in servers.items()
+    ]
 
 
 def _server(name: str, entry: Any, where: str, environ: Mapping[str, str]) -> McpServerConfig:

@@ -75,6 +75,8 @@ class ServerConnection:
             await self._within_timeout(work, hold)
             result = work.result()
             healthy = True
+            if hold.refused_links:
+                raise McpServerError(refused_link(self.name, hold.refused_links[0], result))
             return result
         except TimeoutError:
             raise McpServerError(
@@ -185,6 +187,17 @@ class ServerConnection:
                 await self._reaper
         sessions, self._sessions = self._sessions, []
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+
+
+def refused_link(server: str, url: str, result: types.CallToolResult) -> str:
+    """What the thread and the model read of a call whose server sent a link the bot does not open: the
+    scheme only (the link itself is never shown), and what the server answered after the decline."""
+    scheme = url.split(":", 1)[0][:20] if ":" in url else "no scheme"
+    said = " ".join(b.text for b in result.content if isinstance(b, types.TextContent))[:500]
+    return (
+        f"the MCP server {server!r} sent a link the bot does not open ({scheme}: only https:// links are "
+        f"offered), so its question was declined; the server then answered: {said or '(nothing)'}"
+    )
 
 
 __all__ = ["ElicitationHandler", "McpServerError", "ServerConnection"]

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import mcp.types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
@@ -48,6 +49,8 @@ class CallHold:
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     questions_open: int = 0
     """The call's questions waiting for a human now: its timeout does not run meanwhile."""
+    refused_links: list[str] = field(default_factory=list)
+    """URL-mode questions of the call declined because the bot does not open their link."""
 
 
 class McpSession:
@@ -126,6 +129,12 @@ class McpSession:
         if hold is None or hold.ask is None or hold.ended.is_set():
             log.warning("MCP server %r asked a question outside of a call; it was declined", self.name)
             return types.ElicitResult(action="decline")
+        if isinstance(params, types.ElicitRequestURLParams) and not link_allowed(
+            params.url, http_loopback=self.config.allow_http_loopback
+        ):
+            log.warning("MCP server %r sent a link the bot does not open; its question was declined", self.name)
+            hold.refused_links.append(params.url)
+            return types.ElicitResult(action="decline")
         hold.questions_open += 1
         asking = asyncio.ensure_future(hold.ask(params))
         ended = asyncio.ensure_future(hold.ended.wait())
@@ -156,6 +165,26 @@ class McpSession:
                 await holder
 
 
+LINK_LIMIT = 3000
+"""The longest URL a Slack link button takes."""
+_LOOPBACK = {"localhost", "127.0.0.1", "::1"}
+
+
+def link_allowed(url: str, *, http_loopback: bool = False) -> bool:
+    """Whether the bot offers a server's link to people: an `https://` URL with a host (or, with
+    `http_loopback`, an `http://` one to this machine), one Slack can show, without spaces or controls."""
+    if len(url) > LINK_LIMIT or any(c.isspace() or not c.isprintable() for c in url):
+        return False
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        return False
+    if not host:
+        return False
+    return parts.scheme == "https" or (http_loopback and parts.scheme == "http" and host in _LOOPBACK)
+
+
 def _one_line(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
@@ -165,4 +194,4 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-__all__ = ["CallHold", "ElicitationHandler", "McpServerError", "McpSession"]
+__all__ = ["CallHold", "ElicitationHandler", "McpServerError", "McpSession", "link_allowed"]

@@ -10,14 +10,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from slack_sdk.models.blocks import InputBlock, MarkdownTextObject, PlainTextInputElement, SectionBlock
+from slack_sdk.models.blocks import (
+    ContextBlock,
+    InputBlock,
+    MarkdownTextObject,
+    PlainTextInputElement,
+    PlainTextObject,
+    SectionBlock,
+)
 from slack_sdk.models.views import View
 
 from .approval_builder import format_args
 from .form_builder import build_form_blocks
-from .mrkdwn import escape
-from .question_builder import question_of
+from .mrkdwn import escape, escape_within, split_point
+from .question_builder import cut_note, question_of
 from .translator import Translator
+
+SECTION_LIMIT = 3000
+"""Characters of a section's text (Slack's limit)."""
+QUESTION_SECTIONS = 30
+"""Sections of the modal with a whole question (up to 90,000 characters, well within the 100 blocks a
+view holds and a request body Slack takes); a question longer than that is cut there, saying so."""
 
 DECLINE_REASON_CALLBACK = "tool_decline_reason"
 EDIT_ARGS_CALLBACK = "tool_edit_args"
@@ -71,11 +84,34 @@ def build_edit_args_modal(target: ModalTarget, input_schema: dict[str, Any], arg
     )
 
 
+def build_question_modal(tool_name: str, question: str, tr: Translator) -> View:
+    """The whole of a question too long for its message, as plain text in sections Slack takes; one
+    longer than the modal holds is cut, and the modal says so."""
+    sections: list[SectionBlock] = []
+    rest = question
+    while rest and len(sections) < QUESTION_SECTIONS:
+        cut = split_point(rest, SECTION_LIMIT)
+        sections.append(SectionBlock(text=PlainTextObject(text=rest[:cut], emoji=False)))
+        rest = rest[cut:]
+    asks = tr.gettext("*{tool} asks:* {question}", tool=f"`{escape(tool_name[:100])}`", question="")
+    blocks: list[Any] = [ContextBlock(elements=[MarkdownTextObject(text=asks)]), *sections]
+    if rest:
+        note = tr.gettext(
+            ":scissors: Cut here: {count} more characters are not shown (more than a Slack view holds).",
+            count=f"{len(rest):,}",
+        )
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=note)]))
+    return View(type="modal", title=tr.gettext("The whole question"), close=tr.gettext("Close"), blocks=blocks)
+
+
 def build_answer_modal(
     target: ModalTarget, suspend_payload: Any, resume_schema: dict[str, Any], tr: Translator
 ) -> View:
-    """The tool's question and a form generated from its resume schema."""
-    question = escape(question_of(suspend_payload)[:2900])
+    """The tool's question (cut to what a section takes, saying so) and a form generated from its resume schema."""
+    whole = question_of(suspend_payload)
+    question, kept = escape_within(whole, SECTION_LIMIT - 200)
+    if kept < len(whole):
+        question += " " + cut_note(len(whole) - kept, tr)
     return View(
         type="modal",
         callback_id=ANSWER_CALLBACK,

@@ -27,6 +27,23 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+_ESCAPED = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def escape_within(text: str, limit: int) -> tuple[str, int]:
+    """`text` escaped and cut so that the escaped text is at most `limit` characters (Slack counts what
+    it is sent); and how many characters of `text` it kept."""
+    out: list[str] = []
+    size = 0
+    for kept, char in enumerate(text):
+        piece = _ESCAPED.get(char, char)
+        if size + len(piece) > limit:
+            return "".join(out), kept
+        out.append(piece)
+        size += len(piece)
+    return "".join(out), len(text)
+
+
 def slack_date(moment: datetime) -> str:
     """A moment as Slack's date token: each reader sees it in their own time zone and their own language's
     format (Slack renders it); the fallback (clients that cannot) is in UTC. A naive moment is UTC (as stored)."""

@@ -11,14 +11,20 @@ from typing import Any
 from slack_sdk.models.blocks import ActionsBlock, Block, ButtonElement, ContextBlock, MarkdownTextObject, SectionBlock
 
 from .approval_builder import format_args
-from .mrkdwn import escape, slack_date
+from .mrkdwn import escape, escape_within, slack_date
 from .translator import Translator
 
 ANSWER = "tool_answer"
 OPEN_URL = "tool_question_url"
 DECLINE_QUESTION = "tool_question_decline"
 CANCEL_QUESTION = "tool_question_cancel"
+SHOW_QUESTION = "tool_full_question"
+"""The button under a question too long for the message: it opens a modal with the whole of it."""
 ANSWER_BLOCK_ID = "tool_call_answer"
+QUESTION_SHOWN = 2500
+"""Characters of a question the message shows (escaped; a section's text takes at most 3,000)."""
+QUESTION_NOTIFIED = 300
+"""Characters of a question in the message's `text` (the notification; Slack refuses past 40,000)."""
 _QUESTION_KEYS = ("question", "message", "prompt", "text")
 
 
@@ -67,7 +73,16 @@ def question_of(suspend_payload: Any) -> str:
 
 
 def question_text(view: QuestionView, tr: Translator) -> str:
-    return tr.gettext("{tool} asks: {question}", tool=view.tool_name, question=question_of(view.suspend_payload))
+    question = question_of(view.suspend_payload)
+    if len(question) > QUESTION_NOTIFIED:
+        question = question[:QUESTION_NOTIFIED] + "…"
+    return tr.gettext("{tool} asks: {question}", tool=view.tool_name[:100], question=question)
+
+
+def question_is_cut(view: QuestionView) -> bool:
+    """Whether the message shows only the start of the question (the rest is behind `SHOW_QUESTION`)."""
+    question = question_of(view.suspend_payload)
+    return escape_within(question, QUESTION_SHOWN)[1] < len(question)
 
 
 def build_question_blocks(view: QuestionView, tr: Translator) -> list[Block]:
@@ -94,6 +109,8 @@ def build_question_blocks(view: QuestionView, tr: Translator) -> list[Block]:
         decline = tr.gettext("Decline")
         buttons.append(ButtonElement(text=decline, action_id=DECLINE_QUESTION, value=view.ref, style="danger"))
         buttons.append(ButtonElement(text=tr.gettext("Cancel"), action_id=CANCEL_QUESTION, value=view.ref))
+    if question_is_cut(view):
+        buttons.append(_show_question_button(view, tr))
     if buttons:
         blocks.append(ActionsBlock(block_id=ANSWER_BLOCK_ID, elements=buttons))
     return blocks
@@ -103,7 +120,7 @@ def build_answered_question_blocks(view: QuestionView, answer: AnswerView, tr: T
     """The question once answered: no button; who answered, when, and with what."""
     if answer.refused:
         line = f":no_entry_sign: {_refusal(answer, tr)}"
-        return [*_describe(view, tr), SectionBlock(text=MarkdownTextObject(text=line))]
+        return [*_describe(view, tr), SectionBlock(text=MarkdownTextObject(text=line)), *_show_question(view, tr)]
     if answer.answered_by and answer.answered_at:
         done = tr.gettext(
             "Answered by {user} on {date}.", user=f"<@{answer.answered_by}>", date=slack_date(answer.answered_at)
@@ -118,7 +135,18 @@ def build_answered_question_blocks(view: QuestionView, answer: AnswerView, tr: T
     blocks = [*_describe(view, tr), SectionBlock(text=MarkdownTextObject(text=f":white_check_mark: {done}"))]
     if answer.answered_by and answer.resume_data is not None:
         blocks.append(SectionBlock(text=MarkdownTextObject(text=format_args(answer.resume_data))))
-    return blocks
+    return [*blocks, *_show_question(view, tr)]
+
+
+def _show_question_button(view: QuestionView, tr: Translator) -> ButtonElement:
+    return ButtonElement(text=tr.gettext("Show the whole question"), action_id=SHOW_QUESTION, value=view.ref)
+
+
+def _show_question(view: QuestionView, tr: Translator) -> list[Block]:
+    """The whole question stays one click away once a cut one is answered."""
+    if not question_is_cut(view):
+        return []
+    return [ActionsBlock(block_id=ANSWER_BLOCK_ID, elements=[_show_question_button(view, tr)])]
 
 
 def _refusal(answer: AnswerView, tr: Translator) -> str:
@@ -161,6 +189,16 @@ def answer_summary(resume_data: Any, tr: Translator) -> str:
 
 
 def _describe(view: QuestionView, tr: Translator) -> list[Block]:
-    question = escape(question_of(view.suspend_payload)[:2500])
-    asks = tr.gettext("*{tool} asks:* {question}", tool=f"`{escape(view.tool_name)}`", question=question)
+    """The question, cut to what a section takes; a cut one says so (and its message offers the rest)."""
+    whole = question_of(view.suspend_payload)
+    question, kept = escape_within(whole, QUESTION_SHOWN)
+    if kept < len(whole):
+        question += " " + cut_note(len(whole) - kept, tr)
+    asks = tr.gettext("*{tool} asks:* {question}", tool=f"`{escape(view.tool_name[:100])}`", question=question)
     return [SectionBlock(text=MarkdownTextObject(text=f":question: {asks}"))]
+
+
+def cut_note(more: int, tr: Translator) -> str:
+    """Where a question shown in part was cut, and where the rest is."""
+    button = tr.gettext("Show the whole question")
+    return tr.gettext("… _(cut here: {count} more characters under *{button}*)_", count=f"{more:,}", button=button)

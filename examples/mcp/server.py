@@ -9,7 +9,8 @@ model did not give and for a confirmation; `link_account` asks in URL mode (the 
 
 `--test-tools` adds the tools the tests use to see what the bot does with a server that fails or asks in
 odd ways: `crash` (the process exits mid-call), `hang` (it never answers), `ask_city` (asks "Which city?"
-and returns the answer it got) and `ask_later` (asks a question after its call has ended).
+and returns the answer it got), `ask_later` (asks a question after its call has ended), `ask_long` (a
+question as long as it is told) and `link_to` (a URL-mode question with the link it is given).
 """
 
 from __future__ import annotations
@@ -119,6 +120,20 @@ def add_test_tools() -> None:
         await asyncio.sleep(delay)
         answer = await ctx.elicit(f"Which city? ({trip})", City)
         return f"{trip}: {answer.data.city if answer.action == 'accept' else answer.action}"
+
+    @server.tool()
+    async def ask_long(size: int, ctx: Context) -> str:
+        """Ask "Which city?" after a preamble of `size` characters; returns the answer it got."""
+        line = "旅行の計画 · 여행 계획 · 旅行计划 <&> "
+        preamble = (line * (size // len(line) + 1))[:size]
+        answer = await ctx.elicit(f"{preamble}\nWhich city?", City)
+        return f"long question: {answer.data.city if answer.action == 'accept' else answer.action}"
+
+    @server.tool()
+    async def link_to(url: str, ctx: Context) -> str:
+        """Ask in URL mode with the link it is given; returns the answer's action."""
+        answer = await ctx.elicit_url("Sign in on this page.", url, uuid.uuid4().hex)
+        return f"link: {answer.action}"
 
     later: set[asyncio.Task[None]] = set()
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from bot.slack.modal_builder import build_question_modal
 from bot.slack.question_builder import (
     AnswerView,
     QuestionView,
     build_answered_question_blocks,
     build_question_blocks,
     question_of,
+    question_text,
 )
 from bot.slack.translator import translator
 
@@ -67,3 +69,21 @@ def test_a_thread_answer_shows_the_values_read_from_it():
     assert "Answered in the thread: confirmed = no" in shown({"confirmed": False})
     assert "Answered in the thread: confirmed = yes" in shown({"confirmed": True})
     assert "Answered in the thread: city = S&lt;o&gt;, days = 3" in shown({"city": "S<o>", "days": 3})
+
+
+def test_a_question_of_markup_characters_is_cut_to_what_a_section_takes_after_escaping():
+    question = "<&>" * 5000 + "どの都市？"
+    view = QuestionView(ref="R1", tool_name="ask", suspend_payload={"message": question}, requester="U1")
+    blocks = [b.to_dict() for b in build_question_blocks(view, EN)]
+    assert all(len(b["text"]["text"]) <= 3000 for b in blocks if b["type"] == "section")
+    assert "Show the whole question" in blocks[0]["text"]["text"]
+    assert blocks[-1]["elements"][-1]["action_id"] == "tool_full_question"
+    assert len(question_text(view, EN)) < 400
+    modal = build_question_modal("ask", question, EN).to_dict()
+    sections = [b["text"]["text"] for b in modal["blocks"] if b["type"] == "section"]
+    assert "".join(sections) == question and all(len(s) <= 3000 for s in sections)
+    assert "Cut here" not in str(modal)  # all of it fits
+    japanese = [b.to_dict() for b in build_question_blocks(view, translator("ja"))]
+    assert "質問全体を表示" in str(japanese)  # the button in the reader's language
+    short = QuestionView(ref="R1", tool_name="ask", suspend_payload={"message": "どの都市？"}, requester="U1")
+    assert "tool_full_question" not in str([b.to_dict() for b in build_question_blocks(short, EN)])

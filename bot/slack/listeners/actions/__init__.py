@@ -1,5 +1,5 @@
-"""Block actions: the approval buttons (in a thread or the App Home), the Answer, Decline and Cancel
-buttons of a question, an admin's Edit button next to a tool policy, the feedback buttons under an
+"""Block actions: the approval buttons (in a thread or the App Home), the Answer, Decline, Cancel and
+"Show the whole question" buttons of a question, an admin's Edit button next to a tool policy, the feedback buttons under an
 answer, the App Home's bulk decisions (its checkboxes, "Approve selected", "Decline selected") and the
 Revoke button next to a standing grant in the App Home."""
 
@@ -15,7 +15,7 @@ from ...approval_builder import (
 )
 from ...feedback_builder import FEEDBACK
 from ...home_builder import BULK_APPROVE, BULK_DECLINE, BULK_DECLINE_WITH_REASON, BULK_PICK, EDIT_POLICY, REVOKE_GRANT
-from ...question_builder import ANSWER, CANCEL_QUESTION, DECLINE_QUESTION, OPEN_URL
+from ...question_builder import ANSWER, CANCEL_QUESTION, DECLINE_QUESTION, OPEN_URL, SHOW_QUESTION
 from .answer import (
     handle_answer_button,
     handle_question_cancel_button,
@@ -38,6 +38,7 @@ from .edit_args import handle_edit_args_button
 from .feedback import handle_feedback_button
 from .grant_revoke import handle_grant_revoke_button
 from .policy_edit import handle_policy_edit_button
+from .show_question import handle_show_question_button
 
 
 def register(app: AsyncApp) -> None:
@@ -51,6 +52,7 @@ def register(app: AsyncApp) -> None:
     app.action(DECLINE_QUESTION)(handle_question_decline_button)
     app.action(CANCEL_QUESTION)(handle_question_cancel_button)
     app.action(OPEN_URL)(handle_question_url_button)
+    app.action(SHOW_QUESTION)(handle_show_question_button)
     app.action(EDIT_POLICY)(handle_policy_edit_button)
     app.action(REVOKE_GRANT)(handle_grant_revoke_button)
     app.action(FEEDBACK)(handle_feedback_button)
