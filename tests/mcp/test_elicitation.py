@@ -126,7 +126,7 @@ async def test_a_question_nobody_answers_is_cancelled_at_the_tool_policys_expiry
     tool_result = [m for m in model.chat.requests[-1]["messages"] if m.get("role") == "tool"][-1]
     assert tool_result["content"] == "not opened: the user chose cancel"
     updates = await bot.slack.wait_for("chat.update", lambda c: c.params.get("ts") == question.ts)
-    assert "Cancelled (nobody answered in time)" in str(updates[-1].params["blocks"])
+    assert "Cancelled: nobody answered in time." in str(updates[-1].params["blocks"])
     audit = await bot.storage.audit_log.entries(tool_name="tickets__open_ticket")
     (line,) = [a for a in audit if a.action == "answer_cancelled"]
     assert line.via == "expiry" and "within 120 s" in line.detail
