@@ -11,7 +11,7 @@ from sqlalchemy import bindparam, select
 from ._reconnect import retried_while_away
 from ._runs import message_of
 from ._storage import Storage
-from .tables import MessageRow
+from .tables import MessageRow, RunRow
 
 WAITING_RESULT = json.dumps(
     {"status": "waiting", "note": "This call has not finished: it waits for a human decision or an answer."}
@@ -68,6 +68,17 @@ class Memory:
             found = await connection.scalar(
                 select(MessageRow.id)
                 .where(MessageRow.thread_id == thread_id, MessageRow.role == "user", MessageRow.created_at >= since)
+                .limit(1)
+            )
+        return found is not None
+
+    async def answered_since(self, thread_id: str, since: datetime) -> bool:
+        """Whether a run of the thread that started at or after `since` finished with its answer: how a front
+        end learns, after the replica that took a message stalled or stopped, that the answer was given."""
+        async with self.storage.read() as connection:
+            found = await connection.scalar(
+                select(RunRow.id)
+                .where(RunRow.thread_id == thread_id, RunRow.created_at >= since, RunRow.status == "completed")
                 .limit(1)
             )
         return found is not None

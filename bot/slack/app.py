@@ -27,7 +27,7 @@ from .escalation import escalation_hook
 from .home import HomePublisher
 from .intake import RECORDED, EventIntake, record_event
 from .listeners import register_listeners
-from .listeners.events.turn import reached_the_agent, take_turn
+from .listeners.events.turn import answered_already, reached_the_agent, take_turn
 from .permissions import DecisionRule, PolicyRule
 from .reader_language import ReaderLanguages
 from .recovery import background_stream_hook, run_recovery
@@ -130,6 +130,7 @@ def create_slack_app(
         lambda message: take_turn(services, app.client, message),
         holder=agent.owner,
         reached_agent=lambda message: reached_the_agent(services, message),
+        answered=lambda message: answered_already(services, message),
         max_concurrent_turns=max_concurrent_turns,
         queued_notice_after=queued_notice_after,
         stale_after=stale_after,

@@ -48,6 +48,7 @@ class TurnQueue:
         *,
         holder: str,
         reached_agent: Callable[[QueuedMessage], Awaitable[bool]] | None = None,
+        answered: Callable[[QueuedMessage], Awaitable[bool]] | None = None,
         max_concurrent_turns: int = DEFAULT_MAX_CONCURRENT_TURNS,
         queued_notice_after: float = 10.0,
         stale_after: float = 30.0,
@@ -60,6 +61,8 @@ class TurnQueue:
         """Takes one message's turn (runs the agent and writes its answer in the thread)."""
         self.reached_agent = reached_agent
         """Whether the runtime took a message whose turn a replica started before it stopped (None: unknown)."""
+        self.answered = answered
+        """Whether such a message was answered all the same (its run finished; None: never known)."""
         self.max_concurrent_turns = max_concurrent_turns
         self.queued_notice_after = queued_notice_after
         """Seconds a message may wait behind earlier ones before the thread is told it is queued."""
@@ -125,7 +128,8 @@ class TurnQueue:
             # is the runtime's recovery's to continue; answering the message again could run it twice
             self.logger.warning("turn of event %s was interrupted; not taken again", message.event_id)
             following = await self.stores.finish_turn(message, self.holder)
-            await self._post(message, INTERRUPTED_TEXT)
+            if not await self._answered(message):  # "send it again" after the answer would be false
+                await self._post(message, INTERRUPTED_TEXT)
             return following
         try:
             await self.answer(message)
@@ -146,6 +150,15 @@ class TurnQueue:
         if not reached:
             self.logger.info("turn of event %s was interrupted before the agent took it; taken again", message.event_id)
         return reached
+
+    async def _answered(self, message: QueuedMessage) -> bool:
+        if self.answered is None:
+            return False
+        try:
+            return await self.answered(message)
+        except Exception:  # a database blip: say what might be needed
+            self.logger.exception("could not tell whether event %s was answered", message.event_id)
+            return False
 
     async def _keep(self, thread_id: str) -> None:
         while True:

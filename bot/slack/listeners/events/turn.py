@@ -49,3 +49,12 @@ async def reached_the_agent(services: SlackServices, message: QueuedMessage) -> 
     if memory is None or message.started_at is None:
         return True
     return await memory.user_spoke_since(message.thread_id, message.started_at)
+
+
+async def answered_already(services: SlackServices, message: QueuedMessage) -> bool:
+    """Whether a message whose turn a stopped (or stalled) replica started was answered all the same: its
+    run finished. Then nothing is said: "please send it again" after the answer would be false."""
+    memory = services.agent.memory
+    if memory is None or message.started_at is None:
+        return False
+    return await memory.answered_since(message.thread_id, message.started_at)

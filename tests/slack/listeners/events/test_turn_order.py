@@ -153,9 +153,10 @@ async def test_a_rate_limited_model_is_asked_again_after_its_retry_after_and_the
     assert not [c for c in slack.calls_of("chat.postMessage") if ":warning:" in str(c.params.get("text"))]
 
 
-async def crashed_mid_turn(storage, *, reached_the_agent: bool) -> tuple[dict, str]:
+async def crashed_mid_turn(storage, *, reached_the_agent: bool, answered: bool = False) -> tuple[dict, str]:
     """What a replica that died mid-turn leaves: its turn row, a message whose turn it started (and, if
-    `reached_the_agent`, whose text the runtime had stored in the thread), a message queued behind it."""
+    `reached_the_agent`, whose text the runtime had stored in the thread, in a run that goes on, or that
+    finished with its answer if `answered`), a message queued behind it."""
     await prepare_slack_tables(storage)
     stores = SlackStores.on(storage)
     sender_event = {"type": "app_mention", "user": "U1", "text": "<@U0BOT> first", "ts": "1800000001.000100"}
@@ -173,8 +174,9 @@ async def crashed_mid_turn(storage, *, reached_the_agent: bool) -> tuple[dict, s
         run = StoredRun(id="run-dead", agent_id="demo", thread_id=thread_id, resource_id="U1", uses_memory=True,
                      status=RUN_STARTS_IN, step=1, max_steps=10)  # fmt: skip
         await storage.runs.create_run(run, [{"role": "user", "content": "first"}])
-        async with storage.session() as session:  # and finished it before the replica died
-            await session.execute(update(RunRow).where(RunRow.id == run.id).values(status=RunStatus.COMPLETED))
+        if answered:
+            async with storage.session() as session:  # and finished it before the replica died
+                await session.execute(update(RunRow).where(RunRow.id == run.id).values(status=RunStatus.COMPLETED))
     return first, thread_id
 
 
@@ -195,6 +197,22 @@ async def test_a_thread_left_by_a_crashed_replica_is_taken_over(database_url, sl
         assert slack.message("C1", stops[0].params["ts"]).text == "Answer two."
         assert [last_user_text(r) for r in model.chat.requests] == ["second"]  # the interrupted one is not re-run
         await slack.settle()
+        assert await turns.sweep() == 0
+
+
+async def test_a_message_answered_before_its_replica_died_gets_no_send_it_again(database_url, slack, model, storage):
+    """Issue 41: the replica died (or stalled past its lease) after the message's answer, before it marked the
+    turn done: the answer came, so "please send it again" would be false; the next message is answered."""
+    first, _ = await crashed_mid_turn(storage, reached_the_agent=True, answered=True)
+    model.chat.push(reply("答え二つ目。"))
+    async with running_bot(database_url=database_url, slack=slack, stale_after=5) as bot:
+        turns = services_of_app(bot.app).turns
+        turns.sweep_every = 0.01
+        await turns.sweep()  # or the bot's own sweep at its start took it (see the test above)
+        assert await answers_in_thread(slack, first["ts"], 1) == ["答え二つ目。"]
+        await slack.settle()
+        assert INTERRUPTED_TEXT not in [m.text for m in slack.thread("C1", first["ts"])]
+        assert [last_user_text(r) for r in model.chat.requests] == ["second"]  # the answered one is not re-run
         assert await turns.sweep() == 0
 
 
