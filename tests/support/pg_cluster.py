@@ -13,6 +13,7 @@ import glob
 import os
 import pwd
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -20,7 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from .processes import free_port
+
+def unused_port() -> int:
+    """A loopback port the kernel says is free now (from its ephemeral range): unlike `free_port`'s blocks,
+    which the tests of every checkout on this machine share, no other test run picks the same one."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def _server_binaries() -> Path | None:
@@ -42,7 +49,7 @@ class PostgresCluster:
         self.folder = folder
         self.data = folder / "data"
         self.log = folder / "server.log"
-        self.port = free_port()
+        self.port = unused_port()
         self._user = "postgres" if os.geteuid() == 0 else None
 
     @property
