@@ -1,6 +1,7 @@
 """Block Kit for an approval: the waiting message with its four buttons, and the same message once decided.
 
-Pure functions over small dataclasses; tested without Slack.
+Pure functions of small dataclasses and the reader's `Translator`; tested without Slack. A message in a
+thread is built in the conversation's language, a DM copy in its reader's.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from slack_sdk.models.blocks import (
     SectionBlock,
 )
 
-from .mrkdwn import escape
+from .mrkdwn import escape, slack_date
+from .translator import Translator
 
 APPROVE = "tool_approve"
 DECLINE = "tool_decline"
@@ -105,164 +107,195 @@ class DecisionView:
     """Nobody decided before the tool policy's expiry: declined as expired."""
 
 
-def format_args(args: Any, *, limit: int = ARGS_LIMIT, value_limit: int = VALUE_LIMIT) -> str:
+def format_args(args: Any, tr: Translator, *, limit: int = ARGS_LIMIT, value_limit: int = VALUE_LIMIT) -> str:
     """The arguments as an indented JSON code block in mrkdwn: long strings cut, the whole cut at `limit`,
     Slack markup escaped, and no way for a value to close the code block early."""
-    text = json.dumps(_shorten(args, value_limit), indent=2, ensure_ascii=False, default=str)
+    text = json.dumps(_shorten(args, value_limit, tr), indent=2, ensure_ascii=False, default=str)
     if len(text) > limit:
-        text = text[:limit].rstrip() + f"\n… ({len(text) - limit} more characters)"
+        text = text[:limit].rstrip() + "\n" + _more(len(text) - limit, tr)
     text = escape(text).replace("```", "`\u200b``")
     return f"```\n{text}\n```"
 
 
-def _shorten(value: Any, value_limit: int) -> Any:
+def _more(count: int, tr: Translator) -> str:
+    return tr.ngettext("… ({n} more character)", "… ({n} more characters)", count)
+
+
+def _shorten(value: Any, value_limit: int, tr: Translator) -> Any:
     if isinstance(value, str) and len(value) > value_limit:
-        return value[:value_limit] + f"… ({len(value) - value_limit} more characters)"
+        return value[:value_limit] + _more(len(value) - value_limit, tr)
     if isinstance(value, dict):
-        return {key: _shorten(item, value_limit) for key, item in value.items()}
+        return {key: _shorten(item, value_limit, tr) for key, item in value.items()}
     if isinstance(value, list):
-        return [_shorten(item, value_limit) for item in value]
+        return [_shorten(item, value_limit, tr) for item in value]
     return value
 
 
-def slack_date(moment: datetime | None) -> str:
-    """A date Slack shows in each reader's own time zone."""
-    if moment is None:
-        return "just now"
-    fallback = moment.strftime("%Y-%m-%d %H:%M UTC")
-    return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
+def date_or_now(moment: datetime | None, tr: Translator) -> str:
+    """`slack_date`, or "just now" for a moment not known (a decision not stored yet)."""
+    return slack_date(moment) if moment is not None else tr.gettext("just now")
 
 
-INTERRUPTED_NOTE = (
-    "This tool started but was interrupted before it finished (the bot stopped or crashed), so it *may or "
-    "may not have taken effect*. Check first, then *Run it again* or *Decline*."
-)
-
-
-def approval_text(view: ApprovalView) -> str:
+def approval_text(view: ApprovalView, tr: Translator) -> str:
     """The notification text of an approval message."""
     if view.interrupted:
-        return f"Interrupted, may or may not have taken effect: {view.tool_name}. Run it again?"
-    return f"Approval needed: {view.tool_name}"
+        return tr.gettext("Interrupted, may or may not have taken effect: {tool}. Run it again?", tool=view.tool_name)
+    return tr.gettext("Approval needed: {tool}", tool=view.tool_name)
 
 
-def build_approval_blocks(view: ApprovalView) -> list[Block]:
+def build_approval_blocks(view: ApprovalView, tr: Translator) -> list[Block]:
     """The waiting approval: tool, description, arguments, who asked and why, and the four buttons.
 
     An interrupted call says it may or may not have taken effect, and offers to run it again or decline
     (its arguments are not edited: what may have run is what would run again)."""
+    tool = f"`{escape(view.tool_name)}`"
     if view.interrupted:
-        blocks = _describe(view, headline=f":warning: *Interrupted*: `{escape(view.tool_name)}`")
-        blocks.insert(1, SectionBlock(text=MarkdownTextObject(text=INTERRUPTED_NOTE)))
-        approve_text = "Run it again"
+        blocks = _describe(view, tr, headline=":warning: " + tr.gettext("*Interrupted*: {tool}", tool=tool))
+        note = tr.gettext(
+            "This tool started but was interrupted before it finished (the bot stopped or crashed), so it *may or "
+            "may not have taken effect*. Check first, then *Run it again* or *Decline*."
+        )
+        blocks.insert(1, SectionBlock(text=MarkdownTextObject(text=note)))
+        approve_text = tr.gettext("Run it again")
     else:
-        blocks = _describe(view, headline=f":raised_hand: *Approval needed* to run `{escape(view.tool_name)}`")
-        approve_text = "Approve"
+        headline = ":raised_hand: " + tr.gettext("*Approval needed* to run {tool}", tool=tool)
+        blocks = _describe(view, tr, headline=headline)
+        approve_text = tr.gettext("Approve")
     if view.escalated:
         blocks.insert(0, ContextBlock(elements=[MarkdownTextObject(text=view.escalated)]))
     buttons = [
         ButtonElement(text=approve_text, action_id=APPROVE, value=view.ref, style="primary"),
-        ButtonElement(text="Decline", action_id=DECLINE, value=view.ref, style="danger"),
-        ButtonElement(text="Decline with reason", action_id=DECLINE_WITH_REASON, value=view.ref),
+        ButtonElement(text=tr.gettext("Decline"), action_id=DECLINE, value=view.ref, style="danger"),
+        ButtonElement(text=tr.gettext("Decline with reason"), action_id=DECLINE_WITH_REASON, value=view.ref),
     ]
     if not view.interrupted and view.approvals_required <= 1:  # several approvers approve the same arguments
-        buttons.append(ButtonElement(text="Edit arguments", action_id=EDIT_ARGS, value=view.ref))
+        buttons.append(ButtonElement(text=tr.gettext("Edit arguments"), action_id=EDIT_ARGS, value=view.ref))
     if not view.interrupted and view.approvals_required <= 1 and view.grant_seconds:  # a grant would bypass a quorum
-        lasting = duration_words(view.grant_seconds)
-        buttons.insert(
-            1, ButtonElement(text=f"Approve and allow for {lasting} in this thread", action_id=APPROVE_AND_GRANT,
-                             value=view.ref)
-        )  # fmt: skip
-        buttons.insert(
-            2, ButtonElement(text=f"Approve and allow these arguments for {lasting}",
-                             action_id=APPROVE_AND_GRANT_SAME_ARGS, value=view.ref)
-        )  # fmt: skip
+        lasting = duration_words(view.grant_seconds, tr)
+        in_thread = tr.gettext("Approve and allow for {time} in this thread", time=lasting)
+        same_args = tr.gettext("Approve and allow these arguments for {time}", time=lasting)
+        buttons.insert(1, ButtonElement(text=in_thread, action_id=APPROVE_AND_GRANT, value=view.ref))
+        buttons.insert(2, ButtonElement(text=same_args, action_id=APPROVE_AND_GRANT_SAME_ARGS, value=view.ref))
     if view.approvals_required > 1:
-        blocks.append(SectionBlock(text=MarkdownTextObject(text=approvals_line(view))))
-    rule = policy_line(view)
+        blocks.append(SectionBlock(text=MarkdownTextObject(text=approvals_line(view, tr))))
+    rule = policy_line(view, tr)
     if rule:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=rule)]))
     blocks.append(ActionsBlock(block_id=ACTIONS_BLOCK_ID, elements=buttons))
     return blocks
 
 
-def duration_words(seconds: int) -> str:
+def duration_words(seconds: int, tr: Translator) -> str:
     """A grant's length for people: "1 hour", "90 minutes", "2 days", "45 seconds"."""
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds >= size and seconds % size == 0:
-            count = seconds // size
-            return f"{count} {unit}{'s' if count != 1 else ''}"
-    return f"{seconds} seconds"
+    if seconds >= 86400 and seconds % 86400 == 0:
+        return tr.ngettext("{n} day", "{n} days", seconds // 86400)
+    if seconds >= 3600 and seconds % 3600 == 0:
+        return tr.ngettext("{n} hour", "{n} hours", seconds // 3600)
+    if seconds >= 60 and seconds % 60 == 0:
+        return tr.ngettext("{n} minute", "{n} minutes", seconds // 60)
+    return tr.ngettext("{n} second", "{n} seconds", seconds)
 
 
-def approvals_line(view: ApprovalView) -> str:
+def approvals_line(view: ApprovalView, tr: Translator) -> str:
     """Four eyes: how many of the approvals needed are in, and whose ("1 of 2 approvals: <@U2>")."""
-    line = f":busts_in_silhouette: *{len(view.approvals)} of {view.approvals_required} approvals*"
+    # the noun agrees with how many are needed: "1 of 2 approvals"
+    count = tr.ngettext(
+        "{count} of {n} approval", "{count} of {n} approvals", view.approvals_required,
+        count=len(view.approvals),
+    )  # fmt: skip
+    line = f":busts_in_silhouette: *{count}*"
     if view.approvals:
         line += ": " + ", ".join(f"<@{user}>" for user in view.approvals)
-    return (
-        line
-        + f"\nIt runs once {view.approvals_required} different people approve (not <@{view.requester}>, who asked)."
+    runs = tr.gettext(
+        "It runs once {required} different people approve (not {requester}, who asked).",
+        required=view.approvals_required,
+        requester=f"<@{view.requester}>",
     )
+    return f"{line}\n{runs}"
 
 
-def policy_line(view: ApprovalView) -> str:
+def policy_line(view: ApprovalView, tr: Translator) -> str:
     """Who may approve the call and when it expires, as the tool's policy says (when the message was shown)."""
     parts = []
     if view.who_may_approve:
-        parts.append(f"Who may approve: {view.who_may_approve}")
-    if view.who_may_approve or view.expires_at is not None:
-        parts.append(f"Expires {slack_date(view.expires_at)}" if view.expires_at else "Does not expire")
+        parts.append(tr.gettext("Who may approve: {who}", who=view.who_may_approve))
+    if view.expires_at is not None:
+        parts.append(tr.gettext("Expires {date}", date=slack_date(view.expires_at)))
+    elif view.who_may_approve:
+        parts.append(tr.gettext("Does not expire"))
     return " · ".join(parts)
 
 
-def build_decided_approval_blocks(view: ApprovalView, decision: DecisionView) -> list[Block]:
+def build_decided_approval_blocks(view: ApprovalView, decision: DecisionView, tr: Translator) -> list[Block]:
     """The approval once settled: no buttons; the decision, who made it, when (and why, if declined)."""
+    tool = f"`{escape(view.tool_name)}`"
+    date = date_or_now(decision.decided_at, tr)
     if decision.expired:
-        blocks = _describe(view, headline=f":hourglass: *Expired*: `{escape(view.tool_name)}`")
-        why = escape(decision.reason) if decision.reason else "nobody decided in time"  # said once, not twice
-        line = f"Expired on {slack_date(decision.decided_at)}: {why}, so it was not run."
+        blocks = _describe(view, tr, headline=":hourglass: " + tr.gettext("*Expired*: {tool}", tool=tool))
+        if decision.reason:  # said once, not twice
+            line = tr.gettext(
+                "Expired on {date}: {reason}, so it was not run.", date=date, reason=escape(decision.reason)
+            )
+        else:
+            line = tr.gettext("Expired on {date}: nobody decided in time, so it was not run.", date=date)
         blocks.append(SectionBlock(text=MarkdownTextObject(text=line)))
         return blocks
     if decision.approved and view.interrupted:
-        headline = f":white_check_mark: *Run again*: `{escape(view.tool_name)}` (it had been interrupted)"
+        headline = tr.gettext("*Run again*: {tool} (it had been interrupted)", tool=tool)
+    elif decision.approved and decision.edited:
+        headline = tr.gettext("*Approved with edited arguments*: {tool}", tool=tool)
     elif decision.approved:
-        verb = "Approved with edited arguments" if decision.edited else "Approved"
-        headline = f":white_check_mark: *{verb}*: `{escape(view.tool_name)}`"
+        headline = tr.gettext("*Approved*: {tool}", tool=tool)
     else:
-        headline = f":no_entry_sign: *Declined*: `{escape(view.tool_name)}`"
-    blocks = _describe(view, headline=headline)
-    who = f"<@{decision.decided_by}>" if decision.decided_by else "the bot"
-    outcome = "Approved" if decision.approved else "Declined"
-    line = f"{outcome} by {who} on {slack_date(decision.decided_at)}"
+        headline = tr.gettext("*Declined*: {tool}", tool=tool)
+    emoji = ":white_check_mark:" if decision.approved else ":no_entry_sign:"
+    blocks = _describe(view, tr, headline=f"{emoji} {headline}")
+    who = f"<@{decision.decided_by}>" if decision.decided_by else None
+    if decision.approved:
+        line = (
+            tr.gettext("Approved by {user} on {date}", user=who, date=date)
+            if who
+            else tr.gettext("Approved by the bot on {date}", date=date)
+        )
+    else:
+        line = (
+            tr.gettext("Declined by {user} on {date}", user=who, date=date)
+            if who
+            else tr.gettext("Declined by the bot on {date}", date=date)
+        )
     if decision.reason:
-        line += f"\nReason: {escape(decision.reason)}"
+        line += "\n" + tr.gettext("Reason: {reason}", reason=escape(decision.reason))
     blocks.append(SectionBlock(text=MarkdownTextObject(text=line)))
     return blocks
 
 
-def decided_text(view: ApprovalView, decision: DecisionView) -> str:
-    outcome = "Expired" if decision.expired else "Approved" if decision.approved else "Declined"
-    return f"{outcome}: {view.tool_name}"
+def decided_text(view: ApprovalView, decision: DecisionView, tr: Translator) -> str:
+    if decision.expired:
+        return tr.gettext("Expired: {tool}", tool=view.tool_name)
+    if decision.approved:
+        return tr.gettext("Approved: {tool}", tool=view.tool_name)
+    return tr.gettext("Declined: {tool}", tool=view.tool_name)
 
 
-def _describe(view: ApprovalView, *, headline: str) -> list[Block]:
+def _describe(view: ApprovalView, tr: Translator, *, headline: str) -> list[Block]:
     blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text=headline))]
     if view.title or view.source or view.hints:
-        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=about_tool(view))]))
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=about_tool(view, tr))]))
     if view.description:
         blocks.append(SectionBlock(text=MarkdownTextObject(text=_quote(escape(view.description[:1000])))))
-    blocks.append(SectionBlock(text=MarkdownTextObject(text=format_args(view.args))))
+    blocks.append(SectionBlock(text=MarkdownTextObject(text=format_args(view.args, tr))))
     if view.preview is not None:
-        blocks.append(SectionBlock(text=MarkdownTextObject(text=preview_section(view.preview))))
+        blocks.append(SectionBlock(text=MarkdownTextObject(text=preview_section(view.preview, tr))))
     if view.rule:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f":scroll: {escape(view.rule[:300])}")]))
-    asked = f"Requested by <@{view.requester}>"
+    requester = f"<@{view.requester}>"
     if view.request_text:
         request = view.request_text.strip()
         if len(request) > REQUEST_LIMIT:
             request = request[:REQUEST_LIMIT] + "…"
-        asked += f": “{escape(request)}”"
+        asked = tr.gettext("Requested by {user}: “{request}”", user=requester, request=escape(request))
+    else:
+        asked = tr.gettext("Requested by {user}", user=requester)
     blocks.append(ContextBlock(elements=[MarkdownTextObject(text=asked)]))
     return blocks
 
@@ -271,23 +304,25 @@ PREVIEW_LIMIT = 1500
 """Characters of a preview shown."""
 
 
-def preview_section(preview: PreviewView) -> str:
+def preview_section(preview: PreviewView, tr: Translator) -> str:
     """The preview in mrkdwn: what the dry run said, or that it failed (the buttons work either way)."""
     text = preview.text.strip()
     if len(text) > PREVIEW_LIMIT:
-        text = text[:PREVIEW_LIMIT] + f"… ({len(text) - PREVIEW_LIMIT} more characters)"
+        text = text[:PREVIEW_LIMIT] + _more(len(text) - PREVIEW_LIMIT, tr)
     if not preview.ok:
-        return f":warning: *Preview failed*: {escape(text)}\nYou can still approve or decline."
-    return f":mag: *Preview* (a dry run; nothing was changed):\n{_quote(escape(text))}"
+        failed = tr.gettext("*Preview failed*: {why}", why=escape(text))
+        return f":warning: {failed}\n" + tr.gettext("You can still approve or decline.")
+    return ":mag: " + tr.gettext("*Preview* (a dry run; nothing was changed):") + f"\n{_quote(escape(text))}"
 
 
-def about_tool(view: ApprovalView) -> str:
+def about_tool(view: ApprovalView, tr: Translator) -> str:
     """One line on the tool: its title, where it comes from, and what it says of itself (hints, unchecked)."""
     parts = [f"*{escape(view.title[:200])}*"] if view.title else []
     if view.source:
-        parts.append(f"from {escape(view.source[:200])}")
+        parts.append(tr.gettext("from {source}", source=escape(view.source[:200])))
     if view.hints:
-        parts.append("it says of itself (unchecked): " + ", ".join(escape(h[:50]) for h in view.hints))
+        hints = ", ".join(escape(h[:50]) for h in view.hints)
+        parts.append(tr.gettext("it says of itself (unchecked): {hints}", hints=hints))
     return " · ".join(parts)
 
 
@@ -295,8 +330,9 @@ def _quote(text: str) -> str:
     return "\n".join(f">{line}" for line in text.split("\n"))
 
 
-def build_closed_approval_blocks(view: ApprovalView, note: str) -> list[Block]:
-    """An approval whose call no longer waits and whose outcome is unknown (its run is gone): no buttons."""
-    blocks = _describe(view, headline=f":grey_question: `{escape(view.tool_name)}`")
+def build_closed_approval_blocks(view: ApprovalView, note: str, tr: Translator) -> list[Block]:
+    """An approval whose call no longer waits and whose outcome is unknown (its run is gone): no buttons.
+    `note` (in the reader's words) says why."""
+    blocks = _describe(view, tr, headline=f":grey_question: `{escape(view.tool_name)}`")
     blocks.append(SectionBlock(text=MarkdownTextObject(text=escape(note))))
     return blocks

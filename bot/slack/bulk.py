@@ -24,16 +24,17 @@ from .home_builder import BULK_PICK, read_bulk_value
 from .mrkdwn import escape
 from .services import SlackServices
 from .tables import ToolCallMessageRow
+from .translator import N_, Translator
 from .waiting_messages import refresh_message
 
 MAX_SELECTED = 50
 """At most this many ticked approvals are decided per click (the Home lists 15; more is a forged state)."""
 
-NOTHING_SELECTED = "Nothing was selected: tick the requests to decide first, then press the button again."
+NOTHING_SELECTED = N_("Nothing was selected: tick the requests to decide first, then press the button again.")
 
-# What the Home's result section calls each outcome, in the order it lists them.
-APPROVED, DECLINED, COUNTED = "Approved", "Declined", "Approval counted, waits for more approvers"
-ALREADY, NOT_ALLOWED, NOT_AS_SHOWN, FAILED = "Already decided", "Not allowed", "Not decided", "Failed"
+# What the Home's result section calls each outcome, in the order it lists them (catalog message ids).
+APPROVED, DECLINED, COUNTED = N_("Approved"), N_("Declined"), N_("Approval counted, waits for more approvers")
+ALREADY, NOT_ALLOWED, NOT_AS_SHOWN, FAILED = N_("Already decided"), N_("Not allowed"), N_("Not decided"), N_("Failed")
 _GROUP_OF = {
     RefusalReason.ALREADY_DECIDED: ALREADY,
     RefusalReason.EXPIRED: ALREADY,
@@ -76,6 +77,7 @@ async def decide_selected(
     """Decide each selected approval as if clicked alone, show the outcomes at the top of the user's Home,
     then relay the runs that go on."""
     action = "approve" if isinstance(decision, Approve) else "decline"
+    tr = await services.languages.of_person(user_id)
     outcomes: list[BulkOutcome] = []
     going_on = []
     for value in selected[:MAX_SELECTED]:
@@ -93,51 +95,60 @@ async def decide_selected(
                 await _refresh(services, client, refused.row)
             outcomes.append(
                 BulkOutcome(
-                    group=_GROUP_OF[refused.reason], label=_label(refused.about, value), why=refused.explanation
+                    group=_GROUP_OF[refused.reason], label=_label(refused.about, value, tr), why=refused.explanation
                 )
             )
             continue
         except Exception:  # noqa: BLE001 - one failure must not keep the others undecided
             services.logger.exception("a bulk %s of %s failed", action, ref)
-            outcomes.append(BulkOutcome(group=FAILED, label=_label(row, value), why="Something went wrong; try again."))
+            why = tr.gettext("Something went wrong; try again.")
+            outcomes.append(BulkOutcome(group=FAILED, label=_label(row, value, tr), why=why))
             continue
         if stream is None:
-            outcomes.append(BulkOutcome(group=COUNTED, label=_label(row, value)))
+            outcomes.append(BulkOutcome(group=COUNTED, label=_label(row, value, tr)))
             continue
-        outcomes.append(BulkOutcome(group=APPROVED if action == "approve" else DECLINED, label=_label(row, value)))
+        outcomes.append(BulkOutcome(group=APPROVED if action == "approve" else DECLINED, label=_label(row, value, tr)))
         going_on.append(go_on(services, client, call, stream))
     if len(selected) > MAX_SELECTED:
         outcomes.append(
-            BulkOutcome(group=NOT_AS_SHOWN, label=f"{len(selected) - MAX_SELECTED} more", why="Too many at once.")
+            BulkOutcome(
+                group=NOT_AS_SHOWN,
+                label=tr.ngettext("{n} more", "{n} more", len(selected) - MAX_SELECTED),
+                why=tr.gettext("Too many at once."),
+            )
         )
     if services.home is not None:
-        await services.home.show_bulk_result(user_id, result_text(outcomes))
+        await services.home.show_bulk_result(user_id, result_text(outcomes, tr))
     for failed in await asyncio.gather(*going_on, return_exceptions=True):
         if isinstance(failed, BaseException):
             services.logger.error("relaying a run after a bulk decision failed: %r", failed)
     return outcomes
 
 
-def result_text(outcomes: list[BulkOutcome]) -> str:
+def result_text(outcomes: list[BulkOutcome], tr: Translator) -> str:
     """The Home's result section: "*Approved 2:* … · *Already decided 1:* … · *Not allowed 1:* …", one
-    group a line, each refusal with its reason."""
+    group a line, each refusal with its reason; in the words of `tr` (the clicker's)."""
     if not outcomes:
-        return NOTHING_SELECTED
+        return tr.gettext(NOTHING_SELECTED)
     lines = []
     for group in ORDER:
         items = [o for o in outcomes if o.group == group]
         if items:
             shown = ", ".join(o.label + (f" ({o.why})" if o.why else "") for o in items)
-            lines.append(f"*{group} {len(items)}:* {shown}")
+            lines.append(
+                tr.gettext("*{outcome} {n}:* {requests}", outcome=tr.gettext(group), n=len(items), requests=shown)
+            )
     return "\n".join(lines)
 
 
-def _label(row: ToolCallMessageRow | None, value: str) -> str:
+def _label(row: ToolCallMessageRow | None, value: str, tr: Translator) -> str:
     if row is None:
-        return f"an unknown request (`{escape(value[:40])}`)"
+        return tr.gettext("an unknown request ({value})", value=f"`{escape(value[:40])}`")
     args = json.dumps(row.args, ensure_ascii=False, default=str)
     args = args if len(args) <= 60 else args[:60] + "…"
-    return f"`{escape(row.tool_name)}` {escape(args)} from <@{row.requester}>"
+    return tr.gettext(
+        "{tool} {args} from {user}", tool=f"`{escape(row.tool_name)}`", args=escape(args), user=f"<@{row.requester}>"
+    )
 
 
 async def _refresh(services: SlackServices, client: AsyncWebClient, row: ToolCallMessageRow) -> None:

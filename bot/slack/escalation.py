@@ -95,7 +95,7 @@ async def escalate(services: SlackServices, client: AsyncWebClient, escalation: 
             target=target_mention(target),
         )
         view = dataclasses.replace(policy_view, escalated=f":rotating_light: {escalated}")
-        text, blocks = approval_text(view), build_approval_blocks(view)
+        text, blocks = approval_text(view, tr), build_approval_blocks(view, tr)
         try:
             response = await poster.chat_postMessage(channel=recipient, text=text, blocks=blocks)
         except SlackApiError as exc:

@@ -140,6 +140,7 @@ class HomePublisher:
             ):
                 waiting_for_you.append(approval)
         policies_shown = await self._policies(user_id)  # an admin's: they see the feedback too
+        tr = await services.languages.of_person(user_id)
         return build_home_view(
             HomeView(
                 user_id=user_id,
@@ -149,7 +150,8 @@ class HomePublisher:
                 policies=policies_shown,
                 feedback=await services.stores.feedback.counts_per_tool() if policies_shown is not None else None,
                 bulk_result=self._bulk_results.get(user_id),
-            )
+            ),
+            tr,
         )
 
     async def _grants(self, user_id: str, *, admin: bool) -> list[HomeGrant]:

@@ -1,4 +1,5 @@
-"""Block Kit for the App Home tab and the policy modal. Pure functions over small dataclasses.
+"""Block Kit for the App Home tab and the policy modal. Pure functions of small dataclasses and the reader's
+`Translator` (a Home and a modal are seen by their one person: in that person's language).
 
 The Home shows a user the approvals waiting for their decision (with the thread's own buttons, which
 act exactly as they do there), their own requests still waiting, and, for an admin, every tool with
@@ -32,10 +33,11 @@ from slack_sdk.models.views import View
 from memory import PolicyMode, ToolPolicy
 from tools import JsonValueError, read_json
 
-from .approval_builder import APPROVE, DECLINE, DECLINE_WITH_REASON, EDIT_ARGS, format_args, slack_date
+from .approval_builder import APPROVE, DECLINE, DECLINE_WITH_REASON, EDIT_ARGS, date_or_now, format_args
 from .modal_builder import REASON_ACTION, REASON_BLOCK_ID
-from .mrkdwn import escape
+from .mrkdwn import escape, slack_date
 from .stores.answer_feedback import NO_TOOL, ToolFeedback
+from .translator import N_, Translator
 
 EDIT_POLICY = "policy_edit"
 REVOKE_GRANT = "grant_revoke"
@@ -51,9 +53,9 @@ MODE_BLOCK, APPROVERS_BLOCK, SELF_APPROVAL_BLOCK, EXPIRY_BLOCK, APPROVALS_BLOCK,
 )
 ESCALATE_TO_BLOCK, ESCALATE_AFTER_BLOCK = "policy_escalate_to", "policy_escalate_after"
 MODE_LABELS = {
-    PolicyMode.INHERIT: "As the code says",
-    PolicyMode.REQUIRE_APPROVAL: "Always ask for approval",
-    PolicyMode.DISABLED: "Disabled: never run",
+    PolicyMode.INHERIT: N_("As the code says"),
+    PolicyMode.REQUIRE_APPROVAL: N_("Always ask for approval"),
+    PolicyMode.DISABLED: N_("Disabled: never run"),
 }
 HOME_LIMIT = 15
 """Approvals shown per section (a Home view holds at most 100 blocks)."""
@@ -135,79 +137,107 @@ def read_bulk_value(value: str) -> tuple[str, str]:
     return ref, fingerprint
 
 
-def build_home_view(home: HomeView) -> dict[str, Any]:
-    blocks: list[Block] = [HeaderBlock(text="Approvals")]
+def build_home_view(home: HomeView, tr: Translator) -> dict[str, Any]:
+    blocks: list[Block] = [HeaderBlock(text=tr.gettext("Approvals"))]
     if home.bulk_result:
         blocks.append(SectionBlock(block_id=BULK_RESULT_BLOCK, text=MarkdownTextObject(text=home.bulk_result[:3000])))
     blocks += _approvals(
-        "*Waiting for your decision*", home.waiting_for_you, empty="Nothing is waiting for your decision.", pick=True
+        tr.gettext("*Waiting for your decision*"),
+        home.waiting_for_you,
+        tr,
+        empty=tr.gettext("Nothing is waiting for your decision."),
+        pick=True,
     )
     if any(approval.may_decide for approval in home.waiting_for_you[:HOME_LIMIT]):
+        approve, decline = tr.gettext("Approve selected"), tr.gettext("Decline selected")
+        with_reason = tr.gettext("Decline selected with reason")
         blocks.append(
             ActionsBlock(
                 block_id="home_bulk",
                 elements=[
-                    ButtonElement(text="Approve selected", action_id=BULK_APPROVE, value="approve", style="primary"),
-                    ButtonElement(text="Decline selected", action_id=BULK_DECLINE, value="decline", style="danger"),
-                    ButtonElement(
-                        text="Decline selected with reason", action_id=BULK_DECLINE_WITH_REASON, value="decline"
-                    ),
+                    ButtonElement(text=approve, action_id=BULK_APPROVE, value="approve", style="primary"),
+                    ButtonElement(text=decline, action_id=BULK_DECLINE, value="decline", style="danger"),
+                    ButtonElement(text=with_reason, action_id=BULK_DECLINE_WITH_REASON, value="decline"),
                 ],
             )
         )
-        blocks.append(
-            ContextBlock(
-                elements=[
-                    MarkdownTextObject(
-                        text="Tick requests, then approve or decline them at once: each is decided as if "
-                        "clicked alone (its own policy check), and this page says what happened to each."
-                    )
-                ]
-            )
+        how = tr.gettext(
+            "Tick requests, then approve or decline them at once: each is decided as if clicked alone (its own "
+            "policy check), and this page says what happened to each."
         )
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=how)]))
     blocks.append(DividerBlock())
-    blocks += _approvals("*Your requests still waiting*", home.your_requests, empty="None of your requests waits.")
+    blocks += _approvals(
+        tr.gettext("*Your requests still waiting*"),
+        home.your_requests,
+        tr,
+        empty=tr.gettext("None of your requests waits."),
+    )
     if home.grants:
         blocks.append(DividerBlock())
-        blocks += grants_section(home.grants)
+        blocks += grants_section(home.grants, tr)
     if home.policies is not None:
         blocks.append(DividerBlock())
-        blocks.append(HeaderBlock(text="Tool policies"))
-        blocks.append(
-            ContextBlock(elements=[MarkdownTextObject(text="You are an admin: you can change who approves each tool.")])
-        )
+        blocks.append(HeaderBlock(text=tr.gettext("Tool policies")))
+        admin = tr.gettext("You are an admin: you can change who approves each tool.")
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=admin)]))
         for item in home.policies:
             blocks.append(
                 SectionBlock(
                     block_id=f"policy_{item.policy.tool_name}"[:255],
-                    text=MarkdownTextObject(text=policy_text(item)),
-                    accessory=ButtonElement(text="Edit", action_id=EDIT_POLICY, value=item.policy.tool_name),
+                    text=MarkdownTextObject(text=policy_text(item, tr)),
+                    accessory=ButtonElement(
+                        text=tr.gettext("Edit"), action_id=EDIT_POLICY, value=item.policy.tool_name
+                    ),
                 )
             )
     if home.feedback is not None:
-        blocks += feedback_section(home.feedback)
+        blocks += feedback_section(home.feedback, tr)
     return View(type="home", blocks=blocks[:100]).to_dict()
 
 
-def grants_section(grants: list[HomeGrant]) -> list[Block]:
+def grants_section(grants: list[HomeGrant], tr: Translator) -> list[Block]:
     """The live standing grants, each with a Revoke button (it ends the grant for the very next call)."""
-    blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text="*Standing grants*"))]
+    blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text=tr.gettext("*Standing grants*")))]
     for grant in grants[:HOME_LIMIT]:
-        where = f" in a thread of <#{grant.channel}>" if grant.channel else " in one thread"
-        scope = "these arguments only" if grant.same_arguments else "any arguments"
-        text = (
-            f"`{escape(grant.tool_name)}` runs without asking{where} ({scope}), allowed by <@{grant.granted_by}>, "
-            f"until {slack_date(grant.expires_at)}"
-        )
+        values = {
+            "tool": f"`{escape(grant.tool_name)}`",
+            "channel": f"<#{grant.channel}>",
+            "user": f"<@{grant.granted_by}>",
+            "date": slack_date(grant.expires_at),
+        }
+        if grant.channel and grant.same_arguments:
+            text = tr.gettext(
+                "{tool} runs without asking in a thread of {channel} (these arguments only), allowed by {user}, "
+                "until {date}",
+                **values,
+            )
+        elif grant.channel:
+            text = tr.gettext(
+                "{tool} runs without asking in a thread of {channel} (any arguments), allowed by {user}, until {date}",
+                **values,
+            )
+        elif grant.same_arguments:
+            text = tr.gettext(
+                "{tool} runs without asking in one thread (these arguments only), allowed by {user}, until {date}",
+                **values,
+            )
+        else:
+            text = tr.gettext(
+                "{tool} runs without asking in one thread (any arguments), allowed by {user}, until {date}", **values
+            )
         blocks.append(
             SectionBlock(
                 block_id=f"grant_{grant.id}"[:255],
                 text=MarkdownTextObject(text=text),
-                accessory=ButtonElement(text="Revoke", action_id=REVOKE_GRANT, value=grant.id, style="danger"),
+                accessory=ButtonElement(
+                    text=tr.gettext("Revoke"), action_id=REVOKE_GRANT, value=grant.id, style="danger"
+                ),
             )
         )
     if len(grants) > HOME_LIMIT:
-        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f"…and {len(grants) - HOME_LIMIT} more.")]))
+        more = tr.ngettext("…and {n} more.", "…and {n} more.", len(grants) - HOME_LIMIT)
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=more)]))
     return blocks
 
 
@@ -215,82 +245,114 @@ FEEDBACK_LIMIT = 20
 """Tools listed in the feedback section."""
 
 
-def feedback_section(feedback: list[ToolFeedback]) -> list[Block]:
+def feedback_section(feedback: list[ToolFeedback], tr: Translator) -> list[Block]:
     """An admin's view of the ratings: per tool, how many answers that used it got 👍 and 👎."""
-    blocks: list[Block] = [DividerBlock(), HeaderBlock(text="Feedback on answers")]
+    blocks: list[Block] = [DividerBlock(), HeaderBlock(text=tr.gettext("Feedback on answers"))]
     if not feedback:
-        blocks.append(ContextBlock(elements=[MarkdownTextObject(text="No answer has been rated yet.")]))
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=tr.gettext("No answer has been rated yet."))]))
         return blocks
+    without_tool = "_" + tr.gettext("answers without a tool") + "_"
     lines = [
-        f"{'`' + escape(item.tool_name) + '`' if item.tool_name != NO_TOOL else '_answers without a tool_'}: "
+        f"{'`' + escape(item.tool_name) + '`' if item.tool_name != NO_TOOL else without_tool}: "
         f"👍 {item.up} · 👎 {item.down}"
         for item in feedback[:FEEDBACK_LIMIT]
     ]
     if len(feedback) > FEEDBACK_LIMIT:
-        lines.append(f"…and {len(feedback) - FEEDBACK_LIMIT} more tools.")
+        lines.append(tr.ngettext("…and {n} more tool.", "…and {n} more tools.", len(feedback) - FEEDBACK_LIMIT))
     blocks.append(SectionBlock(block_id="feedback_per_tool", text=MarkdownTextObject(text="\n".join(lines))))
-    blocks.append(
-        ContextBlock(elements=[MarkdownTextObject(text="An answer that used several tools counts for each of them.")])
-    )
+    several = tr.gettext("An answer that used several tools counts for each of them.")
+    blocks.append(ContextBlock(elements=[MarkdownTextObject(text=several)]))
     return blocks
 
 
-def policy_text(item: HomePolicy) -> str:
+def policy_text(item: HomePolicy, tr: Translator) -> str:
     policy = item.policy
-    approvers = ", ".join(_mention(a) for a in policy.approvers) or "anyone in the conversation"
-    code = what_happens(item)
+    approvers = ", ".join(_mention(a) for a in policy.approvers) or tr.gettext("anyone in the conversation")
+    mode = tr.gettext(MODE_LABELS[policy.mode])
+    self_approval = tr.gettext("allowed") if policy.self_approval else tr.gettext("refused")
+    if policy.expires_after:
+        expires = tr.gettext("after {seconds} s", seconds=policy.expires_after)
+    else:
+        expires = tr.gettext("never")
     lines = [
-        f"*`{escape(policy.tool_name)}`*  ({code})",
-        f"Mode: {MODE_LABELS[policy.mode]} · Approvers: {approvers}",
-        f"Self-approval: {'allowed' if policy.self_approval else 'refused'} · "
-        f"Expires: {f'after {policy.expires_after} s' if policy.expires_after else 'never'} · v{policy.version}",
+        f"*`{escape(policy.tool_name)}`*  ({what_happens(item, tr)})",
+        tr.gettext("Mode: {mode} · Approvers: {approvers}", mode=mode, approvers=approvers),
+        tr.gettext(
+            "Self-approval: {self_approval} · Expires: {expires} · v{version}",
+            self_approval=self_approval,
+            expires=expires,
+            version=policy.version,
+        ),
     ]
     if policy.approvals_required > 1:
-        lines.append(f"Approvals required: {policy.approvals_required} different people (not the requester)")
-    if policy.grant_seconds:
-        note = "" if policy.allows_grants else " (not offered while several approvals are required)"
-        lines.append(f"Standing grants: up to {policy.grant_seconds} s in one thread{note}")
+        lines.append(
+            tr.gettext("Approvals required: {n} different people (not the requester)", n=policy.approvals_required)
+        )
+    if policy.grant_seconds and policy.allows_grants:
+        lines.append(tr.gettext("Standing grants: up to {seconds} s in one thread", seconds=policy.grant_seconds))
+    elif policy.grant_seconds:
+        lines.append(
+            tr.gettext(
+                "Standing grants: up to {seconds} s in one thread (not offered while several approvals are required)",
+                seconds=policy.grant_seconds,
+            )
+        )
     if policy.escalates:
         target = (
             f"<!subteam^{policy.escalate_to}>"
             if (policy.escalate_to or "").startswith("S")
             else f"<#{policy.escalate_to}>"
         )
-        lines.append(f"Escalates to {target} after {policy.escalate_after} s without a decision")
+        lines.append(
+            tr.gettext(
+                "Escalates to {target} after {seconds} s without a decision",
+                target=target,
+                seconds=policy.escalate_after,
+            )
+        )
     return "\n".join(lines)
 
 
-def what_happens(item: HomePolicy) -> str:
+def what_happens(item: HomePolicy, tr: Translator) -> str:
     """What happens to the tool's calls now, policy and code together (not the code alone: a disabled
     tool that "always asks" never runs)."""
     if item.code == "unknown":
-        return "not a tool of this agent"
+        return tr.gettext("not a tool of this agent")
     if item.policy.disabled:
-        return "never runs: disabled"
+        return tr.gettext("never runs: disabled")
     if item.policy.adds_approval:
-        return "always asks: the policy says so"
-    return {"always": "always asks", "sometimes": "asks for some calls", "never": "does not ask"}.get(
-        item.code, "not a tool of this agent"
-    )
+        return tr.gettext("always asks: the policy says so")
+    if item.code == "always":
+        return tr.gettext("always asks")
+    if item.code == "sometimes":
+        return tr.gettext("asks for some calls")
+    if item.code == "never":
+        return tr.gettext("does not ask")
+    return tr.gettext("not a tool of this agent")
 
 
-def _approvals(title: str, approvals: list[HomeApproval], *, empty: str, pick: bool = False) -> list[Block]:
+def _approvals(
+    title: str, approvals: list[HomeApproval], tr: Translator, *, empty: str, pick: bool = False
+) -> list[Block]:
     blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text=title))]
     if not approvals:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=empty)]))
         return blocks
     for approval in approvals[:HOME_LIMIT]:
-        line = (
-            f"`{escape(approval.tool_name)}` requested by <@{approval.requester}> in <#{approval.channel}>, "
-            f"waiting since {slack_date(approval.waiting_since)}"
+        line = tr.gettext(
+            "{tool} requested by {user} in {channel}, waiting since {date}",
+            tool=f"`{escape(approval.tool_name)}`",
+            user=f"<@{approval.requester}>",
+            channel=f"<#{approval.channel}>",
+            date=date_or_now(approval.waiting_since, tr),
         )
         if approval.note:
             line += f"\n_{escape(approval.note)}_"
         if approval.approvals_required > 1:
-            line += "\n" + approvals_so_far(approval)
-        text = MarkdownTextObject(text=line + "\n" + format_args(approval.args, limit=600))
+            line += "\n" + approvals_so_far(approval, tr)
+        text = MarkdownTextObject(text=line + "\n" + format_args(approval.args, tr, limit=600))
         if pick and approval.may_decide:
-            select = Option(value=bulk_value(approval.ref, approval.fingerprint), text="Select")
+            select = Option(value=bulk_value(approval.ref, approval.fingerprint), text=tr.gettext("Select"))
             blocks.append(
                 SectionBlock(
                     block_id=f"home_pick_{approval.ref}"[:255],
@@ -301,25 +363,32 @@ def _approvals(title: str, approvals: list[HomeApproval], *, empty: str, pick: b
         else:
             blocks.append(SectionBlock(text=text))
         if approval.may_decide:
+            ref = approval.ref
             blocks.append(
                 ActionsBlock(
                     block_id=f"home_call_{approval.ref}"[:255],
                     elements=[
-                        ButtonElement(text="Approve", action_id=APPROVE, value=approval.ref, style="primary"),
-                        ButtonElement(text="Decline", action_id=DECLINE, value=approval.ref, style="danger"),
-                        ButtonElement(text="Decline with reason", action_id=DECLINE_WITH_REASON, value=approval.ref),
-                        ButtonElement(text="Edit arguments", action_id=EDIT_ARGS, value=approval.ref),
+                        ButtonElement(text=tr.gettext("Approve"), action_id=APPROVE, value=ref, style="primary"),
+                        ButtonElement(text=tr.gettext("Decline"), action_id=DECLINE, value=ref, style="danger"),
+                        ButtonElement(text=tr.gettext("Decline with reason"), action_id=DECLINE_WITH_REASON, value=ref),
+                        ButtonElement(text=tr.gettext("Edit arguments"), action_id=EDIT_ARGS, value=ref),
                     ],
                 )
             )
     if len(approvals) > HOME_LIMIT:
-        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f"…and {len(approvals) - HOME_LIMIT} more.")]))
+        more = tr.ngettext("…and {n} more.", "…and {n} more.", len(approvals) - HOME_LIMIT)
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=more)]))
     return blocks
 
 
-def approvals_so_far(approval: HomeApproval) -> str:
+def approvals_so_far(approval: HomeApproval, tr: Translator) -> str:
     """Four eyes, as the thread's message says it: "1 of 2 approvals: <@U2>"."""
-    line = f":busts_in_silhouette: {len(approval.approvals)} of {approval.approvals_required} approvals"
+    # the noun agrees with how many are needed: "1 of 2 approvals"
+    count = tr.ngettext(
+        "{count} of {n} approval", "{count} of {n} approvals", approval.approvals_required,
+        count=len(approval.approvals),
+    )  # fmt: skip
+    line = f":busts_in_silhouette: {count}"
     return line + (": " + ", ".join(f"<@{user}>" for user in approval.approvals) if approval.approvals else "")
 
 
@@ -327,7 +396,7 @@ def _mention(approver: str) -> str:
     return f"<!subteam^{approver}>" if approver.startswith("S") else f"<@{approver}>"
 
 
-def build_bulk_decline_modal(selected: list[str]) -> dict[str, Any]:
+def build_bulk_decline_modal(selected: list[str], tr: Translator) -> dict[str, Any]:
     """The modal "Decline selected with reason" opens: one optional reason for every selected approval;
     `private_metadata` is the selection (JSON), checked again item by item when it is submitted."""
     kept: list[str] = []
@@ -335,21 +404,23 @@ def build_bulk_decline_modal(selected: list[str]) -> dict[str, Any]:
         if len(json.dumps([*kept, value])) > 3000:
             break
         kept.append(value)
-    count = f"{len(kept)} request{'s' if len(kept) != 1 else ''}"
+    how = tr.ngettext(
+        "Decline the {n} request you selected; the model reads the reason.",
+        "Decline the {n} requests you selected; the model reads the reason.",
+        len(kept),
+    )
     return View(
         type="modal",
         callback_id=BULK_DECLINE_REASON_CALLBACK,
         private_metadata=json.dumps(kept),
-        title="Decline selected",
-        submit="Decline",
-        close="Cancel",
+        title=tr.gettext("Decline selected"),
+        submit=tr.gettext("Decline"),
+        close=tr.gettext("Cancel"),
         blocks=[
-            SectionBlock(
-                text=MarkdownTextObject(text=f"Decline the {count} you selected; the model reads the reason.")
-            ),
+            SectionBlock(text=MarkdownTextObject(text=how)),
             InputBlock(
                 block_id=REASON_BLOCK_ID,
-                label="Reason",
+                label=tr.gettext("Reason"),
                 optional=True,
                 element=PlainTextInputElement(action_id=REASON_ACTION, multiline=True, max_length=1000),
             ),
@@ -366,14 +437,14 @@ def read_bulk_decline_modal(private_metadata: str | None) -> list[str]:
     return [v for v in selected if isinstance(v, str)] if isinstance(selected, list) else []
 
 
-def build_policy_modal(policy: ToolPolicy) -> dict[str, Any]:
+def build_policy_modal(policy: ToolPolicy, tr: Translator) -> dict[str, Any]:
     """The modal an admin edits one tool's policy in; `private_metadata` is the tool's name."""
-    modes = [Option(value=str(mode), text=label) for mode, label in MODE_LABELS.items()]
-    self_option = Option(value="allowed", text="The requester may approve their own call")
+    modes = [Option(value=str(mode), text=tr.gettext(label)) for mode, label in MODE_LABELS.items()]
+    self_option = Option(value="allowed", text=tr.gettext("The requester may approve their own call"))
     blocks: list[Block] = [
         InputBlock(
             block_id=MODE_BLOCK,
-            label="Mode",
+            label=tr.gettext("Mode"),
             element=StaticSelectElement(
                 action_id="value",
                 options=modes,
@@ -382,14 +453,16 @@ def build_policy_modal(policy: ToolPolicy) -> dict[str, Any]:
         ),
         InputBlock(
             block_id=APPROVERS_BLOCK,
-            label="Approvers",
+            label=tr.gettext("Approvers"),
             optional=True,
-            hint="Slack user IDs (U…) and user-group IDs (S…), separated by commas. Empty: anyone in the conversation.",
+            hint=tr.gettext(
+                "Slack user IDs (U…) and user-group IDs (S…), separated by commas. Empty: anyone in the conversation."
+            ),
             element=PlainTextInputElement(action_id="value", initial_value=",".join(policy.approvers) or None),
         ),
         InputBlock(
             block_id=SELF_APPROVAL_BLOCK,
-            label="Self-approval",
+            label=tr.gettext("Self-approval"),
             optional=True,
             element=CheckboxesElement(
                 action_id="value",
@@ -399,45 +472,53 @@ def build_policy_modal(policy: ToolPolicy) -> dict[str, Any]:
         ),
         InputBlock(
             block_id=EXPIRY_BLOCK,
-            label="Expiry (seconds)",
+            label=tr.gettext("Expiry (seconds)"),
             optional=True,
-            hint="A waiting approval is declined as expired after this long. Empty or 0: never.",
+            hint=tr.gettext("A waiting approval is declined as expired after this long. Empty or 0: never."),
             element=PlainTextInputElement(
                 action_id="value", initial_value=str(policy.expires_after) if policy.expires_after else None
             ),
         ),
         InputBlock(
             block_id=APPROVALS_BLOCK,
-            label="Approvals required",
+            label=tr.gettext("Approvals required"),
             optional=True,
-            hint="Distinct people who must approve a call before it runs (2: four eyes); the requester never "
-            "counts. Empty or 1: one approval.",
+            hint=tr.gettext(
+                "Distinct people who must approve a call before it runs (2: four eyes); the requester never "
+                "counts. Empty or 1: one approval."
+            ),
             element=PlainTextInputElement(action_id="value", initial_value=str(policy.approvals_required)),
         ),
         InputBlock(
             block_id=GRANTS_BLOCK,
-            label="Standing grants (seconds)",
+            label=tr.gettext("Standing grants (seconds)"),
             optional=True,
-            hint="The longest an approver may allow this tool in one thread without asking again (3600: "
-            '"Approve and allow for 1 hour in this thread"); 60 to 604800. Empty or 0: no grants. '
-            "Never offered while several approvals are required.",
+            hint=tr.gettext(
+                "The longest an approver may allow this tool in one thread without asking again (3600: "
+                '"Approve and allow for 1 hour in this thread"); 60 to 604800. Empty or 0: no grants. '
+                "Never offered while several approvals are required."
+            ),
             element=PlainTextInputElement(
                 action_id="value", initial_value=str(policy.grant_seconds) if policy.grant_seconds else None
             ),
         ),
         InputBlock(
             block_id=ESCALATE_TO_BLOCK,
-            label="Escalate to",
+            label=tr.gettext("Escalate to"),
             optional=True,
-            hint="A user-group ID (S…: a DM to each member) or channel ID (C…: one post) that an approval still "
-            "waiting after the delay below is brought to, with the same buttons. Empty: no escalation.",
+            hint=tr.gettext(
+                "A user-group ID (S…: a DM to each member) or channel ID (C…: one post) that an approval still "
+                "waiting after the delay below is brought to, with the same buttons. Empty: no escalation."
+            ),
             element=PlainTextInputElement(action_id="value", initial_value=policy.escalate_to or None),
         ),
         InputBlock(
             block_id=ESCALATE_AFTER_BLOCK,
-            label="Escalate after (seconds)",
+            label=tr.gettext("Escalate after (seconds)"),
             optional=True,
-            hint="Seconds without a decision before it is escalated; shorter than the expiry. Empty or 0: never.",
+            hint=tr.gettext(
+                "Seconds without a decision before it is escalated; shorter than the expiry. Empty or 0: never."
+            ),
             element=PlainTextInputElement(
                 action_id="value", initial_value=str(policy.escalate_after) if policy.escalate_after else None
             ),
@@ -447,9 +528,9 @@ def build_policy_modal(policy: ToolPolicy) -> dict[str, Any]:
         type="modal",
         callback_id=POLICY_CALLBACK,
         private_metadata=policy.tool_name,
-        title=f"Policy: {policy.tool_name}"[:24],
-        submit="Save",
-        close="Cancel",
+        title=tr.gettext("Policy: {tool}", tool=policy.tool_name)[:24],
+        submit=tr.gettext("Save"),
+        close=tr.gettext("Cancel"),
         blocks=blocks,
     ).to_dict()
 

@@ -59,7 +59,7 @@ def build_decline_reason_modal(target: ModalTarget, args: Any, tr: Translator) -
         close=tr.gettext("Cancel"),
         blocks=[
             SectionBlock(text=MarkdownTextObject(text=tr.gettext("Decline {tool} with:", tool=tool))),
-            SectionBlock(text=MarkdownTextObject(text=format_args(args, limit=1500))),
+            SectionBlock(text=MarkdownTextObject(text=format_args(args, tr, limit=1500))),
             InputBlock(
                 block_id=REASON_BLOCK_ID,
                 label=tr.gettext("Reason"),

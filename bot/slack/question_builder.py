@@ -134,7 +134,7 @@ def build_answered_question_blocks(view: QuestionView, answer: AnswerView, tr: T
         done = tr.gettext("Answered in the thread.")
     blocks = [*_describe(view, tr), SectionBlock(text=MarkdownTextObject(text=f":white_check_mark: {done}"))]
     if answer.answered_by and answer.resume_data is not None:
-        blocks.append(SectionBlock(text=MarkdownTextObject(text=format_args(answer.resume_data))))
+        blocks.append(SectionBlock(text=MarkdownTextObject(text=format_args(answer.resume_data, tr))))
     return [*blocks, *_show_question(view, tr)]
 
 

@@ -41,6 +41,7 @@ from .question_builder import (
 from .services import SlackServices, home_changed
 from .tables import ToolCallMessageRow
 from .threads import SlackThread
+from .translator import Translator
 
 
 async def post_waiting_call(
@@ -95,7 +96,8 @@ async def post_recorded(
     could not be posted now (the thread is told, if Slack lets us, and the recovery pass posts it later)."""
     if row.kind == "approval":
         view = await with_policy(services, approval_view_of(row, record), record)
-        text, blocks = approval_text(view), build_approval_blocks(view)
+        tr = await services.languages.of_thread(row.thread_id, row.requester)
+        text, blocks = approval_text(view, tr), build_approval_blocks(view, tr)
     else:
         if answerable_by_form is None:
             answerable_by_form = record is not None and record.resume_schema is not None
@@ -247,7 +249,7 @@ async def refresh_message(
     if not shown:
         return False
     if row.kind == "approval":
-        text, blocks = _settled_approval(row, record)
+        text, blocks = _settled_approval(row, record, await services.languages.of_thread(row.thread_id, row.requester))
     else:
         refused = record.outcome if record is not None and record.outcome in ("declined", "cancelled") else None
         answer = AnswerView(
@@ -282,7 +284,8 @@ async def _show_approvals_so_far(
 ) -> None:
     """Four eyes: every copy of a waiting approval shows who approved so far, its buttons kept."""
     view = await with_policy(services, approval_view_of(row, record), record)
-    text, blocks = approval_text(view), build_approval_blocks(view)
+    tr = await services.languages.of_thread(row.thread_id, row.requester)
+    text, blocks = approval_text(view, tr), build_approval_blocks(view, tr)
     for channel, ts in await services.stores.messages.every_message(await services.stores.messages.get(row.id) or row):
         try:
             await client.chat_update(channel=channel, ts=ts, text=text, blocks=blocks)
@@ -292,17 +295,17 @@ async def _show_approvals_so_far(
     home_changed(services)
 
 
-def _settled_approval(row: ToolCallMessageRow, record: ToolCallRecord | None) -> tuple[str, list]:
+def _settled_approval(row: ToolCallMessageRow, record: ToolCallRecord | None, tr: Translator) -> tuple[str, list]:
     if record is None:
         view = approval_view_of(row, record)
-        return f"No longer waiting: {row.tool_name}", build_closed_approval_blocks(
-            view, "This request is no longer waiting."
-        )
+        note = tr.gettext("This request is no longer waiting.")
+        return tr.gettext("No longer waiting: {tool}", tool=row.tool_name), build_closed_approval_blocks(view, note, tr)
     if record.outcome is None:  # the call waits again, in a later message
         view = approval_view_of(row, record)
-        return f"Interrupted: {row.tool_name}", build_closed_approval_blocks(
-            view, "The tool started but was interrupted; it waits for a decision again in a newer message below."
+        note = tr.gettext(
+            "The tool started but was interrupted; it waits for a decision again in a newer message below."
         )
+        return tr.gettext("Interrupted: {tool}", tool=row.tool_name), build_closed_approval_blocks(view, note, tr)
     # A supervisor's call shows the inner tool's arguments; a direct call its own (edited ones if edited).
     shown = record.args
     view = approval_view_of(row, record, args=shown)
@@ -314,7 +317,7 @@ def _settled_approval(row: ToolCallMessageRow, record: ToolCallRecord | None) ->
         edited=shown != row.args,
         expired=record.outcome == "expired",
     )
-    return decided_text(view, decision), build_decided_approval_blocks(view, decision)
+    return decided_text(view, decision, tr), build_decided_approval_blocks(view, decision, tr)
 
 
 async def refresh_open_messages(services: SlackServices, client: AsyncWebClient, thread_id: str) -> None:

@@ -51,7 +51,8 @@ async def test_bob_approves_from_his_home(page, playground):
     await page.wait_for(
         lambda s: [m for m in thread(s, ts) if "Approved by <@UBOB>" in str(m.get("blocks"))], what="approved"
     )
-    await page.wait_for(lambda s: "Nothing is waiting for your decision" in home_text(s), user=BOB, what="emptied")
+    # Bob reads Traditional Chinese: "Nothing is waiting for your decision."
+    await page.wait_for(lambda s: "沒有等待你決定的項目。" in home_text(s), user=BOB, what="emptied")
     # the tool runs after the decision is shown: its effect is there once the bot says so in the thread
     await page.wait_for(
         lambda s: [m for m in thread(s, ts) if "record 2 is deleted" in m["text"]], what="the bot's summary"
@@ -146,7 +147,8 @@ async def test_bob_approves_two_of_three_at_once_from_his_home(page, playground)
         "/play/home/actions", {"user": BOB, **approve, "selected": {"home_bulk_pick": picked}}
     )
     assert status == 200 and body["bot_status"] == 200
-    home = await page.wait_for(lambda s: s if "Approved 2" in home_text(s) else None, user=BOB, what="the result")
+    # in Bob's Traditional Chinese: "Approved 2: ..."
+    home = await page.wait_for(lambda s: s if "已核准 2 件" in home_text(s) else None, user=BOB, what="the result")
     assert len(bulk_values(home)) <= 1
 
     def approved_threads(state: dict) -> int:

@@ -129,6 +129,7 @@ def test_the_page_draws_the_homes_bulk_checkboxes(tmp_path):
     import pytest
 
     from bot.slack.home_builder import HomeApproval, HomeView, build_home_view
+    from bot.slack.translator import translator
 
     node = shutil.which("node")
     if node is None:
@@ -144,7 +145,7 @@ def test_the_page_draws_the_homes_bulk_checkboxes(tmp_path):
         )  # fmt: skip
         for i in range(3)
     ]
-    view = build_home_view(HomeView(user_id="UBOB", waiting_for_you=approvals, your_requests=[]))
+    view = build_home_view(HomeView(user_id="UBOB", waiting_for_you=approvals, your_requests=[]), translator("en"))
     script = tmp_path / "draw.js"
     script.write_text(NODE_DOM)
     blockkit = Path(__file__).resolve().parents[2] / "bot" / "playground" / "static" / "blockkit.js"

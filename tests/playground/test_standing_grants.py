@@ -37,7 +37,7 @@ async def test_bob_grants_delete_record_in_the_thread_and_revokes_it_in_his_home
 
     await page.post("/play/home/open", {"user": BOB})
     bob = await page.wait_for(lambda s: s if home_button(s, "grant_revoke") else None, user=BOB, what="the grant")
-    assert "Standing grants" in home_text(bob) and "delete-record" in home_text(bob)
+    assert "常設授權" in home_text(bob) and "delete-record" in home_text(bob)  # Bob reads Traditional Chinese
     status, body = await page.post("/play/home/actions", {"user": BOB, **home_button(bob, "grant_revoke")})
     assert status == 200 and body["bot_status"] == 200
     await page.wait_for(lambda s: not home_button(s, "grant_revoke"), user=BOB, what="the grant gone")
@@ -50,12 +50,14 @@ async def test_bob_grants_delete_record_in_the_thread_and_revokes_it_in_his_home
 def test_the_page_draws_the_grant_buttons_and_the_homes_grants(tmp_path):
     from bot.slack.approval_builder import ApprovalView, build_approval_blocks
     from bot.slack.home_builder import HomeGrant, HomeView, build_home_view
+    from bot.slack.translator import translator
 
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed")
     message = build_approval_blocks(
-        ApprovalView(ref="r1", tool_name="delete-record", args={"id": 2}, requester="UALICE", grant_seconds=3600)
+        ApprovalView(ref="r1", tool_name="delete-record", args={"id": 2}, requester="UALICE", grant_seconds=3600),
+        translator("en"),
     )
     home = build_home_view(
         HomeView(
@@ -72,7 +74,8 @@ def test_the_page_draws_the_grant_buttons_and_the_homes_grants(tmp_path):
                     channel="C1",
                 )
             ],
-        )  # fmt: skip
+        ),  # fmt: skip
+        translator("en"),
     )
     script = tmp_path / "draw.js"
     script.write_text(

@@ -12,6 +12,9 @@ from bot.slack.approval_builder import (
     build_decided_approval_blocks,
     format_args,
 )
+from bot.slack.translator import translator
+
+EN = translator("en")
 
 
 def view(**overrides) -> ApprovalView:
@@ -31,7 +34,7 @@ def dicts(blocks):
 
 
 def test_waiting_approval_has_the_contract_buttons_carrying_only_the_reference():
-    blocks = dicts(build_approval_blocks(view()))
+    blocks = dicts(build_approval_blocks(view(), EN))
     actions = blocks[-1]
     assert actions["type"] == "actions"
     assert [e["action_id"] for e in actions["elements"]] == [
@@ -48,20 +51,22 @@ def test_waiting_approval_has_the_contract_buttons_carrying_only_the_reference()
 
 def test_arguments_are_truncated_and_cannot_escape_the_code_block():
     args = {"note": "```<!channel>" + "z" * 5000, "items": list(range(2000))}
-    text = format_args(args)
+    text = format_args(args, EN)
     assert text.startswith("```\n") and text.endswith("\n```")
     assert text.count("```") == 2 and "<!channel>" not in text and "&lt;!channel&gt;" in text
     assert len(text) < 2700 and "more characters" in text
 
 
 def test_long_request_text_is_cut():
-    blocks = dicts(build_approval_blocks(view(request_text="why " * 500)))
+    blocks = dicts(build_approval_blocks(view(request_text="why " * 500), EN))
     assert len(blocks[-2]["elements"][0]["text"]) < 400
 
 
 def test_decided_approval_has_no_buttons_and_says_who_and_when():
     at = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
-    blocks = dicts(build_decided_approval_blocks(view(), DecisionView(approved=True, decided_by="U2", decided_at=at)))
+    blocks = dicts(
+        build_decided_approval_blocks(view(), DecisionView(approved=True, decided_by="U2", decided_at=at), EN)
+    )
     assert all(block["type"] != "actions" for block in blocks)
     text = str(blocks)
     assert "Approved" in text and "<@U2>" in text and f"<!date^{int(at.timestamp())}^" in text
@@ -71,7 +76,7 @@ def test_declined_with_reason_and_edited_approval():
     declined = str(
         dicts(
             build_decided_approval_blocks(
-                view(), DecisionView(approved=False, decided_by="U2", decided_at=None, reason="not <now>")
+                view(), DecisionView(approved=False, decided_by="U2", decided_at=None, reason="not <now>"), EN
             )
         )
     )
@@ -79,7 +84,7 @@ def test_declined_with_reason_and_edited_approval():
     edited = str(
         dicts(
             build_decided_approval_blocks(
-                view(args={"id": 5}), DecisionView(approved=True, decided_by="U2", decided_at=None, edited=True)
+                view(args={"id": 5}), DecisionView(approved=True, decided_by="U2", decided_at=None, edited=True), EN
             )
         )
     )
@@ -87,12 +92,12 @@ def test_declined_with_reason_and_edited_approval():
 
 
 def test_closed_approval_without_a_known_outcome():
-    blocks = dicts(build_closed_approval_blocks(view(), "This request is no longer waiting."))
+    blocks = dicts(build_closed_approval_blocks(view(), "This request is no longer waiting.", EN))
     assert all(block["type"] != "actions" for block in blocks) and "no longer waiting" in str(blocks)
 
 
 def test_an_interrupted_call_says_it_may_have_taken_effect_and_offers_to_run_it_again():
-    blocks = dicts(build_approval_blocks(view(interrupted=True)))
+    blocks = dicts(build_approval_blocks(view(interrupted=True), EN))
     text = str(blocks)
     assert "Interrupted" in text and "may or may not have taken effect" in text
     actions = blocks[-1]
@@ -107,7 +112,7 @@ def test_an_interrupted_call_says_it_may_have_taken_effect_and_offers_to_run_it_
 
 def test_an_interrupted_call_run_again_says_so_once_decided():
     decision = DecisionView(approved=True, decided_by="U2", decided_at=datetime(2026, 1, 1, tzinfo=UTC))
-    text = str(dicts(build_decided_approval_blocks(view(interrupted=True), decision)))
+    text = str(dicts(build_decided_approval_blocks(view(interrupted=True), decision, EN)))
     assert "Run again" in text and "interrupted" in text and "<@U2>" in text
 
 
@@ -117,7 +122,9 @@ def test_an_expired_approval_says_why_once():
         approved=False, decided_by=None, decided_at=datetime(2026, 1, 1, tzinfo=UTC), expired=True,
         reason="nobody decided within 30 s",
     )  # fmt: skip
-    text = str(dicts(build_decided_approval_blocks(view(), decision)))
+    text = str(dicts(build_decided_approval_blocks(view(), decision, EN)))
     assert "nobody decided within 30 s, so it was not run." in text and text.count("nobody decided") == 1
     decision = DecisionView(approved=False, decided_by=None, decided_at=None, expired=True)
-    assert "nobody decided in time, so it was not run." in str(dicts(build_decided_approval_blocks(view(), decision)))
+    assert "nobody decided in time, so it was not run." in str(
+        dicts(build_decided_approval_blocks(view(), decision, EN))
+    )

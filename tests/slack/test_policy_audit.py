@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from bot.slack.home_builder import build_policy_modal
+from bot.slack.translator import translator
 from memory import PolicyChange, ToolPolicy
 from tests.support.processes import bot_command
 from tests.support.scripted_model import call, reply, tool_calls
@@ -106,7 +107,7 @@ async def test_the_policy_modal_refuses_what_the_command_line_refuses(admin_bot:
         assert expected in errors[block], errors
 
     # a modal for a tool the agent does not have (a forged private_metadata): refused like `policy set`
-    forged = build_policy_modal(ToolPolicy(tool_name="no-such-tool"))
+    forged = build_policy_modal(ToolPolicy(tool_name="no-such-tool"), translator("en"))
     status, body = await admin_bot.sender.submit(forged, modal_values(mode="disabled"), user="U1")
     assert status == 200
     assert "unknown tool 'no-such-tool'" in json.loads(body)["errors"]["policy_mode"]

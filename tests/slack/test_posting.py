@@ -6,10 +6,14 @@ from bot.slack.approval_builder import ApprovalView, build_approval_blocks
 from bot.slack.posting import carries
 from bot.slack.recovery import thread_of_id
 from bot.slack.threads import SlackThread
+from bot.slack.translator import translator
 
 
 def test_a_message_carries_the_reference_its_buttons_hold():
-    blocks = [b.to_dict() for b in build_approval_blocks(ApprovalView(ref="R1", tool_name="t", args={}, requester="U"))]
+    blocks = [
+        b.to_dict()
+        for b in build_approval_blocks(ApprovalView(ref="R1", tool_name="t", args={}, requester="U"), translator("en"))
+    ]
     assert carries({"blocks": blocks}, "R1")
     assert not carries({"blocks": blocks}, "R2")
     assert not carries({"text": "R1"}, "R1")  # text alone is not a button

@@ -12,7 +12,7 @@ import pytest
 from bot.slack.feedback_builder import FEEDBACK
 from tests.support.scripted_model import call, reply, tool_calls
 
-from .harness import RunningBot, running_bot
+from .harness import RunningBot, ask_to_delete, home_of, open_home, running_bot, text_of
 
 # person (Slack locale in tests/support/slack.py) -> what they read: the thinking status, the question's
 # line, its Answer button, the modal's title and submit, the empty-field error, the answered note, the thanks
@@ -135,3 +135,38 @@ async def test_users_info_gives_the_locale_only_when_asked(bot: RunningBot):
     assert "locale" not in (await client.users_info(user="UNONE", include_locale=True))["user"]
     with pytest.raises(Exception, match="unknown_method"):
         await client.api_call("users.getLocale")
+
+
+# person -> the approval's headline, its four buttons, the decided note, their Home's header and section,
+# and the ephemeral refusal of a feedback button that rates no answer of the thread
+APPROVAL_WORDS = {
+    "UTW": ("需要核准", ["核准", "拒絕", "附上原因拒絕", "編輯參數"], "<@U2> 於", "核准", "*你仍在等待中的請求*", "這個回答已無法評分。"),
+    "UCN": ("需要批准", ["批准", "拒绝", "附上原因拒绝", "编辑参数"], "<@U2> 于", "批准", "*你仍在等待中的请求*", "这个回答已无法评分。"),
+    "UKO": ("승인이 필요합니다", ["승인", "거절", "사유와 함께 거절", "인수 편집"], "<@U2>님이", "승인", "*아직 대기 중인 내 요청*", "이 답변은 더 이상 평가할 수 없습니다."),
+    "UJA": ("承認が必要です", ["承認", "却下", "理由を付けて却下", "引数を編集"], "<@U2> さんが", "承認", "*まだ待機中のあなたのリクエスト*", "この回答はもう評価できません。"),
+    "U1": ("Approval needed", ["Approve", "Decline", "Decline with reason", "Edit arguments"], "Approved by <@U2>", "Approvals", "*Your requests still waiting*", "This answer can no longer be rated."),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("user", list(APPROVAL_WORDS))
+async def test_a_person_reads_the_approval_its_buttons_the_decision_and_their_home(bot: RunningBot, model, user):
+    needed, buttons, decided, header, yours, refused = APPROVAL_WORDS[user]
+    ask_to_delete(model)
+    await bot.mention("請刪除第 3 筆記錄", user=user)
+    message = await bot.approval_message()
+    assert needed in message.all_text and "請刪除第 3 筆記錄" in message.all_text  # what they asked, as written
+    assert button_labels(message) == buttons
+
+    await open_home(bot, user)
+    home = await home_of(bot, user)
+    assert home["blocks"][0]["text"]["text"] == header and yours in text_of(home)
+
+    await bot.sender.click(message, "tool_approve", user="U2")  # an English reader approves
+    await bot.slack.wait_for("chat.update", lambda c: c.params.get("ts") == message.ts)
+    assert decided in message.all_text and "<!date^" in message.all_text  # the thread's language, not U2's
+
+    stops = await bot.slack.wait_for("chat.stopStream")
+    answer = bot.slack.message("C1", stops[-1].params["ts"])
+    await bot.sender.click(answer, FEEDBACK, user=user, value="up:no-such-run")
+    ephemeral = await bot.slack.wait_for("chat.postEphemeral")
+    assert ephemeral[-1].params["text"] == refused

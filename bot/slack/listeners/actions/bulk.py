@@ -46,10 +46,11 @@ async def handle_bulk_decline_with_reason_button(
     services = services_of(context)
     user_id = (body.get("user") or {}).get("id", "")
     selected = selection_of(body)
+    tr = await services.languages.of_person(user_id)
     if not selected:
         if services.home is not None:
-            await services.home.show_bulk_result(user_id, NOTHING_SELECTED)
+            await services.home.show_bulk_result(user_id, tr.gettext(NOTHING_SELECTED))
         return
-    opened = await open_modal(services, client, body.get("trigger_id"), build_bulk_decline_modal(selected))
+    opened = await open_modal(services, client, body.get("trigger_id"), build_bulk_decline_modal(selected, tr))
     if not opened and services.home is not None:
-        await services.home.show_bulk_result(user_id, NOT_OPENED)
+        await services.home.show_bulk_result(user_id, tr.gettext(NOT_OPENED))

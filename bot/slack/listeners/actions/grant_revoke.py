@@ -27,16 +27,17 @@ async def handle_grant_revoke_button(
         admin = False
     if grant is None or grant.agent_id != services.agent.id or not (admin or grant.granted_by == user_id):
         services.logger.warning("%s may not revoke the standing grant %r", user_id, grant_id)
-        await client.chat_postMessage(
-            channel=user_id,
-            text="You may revoke only the standing grants you gave (an admin may revoke any). Nothing was changed.",
+        tr = await services.languages.of_person(user_id)
+        text = tr.gettext(
+            "You may revoke only the standing grants you gave (an admin may revoke any). Nothing was changed."
         )
+        await client.chat_postMessage(channel=user_id, text=text)
         return
     revoked = await grants.revoke(grant.id, by=user_id, via="home")
     if revoked is None:
-        await client.chat_postMessage(
-            channel=user_id, text="That standing grant had already ended. Nothing was changed."
-        )
+        tr = await services.languages.of_person(user_id)
+        text = tr.gettext("That standing grant had already ended. Nothing was changed.")
+        await client.chat_postMessage(channel=user_id, text=text)
     else:
         services.logger.info("standing grant %s of %s revoked by %s", grant.id, grant.tool_name, user_id)
     home_changed(services)

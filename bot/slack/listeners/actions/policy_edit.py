@@ -31,6 +31,7 @@ async def handle_policy_edit_button(
             await services.home.publish(user_id)  # a stale Home: show them what they may do now
         return
     policy = await services.agent.storage.policies.get(tool_name)
-    opened = await open_modal(services, client, body.get("trigger_id"), build_policy_modal(policy))
+    tr = await services.languages.of_person(user_id)
+    opened = await open_modal(services, client, body.get("trigger_id"), build_policy_modal(policy, tr))
     if not opened and services.home is not None:
-        await services.home.show_bulk_result(user_id, NOT_OPENED)
+        await services.home.show_bulk_result(user_id, tr.gettext(NOT_OPENED))

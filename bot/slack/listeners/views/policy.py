@@ -41,13 +41,15 @@ async def handle_policy_submission(
 ) -> None:
     services = services_of(context)
     user_id = body["user"]["id"]
+    tr = await services.languages.of_person(user_id, within=0.5)  # before the ack: cached, or Slack is quick
     try:
         admin = services.directory is not None and await services.directory.is_admin(user_id)
     except DirectoryError as exc:
-        await ack(response_action="errors", errors={MODE_BLOCK: f"Could not check that you are an admin: {exc}"})
+        error = tr.gettext("Could not check that you are an admin: {error}", error=str(exc))
+        await ack(response_action="errors", errors={MODE_BLOCK: error})
         return
     if not admin:
-        await ack(response_action="errors", errors={MODE_BLOCK: "Only admins can change tool policies."})
+        await ack(response_action="errors", errors={MODE_BLOCK: tr.gettext("Only admins can change tool policies.")})
         return
     fields = read_policy_modal((view.get("state") or {}).get("values") or {})
     try:
