@@ -19,7 +19,7 @@ import threading
 from collections.abc import Coroutine, Sequence
 from typing import Any, NoReturn
 
-from .cli_rules import add_rules_commands, run_rules_command
+from .cli_rules import add_rules_commands, run_file_command, run_rules_command
 from .defaults import DEV_STOP_DEADLINE
 from .logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from .settings import MissingSettingError, Settings, SettingsError, load_settings, without_password
@@ -91,7 +91,9 @@ def _add_server_commands(commands: Any) -> tuple[argparse.ArgumentParser, ...]:
 def _add_policy_commands(commands: Any) -> tuple[argparse.ArgumentParser, ...]:
     """`policy list`, `policy set TOOL [--mode ...]` and `policy rules add|remove|move`."""
     policy = commands.add_parser("policy", help="read and change tool policies in DATABASE_URL")
-    policy_commands = policy.add_subparsers(dest="policy_command", required=True, metavar="{list,set,rules}")
+    policy_commands = policy.add_subparsers(
+        dest="policy_command", required=True, metavar="{list,set,rules,export,apply}"
+    )
     policy_list = policy_commands.add_parser("list", help="every tool of the agent with its policy")
     policy_set = policy_commands.add_parser("set", help="change a tool's policy (omitted options keep their value)")
     policy_set.add_argument("tool", metavar="TOOL", help="the tool's id, as `policy list` shows it")
@@ -285,6 +287,7 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings, na
             tools=mcp.tools,
             secrets=settings.secrets(),
         )
+        await _apply_policies_file(storage, agent, settings)
         background.start(agent, settings)
         app = _slack_app(command, agent, storage, settings)
         await _serve(command, app, storage, options, settings)
@@ -298,6 +301,22 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings, na
             await mcp.aclose()
         await storage.close()
         telemetry.shutdown(tracing)  # sends the spans still buffered
+
+
+async def _apply_policies_file(storage: Any, agent: Any, settings: Settings) -> None:
+    """BOT_POLICIES_FILE, applied before the bot serves: all of it, or (a problem in it) nothing and no start."""
+    if not settings.bot_policies_file:
+        return
+    from memory import SYSTEM
+
+    from .policies_file import PoliciesFileError, apply_file, plan_lines
+
+    try:
+        planned = await apply_file(storage, agent, settings.bot_policies_file, actor=SYSTEM)
+    except PoliciesFileError as exc:
+        raise StartupError(f"BOT_POLICIES_FILE: {'; '.join(exc.problems)}") from None
+    for line in plan_lines(planned):
+        logging.getLogger("bot").info("BOT_POLICIES_FILE: %s", line)
 
 
 class RuntimeWork:
@@ -485,6 +504,9 @@ async def _admin(options: argparse.Namespace, settings: Settings, named: Any = N
         if options.policy_command == "rules":
             await run_rules_command(options, storage, agent)
             return
+        if options.policy_command in ("export", "apply"):
+            await run_file_command(options, storage, agent)
+            return
         approvers = None if options.approvers is None else options.approvers.split(",")
         change = PolicyChange(
             mode=options.mode,
@@ -505,7 +527,7 @@ def _refuse_a_playground_that_is_not_there(options: argparse.Namespace, settings
     """A read (`policy list`, `audit`) of the playground's own database before `dev` ever made it would
     make an empty one and show defaults as if they were the playground's; it is refused instead. A
     `policy set` may make it: the playground starts with that policy."""
-    reads = options.command == "audit" or getattr(options, "policy_command", None) == "list"
+    reads = options.command == "audit" or getattr(options, "policy_command", None) in ("list", "export")
     own = "database_url" not in settings.model_fields_set
     if options.playground and own and reads and not settings.playground_database_file.exists():
         raise StartupError(
@@ -588,7 +610,8 @@ def _run_admin(options: argparse.Namespace, settings: Settings) -> int:
         named = load_agent(options.agent) if getattr(options, "agent", None) else None
         asyncio.run(_admin(options, settings, named))
     except (AdminInputError, AgentNotFoundError, StartupError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines() or [""]:  # a policies file: one line per problem
+            print(f"error: {line}", file=sys.stderr)
         return 2
     return 0
 

@@ -75,6 +75,9 @@ class Settings(BaseSettings):
     bot_mcp_allow_http_loopback: bool = False
     """BOT_MCP_ALLOW_HTTP_LOOPBACK: also offer an MCP server's `http://` links to this machine (localhost,
     127.0.0.1, ::1) in URL-mode questions, for local development; other links than `https://` are refused."""
+    bot_policies_file: str | None = None
+    """BOT_POLICIES_FILE: a policies file (`python -m bot policy export`) applied at every start, all of it
+    or, if any part is wrong, nothing (and the bot does not start); unset: none."""
     bot_max_concurrent_turns: int = Field(default=DEFAULT_MAX_CONCURRENT_TURNS, ge=1)
     """BOT_MAX_CONCURRENT_TURNS: agent turns one replica works on at once (the CPU); a turn waiting for
     the model or a tool holds no slot meanwhile. Other threads' messages wait; Slack's ack never does."""

@@ -62,6 +62,8 @@ class AuditVia(StrEnum):
     RECOVERY = "recovery"
     RUNTIME = "runtime"
     CLI = "cli"
+    FILE = "file"
+    """A policies file (`python -m bot policy apply`, `BOT_POLICIES_FILE`); the detail names it."""
     ESCALATION = "escalation"
 
 

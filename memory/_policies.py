@@ -9,7 +9,7 @@ never a row.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -25,6 +25,8 @@ from .exceptions import PolicyError
 from .tables import AuditRow, PolicyRow, utcnow
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
     from ._database import Database
 
 _SLACK_ID = re.compile(r"^[UWS][A-Z0-9]+$")
@@ -339,71 +341,106 @@ class PolicyStore:
 
         In the same transaction, a `policy_changed` audit line says who (`actor`) changed it through what
         (`via`: `home`, `cli`, `api`), with the whole policy before and after."""
-        tool_name = tool_name.strip()
-        if not tool_name:
-            raise PolicyError("a tool name is required")
+        tool_name = _named(tool_name)
         values = change.checked()
-        defaults = ToolPolicy(tool_name=tool_name)
         async with self._storage.session() as session:
-            await session.execute(
-                self._storage.dialect.insert(PolicyRow)
-                .values(
-                    tool_name=tool_name,
-                    mode=str(defaults.mode),
-                    approvers=[],
-                    self_approval=defaults.self_approval,
-                    expires_after=None,
-                    approvals_required=1,
-                    grant_seconds=None,
-                    escalate_to=None,
-                    escalate_after=None,
-                    rules=[],
-                    version=0,
-                    updated_at=utcnow(),
-                )
-                .on_conflict_do_nothing(index_elements=["tool_name"])
+            return await self._set_in(session, tool_name, values, actor=actor, via=via, detail=detail)
+
+    async def set_many(
+        self,
+        changes: Mapping[str, PolicyChange],
+        *,
+        actor: str | None = None,
+        via: str = "runtime",
+        detail: str | None = None,
+    ) -> list[ToolPolicy]:
+        """Apply several changes in one transaction (a policies file): each bumps its policy's version and
+        has its own `policy_changed` line; if one is refused, none is stored. By tool name, the order in
+        which the rows are locked, so two such transactions cannot deadlock."""
+        checked = sorted((_named(name), change.checked()) for name, change in changes.items())
+        async with self._storage.session() as session:
+            return [
+                await self._set_in(session, name, values, actor=actor, via=via, detail=detail)
+                for name, values in checked
+            ]
+
+    async def _set_in(
+        self,
+        session: AsyncSession,
+        tool_name: str,
+        values: dict[str, object],
+        *,
+        actor: str | None,
+        via: str,
+        detail: str | None,
+    ) -> ToolPolicy:
+        defaults = ToolPolicy(tool_name=tool_name)
+        await session.execute(
+            self._storage.dialect.insert(PolicyRow)
+            .values(
+                tool_name=tool_name,
+                mode=str(defaults.mode),
+                approvers=[],
+                self_approval=defaults.self_approval,
+                expires_after=None,
+                approvals_required=1,
+                grant_seconds=None,
+                escalate_to=None,
+                escalate_after=None,
+                rules=[],
+                version=0,
+                updated_at=utcnow(),
             )
-            # the row locked first: concurrent changes are serialised, each gets its own version and its
-            # own `before`
-            locked = self._storage.dialect.locked(select(PolicyRow).where(PolicyRow.tool_name == tool_name))
-            before = policy_of((await session.scalars(locked)).one())
-            await session.execute(
-                update(PolicyRow)
-                .where(PolicyRow.tool_name == tool_name)
-                .values(**values, version=PolicyRow.version + 1, updated_by=actor, updated_at=utcnow())
+            .on_conflict_do_nothing(index_elements=["tool_name"])
+        )
+        # the row locked first: concurrent changes are serialised, each gets its own version and its
+        # own `before`
+        locked = self._storage.dialect.locked(select(PolicyRow).where(PolicyRow.tool_name == tool_name))
+        before = policy_of((await session.scalars(locked)).one())
+        await session.execute(
+            update(PolicyRow)
+            .where(PolicyRow.tool_name == tool_name)
+            .values(**values, version=PolicyRow.version + 1, updated_by=actor, updated_at=utcnow())
+        )
+        row = await session.get(PolicyRow, tool_name, populate_existing=True)
+        after = policy_of(row)
+        check_escalation(after)  # raised inside the transaction: nothing is changed
+        changed = grant_basis_changes(before, after)
+        if changed:
+            # a grant stands in for its approver's later decisions under the rules it was given under:
+            # ended here, in the change's own transaction, so changing them back cannot revive it
+            reason = "the tool's policy changed: " + "; ".join(changed)
+            await end_grants_of_tool(
+                session,
+                tool_name,
+                now=self._storage.clock.now(),
+                reason=reason,
+                via=via,
+                policy_version=after.version,
             )
-            row = await session.get(PolicyRow, tool_name, populate_existing=True)
-            after = policy_of(row)
-            check_escalation(after)  # raised inside the transaction: nothing is changed
-            changed = grant_basis_changes(before, after)
-            if changed:
-                # a grant stands in for its approver's later decisions under the rules it was given under:
-                # ended here, in the change's own transaction, so changing them back cannot revive it
-                reason = "the tool's policy changed: " + "; ".join(changed)
-                await end_grants_of_tool(
-                    session,
-                    tool_name,
-                    now=self._storage.clock.now(),
-                    reason=reason,
-                    via=via,
-                    policy_version=after.version,
-                )
-            session.add(
-                AuditRow(
-                    run_id=None,
-                    tool_call_id=None,
-                    tool_name=tool_name,
-                    action="policy_changed",
-                    actor=actor or "system",
-                    via=via,
-                    policy_version=after.version,
-                    detail=detail,
-                    before=before.fields(),
-                    after=after.fields(),
-                    at=utcnow(),
-                )
+        session.add(
+            AuditRow(
+                run_id=None,
+                tool_call_id=None,
+                tool_name=tool_name,
+                action="policy_changed",
+                actor=actor or "system",
+                via=via,
+                policy_version=after.version,
+                detail=detail,
+                before=before.fields(),
+                after=after.fields(),
+                at=utcnow(),
             )
-            return after
+        )
+        return after
+
+
+def _named(tool_name: str) -> str:
+    tool_name = tool_name.strip()
+    if not tool_name:
+        raise PolicyError("a tool name is required")
+    return tool_name
 
 
 def grant_basis_changes(before: ToolPolicy, after: ToolPolicy) -> list[str]:

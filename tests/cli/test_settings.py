@@ -55,4 +55,4 @@ def test_policy_without_a_subcommand_says_which_there_are():
     result = subprocess.run(
         [sys.executable, "-m", "bot", "policy"], capture_output=True, text=True, timeout=60, check=False
     )
-    assert result.returncode == 2 and "{list,set}" in result.stderr
+    assert result.returncode == 2 and "{list,set,rules,export,apply}" in result.stderr

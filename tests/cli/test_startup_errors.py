@@ -252,3 +252,12 @@ async def test_serve_on_port_0_says_the_port_it_listens_on(tmp_path):
     finally:
         process.terminate()
         await asyncio.wait_for(process.communicate(), 30)
+
+
+async def test_a_policies_file_with_a_problem_stops_the_start(tmp_path: Path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("policies:\n  issue-refund:\n    rules:\n    - condition: args.amount > 100\n      effect: refuse\n")
+    env = startup_env(tmp_path, BOT_POLICIES_FILE=str(bad))
+    code, lines, _ = await run_bot("serve", "--port", "0", env=env)
+    assert code == 1
+    assert_one_error_line(lines, "BOT_POLICIES_FILE", f"{bad}:4", "(write 100.0)")

@@ -9,6 +9,7 @@ import html
 import pytest
 
 from memory import PolicyChange
+from tests.support.processes import bot_command
 from tests.support.scripted_model import call, reply, tool_calls
 
 from .harness import RunningBot, refused_click, request
@@ -124,3 +125,19 @@ async def test_four_eyes_and_expiry_hold_for_a_call_a_rule_sent_to_approval(bot:
     await bot.slack.wait_for("chat.update", lambda c: c.params.get("ts") == message.ts and "Expired" in str(c.params))
     actions = [e.action for e in await bot.storage.audit_log.entries() if e.run_id]
     assert actions == ["requested", "approved", "expired"]
+
+
+async def test_a_running_bot_follows_a_file_applied_from_elsewhere_at_once(bot: RunningBot, model, tmp_path):
+    file = tmp_path / "policies.yaml"
+    file.write_text(
+        'policies:\n  get-weather:\n    rules:\n    - condition: args.city == "東京"\n      effect: refuse\n',
+        encoding="utf-8",
+    )
+    code, out, err = await bot_command("policy", "apply", str(file), database_url=bot.storage.url)
+    assert code == 0 and "get-weather: rule 1 added" in out, err
+    ask_weather(model, "東京")
+    await bot.mention("東京の天気は?")
+    await bot.slack.wait_for("chat.stopStream")
+    blocked = [e for e in await bot.storage.audit_log.entries() if e.action == "blocked"]
+    assert len(blocked) == 1 and "an admin's rule refused the call" in blocked[0].detail
+    assert "executed" not in [e.action for e in await bot.storage.audit_log.entries()]
