@@ -202,7 +202,7 @@ async def test_dev_on_a_port_in_use_says_where_it_moved(tmp_path):
         (("policy", "set", "delete-record", "--mode", "sometimes"), "--mode: 'sometimes' is not one of inherit,"),
         (("policy", "set", "delete-record", "--grants", "30"), "--grants: 30: a grant lasts 60 seconds to 7 days"),
         (("policy", "set", "delete-record", "--expires", "soon"), "--expires: 'soon' is not a whole number"),
-        (("policy",), "the following arguments are required: {list,set}"),
+        (("policy",), "the following arguments are required: {list,set,rules,export,apply}"),
         (("audit", "--format", "xml"), "--format: 'xml' is not one of table, jsonl, csv"),
         (("serve", "--log-level", "loud"), "--log-level: 'LOUD' is not one of DEBUG, INFO"),
         (("socket", "--agent"), "--agent: expected one argument"),
