@@ -62,11 +62,15 @@ column limit that only PostgreSQL enforces)."""
 def pytest_generate_tests(metafunc):
     if "database_url" not in metafunc.fixturenames:
         return
-    if any("database_url" in m.args[0] for m in metafunc.definition.iter_markers("parametrize")):
+    if any("database_url" in _argnames(m.args[0]) for m in metafunc.definition.iter_markers("parametrize")):
         return  # the test names its database itself
     if Path(metafunc.definition.path).parent.name == "migrations":
         return  # tests/migrations has a database_url of its own
     metafunc.parametrize("database_url", databases_for(metafunc.definition), indirect=True)
+
+
+def _argnames(names) -> list[str]:
+    return [name.strip() for name in names.split(",")] if isinstance(names, str) else list(names)
 
 
 def databases_for(item) -> list[str]:

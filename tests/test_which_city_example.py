@@ -30,6 +30,7 @@ async def run_example(env: dict[str, str], *args: str) -> str:
     return stdout.decode()
 
 
+@pytest.mark.both_databases
 @pytest.mark.parametrize("with_database_url", [False, True], ids=["temporary-sqlite", "database-url"])
 async def test_the_which_city_example(model, database_url, with_database_url):
     if not with_database_url and "postgresql" in database_url:
