@@ -86,6 +86,8 @@ class Request:
     acked: bool = False
     decisions: list[str] = field(default_factory=list)
     """`approve`/`decline` for each approval message this person decided in the thread."""
+    refused_clicks: list[int] = field(default_factory=list)
+    """The HTTP status of each click that did not get a 200 (it is clicked again)."""
     lost_clicks: list[str] = field(default_factory=list)
     """Approval messages whose click was acknowledged but which still showed live buttons 5 s later."""
 
@@ -317,6 +319,8 @@ class Soak:
                         if status == 200:
                             request.decisions.append(choice)
                             clicked[message.ts] = time.monotonic()
+                        else:
+                            request.refused_clicks.append(status)
             await asyncio.sleep(0.5)
 
     def _answers(self, request: Request) -> list[str]:
@@ -393,6 +397,8 @@ class Soak:
                 findings.problems.append(f"{where}: told to send it again after the answer: {texts}")
             elif late:
                 findings.notes.append(f"{where}: told to send it again (before its answer)")
+            if request.refused_clicks:
+                findings.notes.append(f"{where}: clicks answered {request.refused_clicks} (clicked again)")
             for ts in request.lost_clicks:
                 findings.notes.append(f"{where}: a click on {ts} answered 200 but the call still waited 5 s later")
             finished = [e for e in effects if e.startswith(f"finished {request.tool} {request.number} ")]
