@@ -239,13 +239,13 @@ async def test_the_readme_walk_through_as_a_newcomer_follows_it(tmp_path):
         # 3. Bob approves it from his Home; the thread says so, his Home empties.
         await page.post("/play/home/open", {"user": BOB})
         bob = await page.wait_for(lambda s: s if home_button(s, "tool_approve") else None, user=BOB, what="Bob's Home")
-        assert "Waiting for your decision" in home_text(bob)
+        assert "等待你決定" in home_text(bob)  # "Waiting for your decision", in Bob's Traditional Chinese
         await page.post("/play/home/actions", {"user": BOB, **home_button(bob, "tool_approve")})
         await page.wait_for(
             lambda s: [m for m in thread(s, ts) if "Approved by <@UBOB>" in shown_text(m)], what="approved by Bob"
         )
         await said(page, ts, "record 3 is deleted")
-        await page.wait_for(lambda s: "Nothing is waiting for your decision" in home_text(s), user=BOB, what="empty")
+        await page.wait_for(lambda s: "沒有等待你決定的項目。" in home_text(s), user=BOB, what="empty")
 
         # 4. On the command line, on the playground's database; ask again and let it expire.
         code, out, err = await cli(tmp_path, "policy", "list", "--playground")

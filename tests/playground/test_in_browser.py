@@ -243,3 +243,32 @@ async def test_feedback_buttons_under_an_answer_record_a_rating_that_a_second_cl
     await expect(page.locator("#messages")).to_contain_text("Feedback on answers", timeout=20_000)
     await expect(page.locator("#messages")).to_contain_text("list-records: 👍 0 · 👎 1", timeout=20_000)
     await page.screenshot(path=tmp_path / "3-home-feedback.png")
+
+
+@pytest.mark.parametrize(
+    ("person", "locale", "approve", "needed"),
+    [
+        ("UBOB", None, "核准", "需要核准"),
+        ("UCAROL", None, "승인", "승인이 필요합니다"),
+        ("UALICE", "ja-JP", "承認", "承認が必要です"),
+    ],
+    ids=["bob-zh-TW", "carol-ko", "alice-switched-to-ja"],
+)
+async def test_an_approval_in_the_persons_language(browser, dev, tmp_path, person, locale, approve, needed):
+    """Bob reads Traditional Chinese and Carol Korean; Alice switches to Japanese from the page's menu. The
+    screenshots show the CJK text (Debian's fonts-noto-cjk), not boxes."""
+    from playwright.async_api import expect
+
+    page = await browser.new_page(viewport={"width": 1280, "height": 800})
+    await page.goto(dev.url)
+    await page.locator("#who").select_option(person)
+    if locale:
+        await page.locator("#lang").select_option(locale)
+    await expect(page.locator("#lang")).to_have_value(locale or {"UBOB": "zh-TW", "UCAROL": "ko-KR"}[person])
+    await page.locator("#composer-text").fill("@bot delete record 2")
+    await page.locator("#composer-text").press("Enter")
+    thread_pane = page.locator("#thread")
+    button = thread_pane.get_by_role("button", name=approve, exact=True)
+    await expect(button).to_be_visible(timeout=20_000)
+    await expect(thread_pane).to_contain_text(needed)
+    await page.screenshot(path=tmp_path / f"approval-{person}.png")
