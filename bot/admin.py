@@ -122,6 +122,8 @@ async def list_policies(storage: Storage, agent: Any, out: TextIO | None = None)
     for name in names:
         if name in stored and stored[name].rules:
             print_rules(stored[name], out)
+            if any(rule.trial for rule in stored[name].rules):
+                print(f"  {await trial_counts(storage, stored[name])}", file=out)
 
 
 def print_rules(policy: ToolPolicy, out: TextIO | None = None) -> None:
@@ -132,6 +134,16 @@ def print_rules(policy: ToolPolicy, out: TextIO | None = None) -> None:
     print(f"{policy.tool_name}: {len(policy.rules)} rule(s), first match wins (version {policy.version})", file=out)
     for position, rule in enumerate(policy.rules, 1):
         print(f"  {position}. {rule_words(rule)}", file=out)
+
+
+TRIAL_ACTIONS = ("would_require", "would_allow", "would_refuse")
+
+
+async def trial_counts(storage: Storage, policy: ToolPolicy) -> str:
+    """What the policy's trial rules would have changed since it was last changed, in words."""
+    counts = await storage.audit_log.counts(policy.tool_name, TRIAL_ACTIONS, since=policy.updated_at)
+    said = ", ".join(f"{action} {counts.get(action, 0)}" for action in TRIAL_ACTIONS)
+    return f"trial since version {policy.version}: {said}"
 
 
 def rule_words(rule: ToolRule) -> str:

@@ -14,12 +14,13 @@ kept after their run is finished.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from ._reconnect import retried_while_away
 from .tables import AuditRow, utcnow
@@ -49,6 +50,12 @@ class AuditAction(StrEnum):
     GRANT_REVOKED = "grant_revoked"
     ESCALATED = "escalated"
     """A call still waiting after its policy's `escalate_after` was brought to `escalate_to`."""
+    WOULD_REQUIRE = "would_require"
+    """A trial rule would have made this call wait for approval (it ran without)."""
+    WOULD_ALLOW = "would_allow"
+    """A trial rule would have let this call run without approval (it waited)."""
+    WOULD_REFUSE = "would_refuse"
+    """A trial rule would have refused this call."""
     ESCALATION_FAILED = "escalation_failed"
     """The escalation could not be delivered for good (a group with no members, an unknown channel)."""
 
@@ -150,6 +157,18 @@ class AuditLog:
             statement = statement.limit(limit)
         async with self._storage.read_session() as session:
             return [entry_of(row) for row in await session.scalars(statement)]
+
+    async def counts(self, tool_name: str, actions: Iterable[str], *, since: datetime | None = None) -> dict[str, int]:
+        """How many lines of each of `actions` one tool has (from `since` on): one grouped query."""
+        statement = (
+            select(AuditRow.action, func.count())
+            .where(AuditRow.tool_name == tool_name, AuditRow.action.in_(list(actions)))
+            .group_by(AuditRow.action)
+        )
+        if since is not None:
+            statement = statement.where(AuditRow.at >= since)
+        async with self._storage.read_session() as session:
+            return {action: count for action, count in (await session.execute(statement)).all()}
 
 
 def entry_of(row: AuditRow) -> AuditEntry:

@@ -75,10 +75,11 @@ async def test_a_trial_rule_changes_nothing_and_is_audited(bot: RunningBot, mode
     await bot.slack.wait_for("chat.stopStream")
     assert not [c for c in bot.slack.calls_of("chat.postMessage") if "tool_approve" in str(c.params.get("blocks"))]
     actions = [(e.action, e.detail) for e in await bot.storage.audit_log.entries() if e.action != "policy_changed"]
-    assert ("would_require", 'trial rule 1: Needs 東京チーム: args.city == "東京" [trial]') in actions or any(
-        a == "would_require" and "東京チーム" in (d or "") for a, d in actions
-    )
+    assert ("would_require", 'trial rule 1: Needs 東京チーム: args.city == "東京"') in actions
     assert "executed" in [a for a, _ in actions]
+    code, out, err = await bot_command("policy", "list", database_url=bot.storage.url)
+    assert code == 0, err
+    assert "trial since version 1: would_require 1, would_allow 0, would_refuse 0" in out
 
 
 async def test_rules_through_the_http_api_and_a_bad_one_refused_in_one_line(api_bot: RunningBot):
@@ -141,3 +142,14 @@ async def test_a_running_bot_follows_a_file_applied_from_elsewhere_at_once(bot: 
     blocked = [e for e in await bot.storage.audit_log.entries() if e.action == "blocked"]
     assert len(blocked) == 1 and "an admin's rule refused the call" in blocked[0].detail
     assert "executed" not in [e.action for e in await bot.storage.audit_log.entries()]
+
+
+async def test_a_trial_allow_rule_is_audited_and_the_call_still_waits(bot: RunningBot, model):
+    paris = {"condition": 'args.city == "パリ"', "effect": "allow", "trial": True}
+    await bot.storage.policies.set("get-weather", PolicyChange(mode="require_approval", rules=[paris]))
+    ask_weather(model, "パリ")
+    await bot.mention("パリの天気は?")
+    message = await bot.approval_message()
+    assert "パリ" in message.all_text
+    actions = [e.action for e in await bot.storage.audit_log.entries() if e.run_id]
+    assert actions == ["would_allow", "requested"]
