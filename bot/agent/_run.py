@@ -618,14 +618,20 @@ class RunDriver:
         context = _tool_context_for(row, tool)
         try:
             output = await self._call_tool(row, tool, policy, context)
-        except Exception as exc:  # noqa: BLE001 - a failing tool is a result the model should see
-            # the full text for operators; the model, the thread and the audit trail get it without secrets
-            log.info("tool %s failed in run %s: %r", row.tool_name, self.run.id, exc)
-            error = self.deps.redact(error_text(exc))
-            return await self._store_result(
-                row, ToolCallState.FAILED, {"error": error}, True, decides_next=decides_next
-            )
+        except asyncio.CancelledError as exc:
+            if _cancelled_from_outside():
+                raise  # a shutdown: the run is left to the recovery (its call is found started)
+            return await self._tool_failed(row, exc, decides_next=decides_next)
+        except BaseException as exc:  # noqa: BLE001 - tool code: a SystemExit it raises must not stop the bot
+            return await self._tool_failed(row, exc, decides_next=decides_next)
         return await self._store_tool_outcome(row, tool, context, output, decides_next=decides_next)
+
+    async def _tool_failed(self, row: StoredToolCall, exc: BaseException, *, decides_next: bool) -> list[Chunk]:
+        """What `execute` raised, whatever it was, as a failed call the model reads."""
+        # the full text for operators; the model, the thread and the audit trail get it without secrets
+        log.info("tool %s failed in run %s: %r", row.tool_name, self.run.id, exc)
+        error = self.deps.redact(error_text(exc))
+        return await self._store_result(row, ToolCallState.FAILED, {"error": error}, True, decides_next=decides_next)
 
     async def _mark_started(
         self, row: StoredToolCall, policy: ToolPolicy, sub_agent: SubAgent | None, *, decides_next: bool
@@ -986,6 +992,13 @@ def _suspended_with(call: StoredToolCall) -> Any:
     if call.interrupted and isinstance(call.suspend_payload, dict):
         return call.suspend_payload.get("suspended_with")
     return call.suspend_payload
+
+
+def _cancelled_from_outside() -> bool:
+    """Whether the running task was cancelled (a shutdown, a stream closed), as opposed to tool code that
+    raised `CancelledError` by itself."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _tool_context_for(row: StoredToolCall, tool: Tool) -> AgentToolContext:

@@ -161,3 +161,42 @@ async def test_a_shutdown_mid_preview_leaves_the_run_to_the_recovery_which_does_
     assert approval.payload["preview"]["ok"] is False
     assert "not run again" in approval.payload["preview"]["error"]
     assert previews == ["東京-7"]  # once, by the first process
+
+
+def tool_raising(exc: BaseException, ran: list):
+    async def execute(input, ctx):
+        ran.append(input["id"])
+        await asyncio.sleep(0)
+        raise exc
+
+    return create_tool(id="purge-rows", description="Delete rows", input_schema=RECORD, execute=execute)
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        SystemExit(7),
+        KeyboardInterrupt(),
+        asyncio.CancelledError("工具自己取消了"),
+        GeneratorExit(),
+        BaseExceptionGroup("いくつか", [SystemExit(1), ValueError("값")]),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+async def test_nothing_a_tools_execute_raises_stops_the_run_or_the_process(storage, model, exc):
+    """A tool is tool code too: what its `execute` raises is a failed call the model reads, and the run
+    goes on to its answer, whatever it raised (a SystemExit let out of the run's task would stop the
+    process, a CancelledError of its own would leave the run unfinished)."""
+    ran: list = []
+    model.chat.push(tool_calls(call("purge-rows", {"id": "表-7"}, id="call_p")), reply("清除失败了。"))
+    agent = make_agent([tool_raising(exc, ran)], storage=storage)
+
+    chunks = await collect(await agent.stream("清空表 7", thread_id="t-exec", resource_id="U1"))
+
+    assert ran == ["表-7"]
+    results = of_type(chunks, "tool-result")
+    assert len(results) == 1 and results[0].payload["is_error"] is True
+    assert of_type(chunks, "finish")[0].payload["finish_reason"] == "stop"
+    assert "清除失败了。" in "".join(c.payload["text"] for c in of_type(chunks, "text-delta"))
+    run_id = chunks[0].run_id
+    assert await run_status(storage, run_id) == "completed"
