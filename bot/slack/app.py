@@ -135,6 +135,7 @@ def create_slack_app(
         queued_notice_after=queued_notice_after,
         stale_after=stale_after,
         logger=logger,
+        languages=services.languages,
     )
     if signing_secret:  # over HTTP: events are acknowledged before Bolt's dispatch
         services.intake = EventIntake(app, services.stores.events, signing_secret, logger=logger)

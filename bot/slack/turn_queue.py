@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -29,12 +29,17 @@ from bot.defaults import DEFAULT_MAX_CONCURRENT_TURNS
 
 from .stores import QueuedMessage, SlackStores
 from .threads import SlackThread
+from .translator import DEFAULT_LANGUAGE, N_, Translator, translator
 
-QUEUED_TEXT = "Your message is queued: I'll answer it as soon as the messages before it are done."
-INTERRUPTED_TEXT = (
+if TYPE_CHECKING:
+    from .reader_language import ReaderLanguages
+
+QUEUED_TEXT = N_("Your message is queued: I'll answer it as soon as the messages before it are done.")
+INTERRUPTED_TEXT = N_(
     ":warning: I was stopped while answering a message here; whatever it started is picked up again, "
     "but if no answer to it comes, please send it again."
 )
+"""What the thread is told (catalog message ids: each is said in the conversation's language)."""
 
 
 class TurnQueue:
@@ -54,7 +59,10 @@ class TurnQueue:
         stale_after: float = 30.0,
         sweep_every: float = 5.0,
         logger: logging.Logger | None = None,
+        languages: ReaderLanguages | None = None,
     ):
+        self.languages = languages
+        """The conversations' languages (None: the notices are in English)."""
         self.stores = stores
         self.client = client
         self.answer = answer
@@ -177,15 +185,23 @@ class TurnQueue:
             # (a burst of other threads) is not told anything: its turn comes without a thread's wait
             if not await self.stores.events.waits_behind(event_id):
                 return
-            await self.client.chat_postMessage(channel=thread.channel, thread_ts=thread.thread_ts, text=QUEUED_TEXT)
+            text = (await self._words(thread.thread_id, None)).gettext(QUEUED_TEXT)
+            await self.client.chat_postMessage(channel=thread.channel, thread_ts=thread.thread_ts, text=text)
         except (SlackApiError, OSError) as exc:
             self.logger.warning("could not tell %s that a message is queued: %s", thread.thread_id, exc)
 
+    async def _words(self, thread_id: str, starter: str | None) -> Translator:
+        if self.languages is None:
+            return translator(DEFAULT_LANGUAGE)
+        return await self.languages.of_thread(thread_id, starter)
+
     async def _post(self, message: QueuedMessage, text: str) -> None:
+        """Say `text` (a catalog message id) in the message's thread."""
         event = message.event
         try:
+            said = (await self._words(message.thread_id, event.get("user"))).gettext(text)
             await self.client.chat_postMessage(
-                channel=event["channel"], thread_ts=event.get("thread_ts") or event["ts"], text=text
+                channel=event["channel"], thread_ts=event.get("thread_ts") or event["ts"], text=said
             )
         except (SlackApiError, OSError, KeyError) as exc:
             self.logger.warning("could not post in %s: %s", message.thread_id, exc)

@@ -79,14 +79,14 @@ async def decide_or_tell_submitter(
     unfit_text: str,
 ) -> None:
     """Carry out the decision; when another click won the race, or the runtime finds the data `unfit`,
-    tell the submitter (`unfit_text: <why>`)."""
+    tell the submitter (`unfit_text`, a catalog message id with `{error}`: why)."""
     try:
         await deciding
     except ClickRefused as refused:
         await refuse(services, client, refused, user=form.user_id, channel=None)
     except unfit as exc:
         call = form.call
-        text = f"{unfit_text}: {exc}"
+        text = (await services.languages.of_person(form.user_id)).gettext(unfit_text, error=str(exc))
         await tell(client, channel=call.row.channel, user=form.user_id, thread_ts=call.row.thread_ts, text=text)
 
 

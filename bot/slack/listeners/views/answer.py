@@ -12,6 +12,7 @@ from bot.agent import Resume, ResumeDataInvalidError
 
 from ...decisions import decide
 from ...services import services_of
+from ...translator import N_
 from ._form import decide_or_tell_submitter, submitted_form
 
 
@@ -37,5 +38,5 @@ async def handle_answer_submission(
         form,
         decide(services, client, form.call, Resume(form.data), user_id=form.user_id),
         unfit=ResumeDataInvalidError,
-        unfit_text="That answer does not fit",
+        unfit_text=N_("That answer does not fit: {error}"),
     )

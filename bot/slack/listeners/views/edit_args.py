@@ -13,6 +13,7 @@ from bot.agent import Approve, ToolArgsInvalidError
 
 from ...decisions import decide
 from ...services import services_of
+from ...translator import N_
 from ._form import decide_or_tell_submitter, submitted_form
 
 
@@ -38,5 +39,5 @@ async def handle_edit_args_submission(
         form,
         decide(services, client, form.call, Approve(args=form.data), user_id=form.user_id),
         unfit=ToolArgsInvalidError,
-        unfit_text="Nothing was approved",
+        unfit_text=N_("Nothing was approved: {error}"),
     )
