@@ -6,11 +6,13 @@ stderr and exit status 2, and changes nothing.
 
 from __future__ import annotations
 
+import ast
 import csv
 import dataclasses
 import getpass
 import io
 import json
+import re
 import socket
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -144,6 +146,39 @@ async def trial_counts(storage: Storage, policy: ToolPolicy) -> str:
     counts = await storage.audit_log.counts(policy.tool_name, TRIAL_ACTIONS, since=policy.updated_at)
     said = ", ".join(f"{action} {counts.get(action, 0)}" for action in TRIAL_ACTIONS)
     return f"trial since version {policy.version}: {said}"
+
+
+_RULE_WORDS = re.compile(
+    r"^if (?P<condition>.+) then (?P<effect>allow|require_approval|refuse)"
+    r"(?: by (?P<approvers>[A-Za-z0-9,]+))?(?: \(named (?P<name>'.*'|\".*\")\))?(?P<trial> \[trial\])?$"
+)
+
+
+def rules_from_words(text: str) -> list[dict[str, Any]]:
+    """Rules written one a line as `rule_words` writes them (`if CONDITION then EFFECT [by U1,S2] [(named
+    'NAME')] [[trial]]`), in order; raises `PolicyError` (one line: which line, what is wrong)."""
+    rules = []
+    for number, line in enumerate((line.strip() for line in text.splitlines() if line.strip()), 1):
+        found = _RULE_WORDS.match(line)
+        if found is None:
+            raise PolicyError(
+                f"line {number}: write `if CONDITION then allow|require_approval|refuse`, optionally followed by "
+                "`by U1,S2`, `(named 'NAME')` and `[trial]`"
+            )
+        try:
+            name = ast.literal_eval(found["name"]) if found["name"] else ""
+        except (ValueError, SyntaxError):
+            raise PolicyError(f"line {number}: the name is text in quotes, e.g. (named 'finance')") from None
+        rules.append(
+            {
+                "condition": found["condition"].strip(),
+                "effect": found["effect"],
+                "name": name,
+                "approvers": (found["approvers"] or "").split(","),
+                "trial": bool(found["trial"]),
+            }
+        )
+    return rules
 
 
 def rule_words(rule: ToolRule) -> str:

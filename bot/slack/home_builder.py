@@ -30,6 +30,7 @@ from slack_sdk.models.blocks import (
 )
 from slack_sdk.models.views import View
 
+from bot.admin import rule_words
 from memory import PolicyMode, ToolPolicy
 from tools import JsonValueError, read_json
 
@@ -52,6 +53,7 @@ MODE_BLOCK, APPROVERS_BLOCK, SELF_APPROVAL_BLOCK, EXPIRY_BLOCK, APPROVALS_BLOCK,
     "policy_grant_seconds",
 )
 ESCALATE_TO_BLOCK, ESCALATE_AFTER_BLOCK = "policy_escalate_to", "policy_escalate_after"
+RULES_BLOCK = "policy_rules"
 MODE_LABELS = {
     PolicyMode.INHERIT: N_("As the code says"),
     PolicyMode.REQUIRE_APPROVAL: N_("Always ask for approval"),
@@ -523,6 +525,20 @@ def build_policy_modal(policy: ToolPolicy, tr: Translator) -> dict[str, Any]:
                 action_id="value", initial_value=str(policy.escalate_after) if policy.escalate_after else None
             ),
         ),
+        InputBlock(
+            block_id=RULES_BLOCK,
+            label=tr.gettext("Rules"),
+            optional=True,
+            hint=tr.gettext(
+                "One rule a line, the first that matches decides: if CONDITION then allow|require_approval|refuse, "
+                "optionally by U1,S2 (named 'NAME') [trial]. Add, reorder or delete lines to change them."
+            ),
+            element=PlainTextInputElement(
+                action_id="value",
+                multiline=True,
+                initial_value="\n".join(rule_words(rule) for rule in policy.rules) or None,
+            ),
+        ),
     ]
     return View(
         type="modal",
@@ -553,4 +569,5 @@ def read_policy_modal(values: dict[str, Any]) -> dict[str, Any]:
         "grant_seconds": (field(GRANTS_BLOCK).get("value") or "").strip(),
         "escalate_to": (field(ESCALATE_TO_BLOCK).get("value") or "").strip(),
         "escalate_after": (field(ESCALATE_AFTER_BLOCK).get("value") or "").strip(),
+        "rules": field(RULES_BLOCK).get("value") or "",
     }

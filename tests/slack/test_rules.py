@@ -5,6 +5,8 @@ names its own approvers; a condition that cannot be evaluated fails safe; a tria
 from __future__ import annotations
 
 import html
+import json
+from typing import Any
 
 import pytest
 
@@ -12,7 +14,7 @@ from memory import PolicyChange
 from tests.support.processes import bot_command
 from tests.support.scripted_model import call, reply, tool_calls
 
-from .harness import RunningBot, refused_click, request
+from .harness import RunningBot, modal_values, opened_policy_modal, refused_click, request
 
 pytestmark = pytest.mark.both_databases
 
@@ -153,3 +155,38 @@ async def test_a_trial_allow_rule_is_audited_and_the_call_still_waits(bot: Runni
     assert "パリ" in message.all_text
     actions = [e.action for e in await bot.storage.audit_log.entries() if e.run_id]
     assert actions == ["would_allow", "requested"]
+
+
+async def test_an_admin_adds_orders_and_removes_rules_in_the_home_form(home_bot: RunningBot):
+    await home_bot.storage.policies.set("issue-refund", PolicyChange(rules=[{"condition": "true", "effect": "allow"}]))
+    view = await opened_policy_modal(home_bot, "issue-refund")
+    rules_field = next(b for b in view["blocks"] if b["block_id"] == "policy_rules")
+    assert rules_field["element"]["initial_value"] == "if true then allow"
+
+    def values(rules: str) -> dict[str, Any]:
+        return {**modal_values(), "policy_rules": {"value": {"type": "plain_text_input", "value": rules}}}
+
+    for rules, error in [
+        ("if args.amont > 100.0 then refuse", "rule 1 (args.amont > 100.0): args has no field 'amont'"),
+        ("when args.amount > 1.0 refuse", "line 1: write `if CONDITION then allow|require_approval|refuse`"),
+        ("if true then allow\nif args.amount > 100 then refuse", "rule 2 (args.amount > 100): args.amount is a double"),
+    ]:
+        status, body = await home_bot.sender.submit(view, values(rules), user="U1")
+        assert status == 200 and error in json.loads(body)["errors"]["policy_rules"], (rules, body)
+    assert (await home_bot.storage.policies.get("issue-refund")).version == 1  # nothing changed
+
+    wanted = (
+        "if args.order_id.startsWith(\"株式会社テスト\") then refuse (named '取引停止') [trial]\n"
+        "if args.amount > 100.0 then require_approval by U9 (named 'finance')"
+    )
+    status, body = await home_bot.sender.submit(view, values(wanted), user="U1")
+    assert status == 200 and not body
+    policy = await home_bot.storage.policies.get("issue-refund")
+    assert [(r.effect, r.name, r.approvers, r.trial) for r in policy.rules] == [
+        ("refuse", "取引停止", (), True),
+        ("require_approval", "finance", ("U9",), False),
+    ]
+    change = [e for e in await home_bot.storage.audit_log.entries() if e.action == "policy_changed"][-1]
+    assert (change.actor, change.via, change.before["rules"], len(change.after["rules"])) == (
+        "U1", "home", [{"condition": "true", "effect": "allow"}], 2,
+    )  # fmt: skip

@@ -11,7 +11,7 @@ from typing import Any
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 
-from bot.admin import AdminInputError, change_policy
+from bot.admin import AdminInputError, change_policy, rules_from_words
 from memory import (
     PolicyChange,
     PolicyError,
@@ -31,6 +31,7 @@ from ...home_builder import (
     EXPIRY_BLOCK,
     GRANTS_BLOCK,
     MODE_BLOCK,
+    RULES_BLOCK,
     read_policy_modal,
 )
 from ...services import home_changed, services_of
@@ -77,6 +78,11 @@ async def handle_policy_submission(
     except PolicyError as exc:
         await ack(response_action="errors", errors={ESCALATE_AFTER_BLOCK: str(exc)[:150]})
         return
+    try:
+        rules = rules_from_words(fields["rules"])
+    except PolicyError as exc:
+        await ack(response_action="errors", errors={RULES_BLOCK: str(exc)[:150]})
+        return
     change = PolicyChange(
         mode=fields["mode"],
         approvers=fields["approvers"],
@@ -86,13 +92,16 @@ async def handle_policy_submission(
         grant_seconds=grants,
         escalate_to=escalate_to,
         escalate_after=escalate_after,
+        rules=rules,
     )
     tool_name = view.get("private_metadata") or ""
     try:
         await change_policy(services.agent.storage, services.agent, tool_name, change, actor=user_id, via="home")
     except AdminInputError as exc:
         block = (
-            APPROVERS_BLOCK
+            RULES_BLOCK
+            if str(exc).startswith("rule ")
+            else APPROVERS_BLOCK
             if "Slack user" in str(exc)
             else ESCALATE_AFTER_BLOCK
             if "escalation delay" in str(exc)
