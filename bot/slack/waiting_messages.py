@@ -29,6 +29,7 @@ from .approval_builder import (
     build_decided_approval_blocks,
     decided_text,
 )
+from .directory import is_user_id
 from .permissions import who_may_decide
 from .posting import UNCLEAR, deliver, find_copies
 from .question_builder import (
@@ -248,22 +249,26 @@ async def refresh_message(
     shown = await services.stores.messages.every_message(await services.stores.messages.get(row.id) or row)
     if not shown:
         return False
-    if row.kind == "approval":
-        text, blocks = _settled_approval(row, record, await services.languages.of_thread(row.thread_id, row.requester))
-    else:
-        refused = record.outcome if record is not None and record.outcome in ("declined", "cancelled") else None
-        answer = AnswerView(
-            answered_by=answered_by,
-            answered_at=record.decided_at if (answered_by or refused) and record is not None else None,
-            resume_data=resume_data if resume_data is not None or record is None else record.resume_data,
-            refused=refused,
-            refused_by=record.decided_by if refused else None,
-        )
-        tr = await services.languages.of_thread(row.thread_id, row.requester)
+    refused = record.outcome if record is not None and record.outcome in ("declined", "cancelled") else None
+    answer = AnswerView(
+        answered_by=answered_by,
+        answered_at=record.decided_at if (answered_by or refused) and record is not None else None,
+        resume_data=resume_data if resume_data is not None or record is None else record.resume_data,
+        refused=refused,
+        refused_by=record.decided_by if refused else None,
+    )
+
+    def settled(tr: Translator) -> tuple[str, list]:
+        if row.kind == "approval":
+            return _settled_approval(row, record, tr)
         text = tr.gettext("Answered: {tool}", tool=row.tool_name)
-        blocks = build_answered_question_blocks(question_view_of(row), answer, tr)
+        return text, build_answered_question_blocks(question_view_of(row), answer, tr)
+
     failures = []
-    for channel, ts in shown:
+    in_words: dict[str, tuple[str, list]] = {}
+    for channel, ts, escalated_to in shown:
+        tr = await _words_of_reader(services, row, escalated_to)
+        text, blocks = in_words.setdefault(tr.language, settled(tr))
         try:
             await client.chat_update(channel=channel, ts=ts, text=text, blocks=blocks)
         except SlackApiError as exc:
@@ -284,15 +289,25 @@ async def _show_approvals_so_far(
 ) -> None:
     """Four eyes: every copy of a waiting approval shows who approved so far, its buttons kept."""
     view = await with_policy(services, approval_view_of(row, record), record)
-    tr = await services.languages.of_thread(row.thread_id, row.requester)
-    text, blocks = approval_text(view, tr), build_approval_blocks(view, tr)
-    for channel, ts in await services.stores.messages.every_message(await services.stores.messages.get(row.id) or row):
+    for channel, ts, escalated_to in await services.stores.messages.every_message(
+        await services.stores.messages.get(row.id) or row
+    ):
+        tr = await _words_of_reader(services, row, escalated_to)
+        text, blocks = approval_text(view, tr), build_approval_blocks(view, tr)
         try:
             await client.chat_update(channel=channel, ts=ts, text=text, blocks=blocks)
         except SlackApiError as exc:
             if exc.response.get("error") != "message_not_found":
                 services.logger.warning("could not show the approvals of %s/%s", row.run_id, row.tool_call_id)
     home_changed(services)
+
+
+async def _words_of_reader(services: SlackServices, row: ToolCallMessageRow, escalated_to: str | None) -> Translator:
+    """The words of one message of `row`'s call: a DM copy's in its one reader's language, every other
+    (the thread's own, a channel's copy) in the conversation's."""
+    if escalated_to and is_user_id(escalated_to):
+        return await services.languages.of_person(escalated_to)
+    return await services.languages.of_thread(row.thread_id, row.requester)
 
 
 def _settled_approval(row: ToolCallMessageRow, record: ToolCallRecord | None, tr: Translator) -> tuple[str, list]:

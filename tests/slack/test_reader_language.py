@@ -10,6 +10,8 @@ import json
 import pytest
 
 from bot.slack.feedback_builder import FEEDBACK
+from bot.slack_emulator.workspace import UserGroup
+from memory import PolicyChange
 from tests.support.scripted_model import call, reply, tool_calls
 
 from .harness import RunningBot, ask_to_delete, home_of, open_home, running_bot, text_of
@@ -170,3 +172,32 @@ async def test_a_person_reads_the_approval_its_buttons_the_decision_and_their_ho
     await bot.sender.click(answer, FEEDBACK, user=user, value="up:no-such-run")
     ephemeral = await bot.slack.wait_for("chat.postEphemeral")
     assert ephemeral[-1].params["text"] == refused
+
+
+async def test_an_escalations_dm_copies_are_in_each_readers_language(database_url, slack, model, clock):
+    """The thread is English (U1's); the copies a Korean and a Japanese on-call person get are in theirs,
+    when posted and once decided."""
+    slack.workspace.usergroups["S8"] = UserGroup(id="S8", handle="on-call", users=("UKO", "UJA"))
+    async with running_bot(database_url=database_url, slack=slack, clock=clock) as bot:
+        await bot.storage.policies.set("delete-record", PolicyChange(escalate_to="S8", escalate_after=600))
+        ask_to_delete(model)
+        await bot.mention("delete record 3", user="U1")
+        message = await bot.approval_message()
+        clock.advance(601)
+        assert len(await bot.agent.escalate_waiting_approvals()) == 1
+        posted = [
+            bot.slack.posted_by(c)
+            for c in bot.slack.calls_of("chat.postMessage")
+            if "tool_approve" in str(c.params.get("blocks")) and c.response["channel"] != "C1"
+        ]
+        copies = {copy.channel: copy for copy in posted}
+        assert "에스컬레이션됨" in copies["DUKO"].all_text and "10분" in copies["DUKO"].all_text
+        assert "エスカレーション" in copies["DUJA"].all_text and "10 分" in copies["DUJA"].all_text
+        assert button_labels(copies["DUKO"])[0] == "승인" and button_labels(copies["DUJA"])[0] == "承認"
+
+        await bot.sender.click(copies["DUKO"], "tool_approve", user="UKO")
+        for shown in (message, copies["DUKO"], copies["DUJA"]):
+            await bot.slack.wait_for("chat.update", lambda c, ts=shown.ts: c.params.get("ts") == ts)
+        assert "Approved by <@UKO>" in message.all_text  # the thread: its starter's English
+        assert "<@UKO>님이" in copies["DUKO"].all_text and "승인함" in copies["DUKO"].all_text
+        assert "<@UKO> さんが" in copies["DUJA"].all_text and "に承認" in copies["DUJA"].all_text

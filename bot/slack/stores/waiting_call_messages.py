@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, or_, select, tuple_, update
 
@@ -20,6 +20,15 @@ from memory.tables import utcnow
 from ..tables import ToolCallMessageCopyRow, ToolCallMessageRow
 from ..threads import SlackThread
 from ._table_store import TableStore
+
+
+class ShownMessage(NamedTuple):
+    """A Slack message that shows a waiting call: the thread's own, or a copy."""
+
+    channel: str
+    ts: str
+    escalated_to: str | None = None
+    """Whom an escalation posted this copy to (a person's user ID for a DM copy; a channel's ID)."""
 
 
 @retried_while_away
@@ -219,19 +228,19 @@ class WaitingCallMessages(TableStore):
             )
             return found is not None
 
-    async def every_message(self, row: ToolCallMessageRow) -> list[tuple[str, str]]:
-        """(channel, ts) of every known message that shows `row`'s call: its own first, then the copies
-        (an escalation's in their own channels)."""
+    async def every_message(self, row: ToolCallMessageRow) -> list[ShownMessage]:
+        """Every known message that shows `row`'s call: its own first, then the copies (an escalation's in
+        their own channels, with whom the escalation posted each to)."""
         async with self._writing_rows() as session:
             copies = await session.execute(
-                select(ToolCallMessageCopyRow.channel, ToolCallMessageCopyRow.ts)
+                select(ToolCallMessageCopyRow.channel, ToolCallMessageCopyRow.ts, ToolCallMessageCopyRow.escalated_to)
                 .where(ToolCallMessageCopyRow.message_id == row.id)
                 .order_by(ToolCallMessageCopyRow.created_at)
             )
-            found = [(row.channel, row.ts)] if row.ts else []
-            for channel, ts in copies:
-                if (channel or row.channel, ts) not in found:
-                    found.append((channel or row.channel, ts))
+            found = [ShownMessage(row.channel, row.ts)] if row.ts else []
+            for channel, ts, escalated_to in copies:
+                if (channel or row.channel, ts) not in [(m.channel, m.ts) for m in found]:
+                    found.append(ShownMessage(channel or row.channel, ts, escalated_to))
             return found
 
     async def mark_maybe_copies(self, ref: str) -> None:
