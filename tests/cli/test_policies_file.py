@@ -111,3 +111,15 @@ async def test_a_bad_file_is_refused_whole_with_one_line_per_problem(database_ur
     code, _, err = await bot_command("policy", "apply", str(file), database_url=database_url)
     assert code == 2 and f"error: {file}:3: not valid YAML" in err, err
     assert await audit_of(database_url) == []  # nothing at all was written
+
+
+async def test_the_demo_policies_file_applies_to_the_demo_agent(database_url):
+    demo = Path(__file__).resolve().parents[2] / "examples" / "demo-policies.yaml"
+    code, out, err = await bot_command("policy", "apply", str(demo), database_url=database_url)
+    assert code == 0, err
+    assert out.splitlines() == [
+        "issue-refund: rule 1 added: if args.amount > 100.0 then require_approval by UBOB (named 'finance')",
+        "issue-refund: rule 2 added: if args.order_id.startsWith(\"TEST-\") then refuse (named 'test orders')",
+        "delete-record: rule 1 added: if args.id <= 2 then refuse (named 'keep the first records') [trial]",
+        f"Applied 2 tool policies from {demo}.",
+    ]

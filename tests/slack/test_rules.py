@@ -190,3 +190,20 @@ async def test_an_admin_adds_orders_and_removes_rules_in_the_home_form(home_bot:
     assert (change.actor, change.via, change.before["rules"], len(change.after["rules"])) == (
         "U1", "home", [{"condition": "true", "effect": "allow"}], 2,
     )  # fmt: skip
+
+
+async def test_a_standing_grant_covers_later_calls_a_rule_sends_to_approval(bot: RunningBot, model):
+    await bot.storage.policies.set("get-weather", PolicyChange(rules=[TOKYO_NEEDS_APPROVAL], grant_seconds=3600))
+    ask_weather(model, "東京")
+    event = await bot.mention("東京の天気は?")
+    message = await bot.approval_message()
+    await bot.sender.click(message, "tool_approve_grant", user="U2")
+    await bot.slack.wait_for("chat.stopStream")
+
+    ask_weather(model, "東京", id="call_2")
+    await bot.say("もう一度、東京の天気は?", user="U1", thread_ts=event["ts"])
+    await bot.slack.wait_for("chat.stopStream", count=2)
+    approvals = [c for c in bot.slack.calls_of("chat.postMessage") if "tool_approve" in str(c.params.get("blocks"))]
+    assert len(approvals) == 1  # the second call ran under the grant
+    actions = [e.action for e in await bot.storage.audit_log.entries() if e.run_id]
+    assert actions[-3:] == ["requested", "grant_used", "executed"]
