@@ -95,7 +95,9 @@ async def decide_selected(
                 await _refresh(services, client, refused.row)
             outcomes.append(
                 BulkOutcome(
-                    group=_GROUP_OF[refused.reason], label=_label(refused.about, value, tr), why=refused.explanation
+                    group=_GROUP_OF[refused.reason],
+                    label=_label(refused.about, value, tr),
+                    why=tr.gettext(refused.explanation),
                 )
             )
             continue

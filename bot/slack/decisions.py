@@ -34,13 +34,15 @@ from .permissions import DecisionCheck, Verdict
 from .services import SlackServices
 from .tables import ToolCallMessageRow
 from .threads import SlackThread
+from .translator import N_
 from .waiting_messages import record_of, refresh_message, still_waits
 
-UNKNOWN = "This button does not belong to a request that is waiting here."
-ALREADY_DECIDED = "This request was already decided."
-ALREADY_ANSWERED = "This question was already answered."
-EXPIRED = "This request expired: nobody decided before its tool policy's time limit, so it was not run."
-NOT_AS_SHOWN = (
+# What a refused click is told (catalog message ids: `refuse` says them in the clicker's language).
+UNKNOWN = N_("This button does not belong to a request that is waiting here.")
+ALREADY_DECIDED = N_("This request was already decided.")
+ALREADY_ANSWERED = N_("This question was already answered.")
+EXPIRED = N_("This request expired: nobody decided before its tool policy's time limit, so it was not run.")
+NOT_AS_SHOWN = N_(
     "This selection does not match the request as it waits now (a stale or forged Home), so it was not decided."
 )
 
@@ -62,7 +64,7 @@ class RefusalReason(StrEnum):
     """A bulk selection whose fingerprint is not the waiting call's (a stale or forged App Home)."""
 
 
-HELD_ELSEWHERE = (
+HELD_ELSEWHERE = N_(
     "This question waits inside a sub-agent's MCP call that another bot process holds, and this answer could "
     "not reach it, so nothing was decided. Try again in a moment, or decline it."
 )
@@ -319,7 +321,8 @@ async def refuse(
     channel: str | None,
     thread_ts: str | None = None,
 ) -> None:
-    """Explain a refused click to the user alone, and bring the message up to date if its call is settled."""
+    """Explain a refused click to the user alone, in their language (an explanation the catalogs have; the
+    decision rule's own words as written), and bring the message up to date if its call is settled."""
     metrics.refused(refused.reason)
     target_channel = channel or (refused.about.channel if refused.about else None)
     if target_channel:
@@ -327,7 +330,7 @@ async def refuse(
             client,
             channel=target_channel,
             user=user,
-            text=refused.explanation,
+            text=(await services.languages.of_person(user)).gettext(refused.explanation),
             thread_ts=thread_ts or (refused.about.thread_ts if refused.about else None),
         )
     if refused.row is not None:

@@ -67,7 +67,7 @@ async def test_a_second_click_on_a_decided_approval_is_explained_to_the_clicker_
     told = await page.wait_for(
         lambda s: [m for m in thread(s, ts) if m["ephemeral"]], user=BOB, what="Bob's ephemeral message"
     )
-    assert "already decided" in told[0]["text"]
+    assert told[0]["text"] == "此請求已經有人決定了。"  # "This request was already decided.", in Bob's language
     assert not [m for m in (await page.state(ALICE))["messages"] if m["ephemeral"]]
 
 

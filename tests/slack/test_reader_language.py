@@ -150,12 +150,23 @@ APPROVAL_WORDS = {
 }  # fmt: skip
 
 
+ALREADY = {
+    "UTW": "此請求已經有人決定了。",
+    "UCN": "此请求已经有人决定了。",
+    "UKO": "이 요청은 이미 결정되었습니다.",
+    "UJA": "このリクエストはすでに決定済みです。",
+    "U1": "This request was already decided.",
+}
+
+
 @pytest.mark.parametrize("user", list(APPROVAL_WORDS))
 async def test_a_person_reads_the_approval_its_buttons_the_decision_and_their_home(bot: RunningBot, model, user):
     needed, buttons, decided, header, yours, refused = APPROVAL_WORDS[user]
+    already = ALREADY[user]
     ask_to_delete(model)
     await bot.mention("請刪除第 3 筆記錄", user=user)
     message = await bot.approval_message()
+    message_ref = message.button_value("tool_approve")
     assert needed in message.all_text and "請刪除第 3 筆記錄" in message.all_text  # what they asked, as written
     assert button_labels(message) == buttons
 
@@ -167,10 +178,15 @@ async def test_a_person_reads_the_approval_its_buttons_the_decision_and_their_ho
     await bot.slack.wait_for("chat.update", lambda c: c.params.get("ts") == message.ts)
     assert decided in message.all_text and "<!date^" in message.all_text  # the thread's language, not U2's
 
+    # a second click, by the person who asked: told alone, in their language, that it was decided already
+    await bot.sender.click(message, "tool_approve", user=user, value=message_ref)
+    told = await bot.slack.wait_for("chat.postEphemeral")
+    assert told[-1].params["user"] == user and told[-1].params["text"] == already
+
     stops = await bot.slack.wait_for("chat.stopStream")
     answer = bot.slack.message("C1", stops[-1].params["ts"])
     await bot.sender.click(answer, FEEDBACK, user=user, value="up:no-such-run")
-    ephemeral = await bot.slack.wait_for("chat.postEphemeral")
+    ephemeral = await bot.slack.wait_for("chat.postEphemeral", count=2)
     assert ephemeral[-1].params["text"] == refused
 
 
