@@ -10,6 +10,7 @@ import json
 import pytest
 
 from bot.slack.feedback_builder import FEEDBACK
+from bot.slack_emulator.app_requests import app_home_opened_event
 from bot.slack_emulator.workspace import UserGroup
 from memory import PolicyChange
 from tests.support.scripted_model import call, reply, tool_calls
@@ -217,3 +218,19 @@ async def test_an_escalations_dm_copies_are_in_each_readers_language(database_ur
         assert "Approved by <@UKO>" in message.all_text  # the thread: its starter's English
         assert "<@UKO>님이" in copies["DUKO"].all_text and "승인함" in copies["DUKO"].all_text
         assert "<@UKO> さんが" in copies["DUJA"].all_text and "に承認" in copies["DUJA"].all_text
+
+
+@pytest.mark.parametrize(
+    ("user", "title", "hello"),
+    [
+        ("UKO", "다음 중 하나를 해 보세요:", "안녕하세요 <@UKO>님!"),
+        ("UJA", "次のどれかを試してみてください:", "こんにちは <@UJA> さん！"),
+    ],
+)
+async def test_the_dm_greets_its_person_in_their_language(bot: RunningBot, user, title, hello):
+    event = {**app_home_opened_event(user, "messages"), "channel": f"D{user}"}
+    assert (await bot.sender.event(event))[0] == 200
+    [prompts] = await bot.slack.wait_for("assistant.threads.setSuggestedPrompts")
+    assert prompts.params["title"] == title
+    [greeting] = await bot.slack.wait_for("chat.postMessage", lambda c: c.params.get("channel") == f"D{user}")
+    assert greeting.params["text"].startswith(hello) and "`delete-record`" in greeting.params["text"]
