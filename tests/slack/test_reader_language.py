@@ -13,7 +13,7 @@ from bot.slack.feedback_builder import FEEDBACK
 from bot.slack_emulator.app_requests import app_home_opened_event
 from bot.slack_emulator.workspace import UserGroup
 from memory import PolicyChange
-from tests.support.scripted_model import call, reply, tool_calls
+from tests.support.scripted_model import call, failure, reply, tool_calls
 
 from .harness import RunningBot, ask_to_delete, home_of, open_home, running_bot, text_of
 
@@ -234,3 +234,13 @@ async def test_the_dm_greets_its_person_in_their_language(bot: RunningBot, user,
     assert prompts.params["title"] == title
     [greeting] = await bot.slack.wait_for("chat.postMessage", lambda c: c.params.get("channel") == f"D{user}")
     assert greeting.params["text"].startswith(hello) and "`delete-record`" in greeting.params["text"]
+
+
+async def test_a_queued_message_is_told_so_in_the_threads_language(database_url, slack, model):
+    model.chat.push(failure("timeout", seconds=2.0, then=reply("慢的回答。")), reply("下一個回答。"))
+    async with running_bot(database_url=database_url, slack=slack, queued_notice_after=0.3) as bot:
+        first = await bot.mention("第一則", user="UTW")
+        await bot.say("second", user="UKO", thread_ts=first["ts"])  # a Korean reader writes in the thread
+        queued = "你的訊息已排入佇列：前面的訊息處理完後我就會回覆。"
+        notices = await slack.wait_for("chat.postMessage", lambda c: c.params.get("text") == queued)
+        assert notices[0].params["thread_ts"] == first["ts"]
