@@ -2,16 +2,19 @@
 
 Knows nothing of Slack: it imports `tools` and `memory` only. Every front end (Slack, the HTTP API,
 the playground) drives it through the names exported here; every decision about a waiting call goes
-through `Agent.decide(run_id, tool_call_id, Approve(...) | Decline(...) | Resume(...))`.
+through `Agent.decide_as(run_id, tool_call_id, Approve(...) | Decline(...) | Resume(...), actor=...)`,
+which asks the one rule of who may act (`_authorize`) and answers with a `DecisionResult`.
 """
 
 from memory.states import DecisionKind, RunStatus, ToolCallState, waits_instead
 
 from ._agent import Agent
+from ._authorize import PLAIN, Action, Directory, Naming, OpenDirectory, Refusal, RefusalReason
 from ._conditions import ConditionError, check_condition
 from ._fingerprint import fingerprint
 from ._grounding import yes_or_no
 from ._model import limit_model_requests
+from ._results import AlreadyDecided, Counted, Decided, DecisionResult, Gone, Invalid, Refused
 from ._stream import AgentStream, wait_for_running_runs
 from .exceptions import (
     AgentError,
@@ -19,6 +22,7 @@ from .exceptions import (
     ApprovalNotCountedError,
     CommitOutcomeUnknownError,
     DatabaseAwayError,
+    DirectoryUnavailableError,
     GrantNotAllowedError,
     ModelError,
     NoSuspendedRunError,
@@ -66,7 +70,22 @@ from .types import (
 )
 
 __all__ = [
+    "PLAIN",
+    "Action",
     "Agent",
+    "AlreadyDecided",
+    "Counted",
+    "Decided",
+    "DecisionResult",
+    "Directory",
+    "DirectoryUnavailableError",
+    "Gone",
+    "Invalid",
+    "Naming",
+    "OpenDirectory",
+    "Refusal",
+    "RefusalReason",
+    "Refused",
     "AgentError",
     "AgentOutput",
     "Escalation",

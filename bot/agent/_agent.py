@@ -51,10 +51,13 @@ from tools import (
     to_jsonable,
 )
 
+from ._authorize import Action, Directory, OpenDirectory, authorize, four_eyes_refusal, policy_for, requester_of
 from ._autoresume import find_answer, waiting_note
 from ._conditions import rule_approvers, rule_line
+from ._deciding import Landed, asked_of, check_action, decide_as
 from ._fingerprint import fingerprint
 from ._model import shared_client, whole_replies
+from ._results import Decided, DecisionResult, Refused
 from ._run import RequestOptions, RunDeps, RunDriver, SubAgent, WonDecision, declined_message, expired_message
 from ._stream import AgentStream
 from .exceptions import (
@@ -170,6 +173,8 @@ class Agent:
         self._redact: Callable[[str], str] = NO_KNOWN_SECRETS
         self._heard: asyncio.Event | None = None
         """Set when a live question may have been answered (a `NOTIFY`)."""
+        self.directory: Directory = OpenDirectory()
+        """Who people are, as the front end knows them (`attach(directory=...)`), for the rule of who may act."""
         self.attach(storage=storage, memory=memory)
 
     def __repr__(self) -> str:
@@ -183,14 +188,20 @@ class Agent:
         memory: Memory | None = None,
         model_client: openai.AsyncOpenAI | None = None,
         secrets: Iterable[str] | None = None,
+        directory: Directory | None = None,
     ) -> Agent:
         """Give the agent what the bot builds from settings: storage (and optionally memory), a model
-        client, and the secrets a failing tool's words are shown without (`bot.redaction`: the settings'
-        tokens and keys); sub-agents without their own get the same."""
+        client, the secrets a failing tool's words are shown without (`bot.redaction`: the settings'
+        tokens and keys), and the front end's directory of people; sub-agents without their own get the
+        same."""
         if secrets is not None:
             self._redact = Redactor(secrets)
             for sub_agent in self.agents.values():
                 sub_agent.attach(secrets=secrets)
+        if directory is not None:
+            self.directory = directory
+            for sub_agent in self.agents.values():
+                sub_agent.attach(directory=directory)
         if model_client is not None:
             self._model_client, self._owns_client = model_client, False
             for sub_agent in self.agents.values():
@@ -305,8 +316,11 @@ class Agent:
                 and not (c.held_by is not None and c.resume_schema is None)
             ]
             unclear: list[str] = []
+            speaker = request.request_context.get("requester") or resource_id
             if parked and request.auto_resume_suspended_tools:
-                resumed, unclear = await self._auto_resume(parked, message, resource_id)
+                parked = await self._answerable_by(speaker, parked)  # anyone else's message is a turn of its own
+            if parked and request.auto_resume_suspended_tools:
+                resumed, unclear = await self._auto_resume(parked, message, speaker)
                 if resumed is not None:
                     return resumed
             if waiting:
@@ -320,10 +334,10 @@ class Agent:
         return AgentStream(run.id, driver.loop(notes))
 
     async def _auto_resume(
-        self, parked: list[StoredToolCall], message: str | list[dict[str, Any]], resource_id: str | None
+        self, parked: list[StoredToolCall], message: str | list[dict[str, Any]], speaker: str | None
     ) -> tuple[AgentStream | None, list[str]]:
-        """Resume the parked call the message answers, with the message kept in the thread; else None and
-        what the message left unclear."""
+        """Resume the parked call the message answers, with the message kept in the thread, decided by its
+        `speaker`; else None and what the message left unclear."""
         text = message if isinstance(message, str) else "\n".join(str(m.get("content") or "") for m in message)
         reading = await find_answer(
             self.model_client, self.model, parked, text, timeout=float(self.default_options["auto_resume_timeout"])
@@ -331,18 +345,30 @@ class Agent:
         answer = reading.answer
         if answer is None:
             return None, reading.unclear
-        try:
-            stream = await self.decide(
-                answer.call.run_id,
-                answer.call.tool_call_id,
-                Resume(answer.resume_data),
-                decided_by=resource_id,
-                via="thread",
-                user_messages=_user_messages(message),
-            )
-        except (ToolCallNotSuspendedError, ResumeDataInvalidError, QuestionHeldElsewhereError):
-            return None, []  # someone settled it first, the data did not fit, it cannot be reached: a normal turn
-        return stream, []
+        result = await self.decide_as(
+            answer.call.run_id,
+            answer.call.tool_call_id,
+            Resume(answer.resume_data),
+            actor=speaker,
+            via="thread",
+            user_messages=_user_messages(message),
+        )
+        if isinstance(result, Decided):
+            return result.stream, []
+        return None, []  # someone settled it first, the data did not fit, it cannot be reached: a normal turn
+
+    async def _answerable_by(self, speaker: str | None, parked: list[StoredToolCall]) -> list[StoredToolCall]:
+        """The parked calls `speaker` may answer (the rule's `Action.ANSWER`), without auditing the others:
+        a message that answers none of them is an ordinary turn, not a refused answer."""
+        answerable = []
+        for call in parked:
+            run = await self.storage.runs.get_run(call.run_id)
+            if run is None:
+                continue
+            policy = policy_for(await self.storage.policies.get(call.displayed_tool_name), call)
+            if await authorize(asked_of(run, call, speaker, Action.ANSWER), policy, self.directory) is None:
+                answerable.append(call)
+        return answerable
 
     async def generate(self, message: str | list[dict[str, Any]], **options: Any) -> AgentOutput:
         with whole_replies():
@@ -434,15 +460,62 @@ class Agent:
         via: str = "runtime",
         user_messages: Sequence[dict[str, Any]] = (),
     ) -> AgentStream:
-        """Decide one waiting call (`Approve`, `Decline`, `Resume`) and go on with the run: the one way
-        every front end decides. Exactly one caller wins a call; the others get `ToolCallNotSuspendedError`.
+        """Decide one waiting call (`Approve`, `Decline`, `Resume`) and go on with the run, asking no rule
+        of who may (the caller is trusted; a front end asks `decide_as`). Exactly one caller wins a call;
+        the others get `ToolCallNotSuspendedError`.
 
         `tool_call_id` None: the run's most recently suspended call. `decided_by`: who (a user id, as the
         front end names them). `via`: through what (`button`, `home`, `api`, `thread`...), for the audit
         trail. `user_messages`: the user's message that gave this answer in the thread (auto-resume),
         stored with the decision so the run goes on with it in its history (a lost decision stores nothing).
         """
-        run, call = await self._waiting_call(run_id, tool_call_id, decision.kind)
+        landed = await self._decide(
+            run_id, tool_call_id, decision, decided_by=decided_by, via=via, user_messages=user_messages
+        )
+        return landed.stream
+
+    async def decide_as(
+        self,
+        run_id: str,
+        tool_call_id: str | None,
+        decision: Decision,
+        *,
+        actor: str | None,
+        via: str = "runtime",
+        user_messages: Sequence[dict[str, Any]] = (),
+    ) -> DecisionResult:
+        """Decide one waiting call for `actor`, if the rule lets them (`_authorize.authorize`): what
+        happened, as one `DecisionResult` (decided, counted, refused, already decided, gone, invalid).
+        Every front end decides through this; a refusal is audited `refused` with its reason."""
+        return await decide_as(self, run_id, tool_call_id, decision, actor=actor, via=via, user_messages=user_messages)
+
+    async def check(
+        self,
+        run_id: str,
+        tool_call_id: str,
+        action: Action,
+        *,
+        actor: str | None,
+        via: str = "runtime",
+        audit: bool = True,
+    ) -> Refused | None:
+        """Whether `actor` may `action` the waiting call, before anything is decided (a form about to open, a
+        view offering the action): None if so, else the refusal, audited unless `audit` is False."""
+        return await check_action(self, run_id, tool_call_id, action, actor=actor, via=via, audit=audit)
+
+    async def _decide(
+        self,
+        run_id: str,
+        tool_call_id: str | None,
+        decision: Decision,
+        *,
+        decided_by: str | None = None,
+        via: str = "runtime",
+        user_messages: Sequence[dict[str, Any]] = (),
+        read: tuple[StoredRun, StoredToolCall] | None = None,
+    ) -> Landed:
+        """`decide`, saying what landed; `read`: the run and call as the caller just read them."""
+        run, call = read or await self._waiting_call(run_id, tool_call_id, decision.kind)
         if isinstance(decision, DeclineQuestion | CancelQuestion) and not call.held_by:
             raise ToolCallNotSuspendedError(
                 run_id, call.tool_call_id, call.state,
@@ -457,10 +530,11 @@ class Agent:
         won = WonDecision(decision=decision, decided_by=decided_by, via=via)
         quorum: tuple[int, int] | None = None  # four eyes, the last approval: (approvals counted before it, needed)
         if isinstance(decision, Approve) and policy.approvals_required > 1:
-            counted = await self._count_approval(run, call, won, policy, edited=bool(edit))
-            if isinstance(counted, AgentStream):
-                return counted  # more approvals are needed: the call still waits
-            call, quorum = counted, (counted.approval_count or 0, policy.approvals_required)
+            call, last = await self._count_approval(run, call, won, policy, edited=bool(edit))
+            if not last:
+                # more approvals are needed: the call still waits
+                return Landed(stream=AgentStream(run.id, _still_waiting(run.id)), call=call, counted=True)
+            quorum = (call.approval_count or 0, policy.approvals_required)
         # a live question held by another process: the decision is stored here, and that process goes on
         held_elsewhere = call.held_by is not None and call.held_by != self.owner
         key = (run.id, call.tool_call_id)
@@ -475,7 +549,7 @@ class Agent:
                 self._hold_key(key)  # another process decided it: the keeper goes on with it here
             if quorum is not None and exc.state == ToolCallState.AWAITING_APPROVAL:
                 # another approval of the same call counted meanwhile: count this one again from there
-                return await self.decide(
+                return await self._decide(
                     run_id, call.tool_call_id, decision, decided_by=decided_by, via=via, user_messages=user_messages
                 )
             raise
@@ -485,9 +559,10 @@ class Agent:
             raise
         if held_elsewhere:
             await self.storage.notify(LIVE_QUESTIONS_CHANNEL, f"{run.id}:{call.tool_call_id}")
-            return AgentStream(run.id, _handed_over(run.id))
+            return Landed(stream=AgentStream(run.id, _handed_over(run.id)), call=call, grant=grant)
         driver = RunDriver(self._deps(), run, self._stored_options(run))
-        return AgentStream(run.id, driver.after_decision(call, won, policy))
+        # `transition` updated `call` to what was stored
+        return Landed(stream=AgentStream(run.id, driver.after_decision(call, won, policy)), call=call, grant=grant)
 
     async def decide_generate(
         self, run_id: str, tool_call_id: str | None, decision: Decision, **options: Any
@@ -798,38 +873,30 @@ class Agent:
 
     async def _count_approval(
         self, run: StoredRun, call: StoredToolCall, won: WonDecision, policy: ToolPolicy, *, edited: bool
-    ) -> AgentStream | StoredToolCall:
-        """Four eyes: count one approval of a call whose policy needs several distinct approvers.
+    ) -> tuple[StoredToolCall, bool]:
+        """Four eyes: count one approval of a call whose policy needs several distinct approvers; the call
+        (with this approval when it was counted) and whether this is the last one needed.
 
-        The requester never counts, nor a second approval by the same person, nor one without a named
-        approver, nor an approval with edited arguments (the others approved these), nor one whose earlier
-        approvals were given for other arguments. Before the last one needed, the approval is counted in
-        storage (`RunStore.count_approval`, one conditional UPDATE) and a stream that says the call still
-        waits is returned; for the last one, the call as read last, so that `decide` approves it in one
+        What may not count is the rule's (`_authorize.four_eyes_refusal`): the requester, a second approval
+        by the same person, one without a named approver, one with edited arguments, one whose earlier
+        approvals were given for other arguments; it raises `ApprovalNotCountedError`. Before the last one
+        needed, the approval is counted in storage (`RunStore.count_approval`, one conditional UPDATE);
+        for the last one, the call as read last is returned uncounted, so that `decide` approves it in one
         UPDATE only while exactly the approvals it shows are counted."""
         needed = policy.approvals_required
-        requester = (run.request_context or {}).get("requester") or run.resource_id
+        requester = requester_of(run)
         while True:
-            refused = None
-            if edited:
-                refused = "arguments cannot be edited while several people approve them; decline and ask again"
-            elif not won.decided_by:
-                refused = "name the approver (approver=...)"
-            elif won.decided_by == requester:
-                refused = "the requester's own approval does not count; ask someone else"
-            elif won.decided_by in [a.get("by") for a in call.approvals or ()]:
-                refused = f"{won.decided_by} already approved it; it waits for someone else"
-            elif any(a.get("fingerprint") != call.fingerprint for a in call.approvals or ()):
-                refused = "its arguments are not those the earlier approvals were given for; decline it"
+            refused = four_eyes_refusal(call, won.decided_by, requester, edited=edited)
             if refused is not None:
-                raise ApprovalNotCountedError(call.displayed_tool_name, needed, refused)
+                reason, why = refused
+                raise ApprovalNotCountedError(call.displayed_tool_name, needed, why, reason=reason)
             seen = call.approval_count or 0
             if seen + 1 >= needed:
-                return call
+                return call, True
             audit = Audit(action="approved", actor=won.decided_by, via=won.via, policy_version=policy.version,
                           detail=f"approval {seen + 1} of {needed}; waits for {needed - seen - 1} more")  # fmt: skip
             if await self.storage.runs.count_approval(call, _approval(won, call), audit=audit):
-                return AgentStream(run.id, _still_waiting(run.id))
+                return call, False
             latest = await self.storage.runs.get_tool_call(run.id, call.tool_call_id)
             if latest is None or latest.state != ToolCallState.AWAITING_APPROVAL:
                 raise ToolCallNotSuspendedError(run.id, call.tool_call_id, latest.state if latest else None)

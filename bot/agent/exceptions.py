@@ -78,10 +78,12 @@ class ApprovalNotCountedError(AgentError, PermissionError):
     no approver named, the requester's own, a second one by the same person, or one with edited arguments.
     Nothing changed; the call still waits."""
 
-    def __init__(self, tool_name: str, needed: int, why: str):
+    def __init__(self, tool_name: str, needed: int, why: str, *, reason: Any = None):
         self.tool_name = tool_name
         self.needed = needed
         self.why = why
+        self.reason = reason
+        """The rule's `RefusalReason`."""
         super().__init__(f"{tool_name} needs {needed} approvals from different people: {why}")
 
 
@@ -154,6 +156,11 @@ class SubAgentNotFoundError(AgentError, LookupError):
         )
 
 
+class DirectoryUnavailableError(AgentError, RuntimeError):
+    """The front end's directory could not tell who someone is (Slack did not answer); nothing was decided.
+    The message says which lookup failed, for people."""
+
+
 class QuestionHeldElsewhereError(AgentError):
     """A sub-agent's live question (an MCP server's) waits in another bot process, and an answer given here
     cannot reach it yet: nothing was decided. It can be answered through the process that holds it."""
@@ -170,6 +177,7 @@ class QuestionHeldElsewhereError(AgentError):
 
 __all__ = [
     "AgentError",
+    "DirectoryUnavailableError",
     "QuestionHeldElsewhereError",
     "ApprovalNotCountedError",
     "CommitOutcomeUnknownError",

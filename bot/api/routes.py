@@ -23,20 +23,21 @@ from bot.admin import AdminInputError, agent_tools, change_policy, code_rule
 from bot.agent import (
     Agent,
     AgentStream,
-    ApprovalNotCountedError,
+    AlreadyDecided,
     Approve,
     CancelQuestion,
+    Counted,
+    Decided,
     Decision,
     DecisionKind,
     Decline,
     DeclineQuestion,
-    GrantNotAllowedError,
+    Gone,
     GrantRequest,
-    QuestionHeldElsewhereError,
+    Invalid,
+    RefusalReason,
+    Refused,
     Resume,
-    ResumeDataInvalidError,
-    SnapshotNotFoundError,
-    ToolCallNotSuspendedError,
     ToolCallState,
     waits_instead,
 )
@@ -53,7 +54,7 @@ CALL = PREFIX + "/runs/{run_id}/tool-calls/{tool_call_id}"
 
 @dataclass(frozen=True, kw_only=True)
 class ApiDecision:
-    """A decision the API was asked to make, as the decision rule sees it."""
+    """A decision the API made, as the front end shows it."""
 
     action: str
     """`approve`, `decline` or `answer` (a resume)."""
@@ -63,23 +64,21 @@ class ApiDecision:
     tool_call_id: str
     tool_name: str
     args: Any
-    rule_approvers: tuple[str, ...] = ()
-    """The approvers named by the admin's rule that made the call wait; empty: the policy's."""
 
 
 @dataclass(kw_only=True)
 class ApiFront:
-    """What the API needs besides the runtime: the rule, and a way to show a decision."""
+    """What the API needs besides the runtime (which holds the rule of who may decide): who is a person,
+    who is an admin, and a way to show a decision."""
 
     agent: Agent
     token: str
     identify: Callable[[str], Awaitable[str | None]] | None = None
     """None when the named approver (or `resumedBy`) is a person the workspace knows; otherwise why
     not (400). Without it any non-empty name is taken."""
-    authorize: Callable[[ApiDecision], Awaitable[str | None]] | None = None
-    """None when allowed; otherwise the explanation of the refusal (403), in plain text."""
-    after_decision: Callable[[ApiDecision, AgentStream], Awaitable[None]] | None = None
-    """Called with the decision and the run's `AgentStream` as it goes on (e.g. to update Slack)."""
+    after_decision: Callable[[ApiDecision, AgentStream | None], Awaitable[None]] | None = None
+    """Called with the decision and the run's `AgentStream` as it goes on (e.g. to update Slack); None for
+    an approval that counted while the call waits for more (four eyes)."""
     is_admin: Callable[[str], Awaitable[bool]] | None = None
     """Whether a person the body names as `actor` of a policy change (or `revokedBy` of someone else's
     standing grant) is an admin (403 otherwise); None: anyone named is taken."""
@@ -230,54 +229,35 @@ class _Api:
     ) -> dict[str, Any]:
         """Decide one call for `user_id` (already identified); raises `ApiError` when nothing was decided."""
         agent = self.front.agent
-        record = await agent.get_tool_call(run_id, tool_call_id)
-        if record is None:
-            raise ApiError(404, f"no tool call {tool_call_id!r} in run {run_id!r}")
-        if not record.waits_for(decision.kind):
-            raise ApiError(409, _not_waiting(record.state, decision.kind))
-        if isinstance(decision, DeclineQuestion | CancelQuestion) and not record.live_question:
-            raise ApiError(409, "only a live question (an MCP server's) can be declined or cancelled: send resumeData")
+        result = await agent.decide_as(run_id, tool_call_id, decision, actor=user_id or None, via="api")
+        match result:
+            case Gone():
+                raise ApiError(404, f"no tool call {tool_call_id!r} in run {run_id!r}")
+            case AlreadyDecided(record=record):
+                if isinstance(decision, DeclineQuestion | CancelQuestion) and record.waits_for(DecisionKind.RESUME):
+                    raise ApiError(409, "only a live question (an MCP server's) can be declined or cancelled: "
+                                   "send resumeData")  # fmt: skip
+                raise ApiError(409, _not_waiting(record.state, decision.kind))
+            case Invalid():
+                raise ApiError(400, result.message)
+            case Refused():
+                raise ApiError(409 if result.reason == RefusalReason.HELD_ELSEWHERE else 403, result.text())
+        assert isinstance(result, Decided | Counted)
+        record = result.record
         asked = ApiDecision(
-            action=action,
-            user_id=user_id,
-            run_id=run_id,
-            tool_call_id=tool_call_id,
-            tool_name=record.tool_name,
+            action=action, user_id=user_id, run_id=run_id, tool_call_id=tool_call_id, tool_name=record.tool_name,
             args=record.args,
-            rule_approvers=record.rule_approvers,
-        )
-        if self.front.authorize is not None:
-            refusal = await self.front.authorize(asked)
-            if refusal:
-                raise ApiError(403, refusal)
-        try:
-            stream = await agent.decide(run_id, tool_call_id, decision, decided_by=user_id or None, via="api")
-        except ResumeDataInvalidError as exc:
-            raise ApiError(400, str(exc)) from None
-        except SnapshotNotFoundError:
-            raise ApiError(404, f"no run {run_id!r}") from None
-        except ToolCallNotSuspendedError as exc:
-            raise ApiError(409, _not_waiting(exc.state, decision.kind)) from None
-        except QuestionHeldElsewhereError as exc:
-            raise ApiError(409, str(exc)) from None
-        except ApprovalNotCountedError as exc:
-            raise ApiError(403, f"this approval does not count: {exc.why}") from None
-        except GrantNotAllowedError as exc:
-            raise ApiError(403, str(exc)) from None
-        self._show(asked, stream)
-        if isinstance(decision, Approve):
-            after = await agent.get_tool_call(run_id, tool_call_id)
-            if after is not None and after.waits_for(decision.kind):
-                # four eyes: this approval counted; the call waits for more
-                return {"runId": run_id, "toolCallId": tool_call_id, "status": "waiting",
-                        "approvals": list(after.approvals)}  # fmt: skip
+        )  # fmt: skip
+        if isinstance(result, Counted):  # four eyes: this approval counted; the call waits for more
+            self._show(asked, None)
+            return {"runId": run_id, "toolCallId": tool_call_id, "status": "waiting",
+                    "approvals": list(result.approvals)}  # fmt: skip
+        self._show(asked, result.stream)
         refused = isinstance(decision, DeclineQuestion | CancelQuestion)  # said as the question's outcome
         status = decision.kind.outcome if refused else decision.kind.recorded_as
         answer: dict[str, Any] = {"runId": run_id, "toolCallId": tool_call_id, "status": status}
         if isinstance(decision, Approve) and decision.grant is not None:
-            given = [g for g in await agent.storage.grants.live(agent_id=agent.id, granted_by=user_id)
-                     if g.run_id == run_id and g.tool_call_id == tool_call_id]  # fmt: skip
-            answer["grant"] = _grant_json(given[0]) if given else None
+            answer["grant"] = _grant_json(result.grant) if result.grant is not None else None
         return answer
 
     async def _grants(self, request: web.Request) -> dict[str, Any]:
@@ -390,7 +370,7 @@ class _Api:
             self.front.grants_changed()  # the change may have ended grants an opened Home lists
         return _policy_json(policy, code_rule(agent_tools(self.front.agent).get(policy.tool_name)))
 
-    def _show(self, decision: ApiDecision, stream: AgentStream) -> None:
+    def _show(self, decision: ApiDecision, stream: AgentStream | None) -> None:
         """Let the front end show the decision and relay the run, after the response is sent."""
         if self.front.after_decision is None:
             return
@@ -398,7 +378,7 @@ class _Api:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    async def _after(self, decision: ApiDecision, stream: AgentStream) -> None:
+    async def _after(self, decision: ApiDecision, stream: AgentStream | None) -> None:
         try:
             await self.front.after_decision(decision, stream)
         except Exception:

@@ -4,12 +4,12 @@ Layers: `app.py` builds the app from its dependencies; `listeners/` wires small 
 surface (events, actions, views); they run the flows in `conversation.py` (a turn in a thread),
 `decisions.py` (a click on a waiting call) and `waiting_messages.py` (the messages that show waiting
 calls); `*_builder.py` build Block Kit; `stores/`/`tables.py` keep the adapter's own state (one store per table);
-`permissions.py` holds the one rule of who may decide. The agent runtime knows nothing of Slack.
+who may act on a waiting call is the runtime's rule (`bot.agent`), asking `directory.py` about people;
+`permissions.py` words its refusals. The agent runtime knows nothing of Slack.
 """
 
 from .app import create_slack_app, create_web_client, run_slack_recovery
 from .directory import Directory, DirectoryError
-from .permissions import DecisionCheck, DecisionRule, PolicyRule, Verdict, anyone_in_conversation
 from .server import build_web_app, serve_http, serve_socket, stop_turns_left
 from .services import SlackServices
 from .stores import SlackStores
@@ -17,16 +17,11 @@ from .threads import SlackThread
 from .waiting_messages import refresh_tool_call_messages
 
 __all__ = [
-    "DecisionCheck",
-    "DecisionRule",
     "Directory",
     "DirectoryError",
-    "PolicyRule",
     "SlackServices",
     "SlackStores",
     "SlackThread",
-    "Verdict",
-    "anyone_in_conversation",
     "build_web_app",
     "create_slack_app",
     "create_web_client",

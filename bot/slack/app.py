@@ -28,7 +28,6 @@ from .home import HomePublisher
 from .intake import RECORDED, EventIntake, record_event
 from .listeners import register_listeners
 from .listeners.events.turn import answered_already, reached_the_agent, take_turn
-from .permissions import DecisionRule, PolicyRule
 from .reader_language import ReaderLanguages
 from .recovery import background_stream_hook, run_recovery
 from .request_reading import read_socket_payload
@@ -80,7 +79,6 @@ def create_slack_app(
     token: str,
     signing_secret: str | None = None,
     api_url: str = DEFAULT_SLACK_API_URL,
-    decision_rule: DecisionRule | None = None,
     admins: Sequence[str] = (),
     streaming: bool = True,
     logger: logging.Logger | None = None,
@@ -91,7 +89,7 @@ def create_slack_app(
 ) -> AsyncApp:
     """The bot's Bolt app. `signing_secret` is needed over HTTP (requests are verified with it) and
     not over Socket Mode. `agent` must already have storage and memory attached. Who may decide is
-    the tool policies' rule (`permissions.PolicyRule`) unless `decision_rule` says otherwise; `admins`
+    the runtime's rule (the tool policies), asking this app's `Directory` about people; `admins`
     (`BOT_ADMINS`) may change policies, else the workspace's admins and owners.
 
     At most `max_concurrent_turns` agent turns work at once (a turn waiting for the model or a tool
@@ -113,10 +111,10 @@ def create_slack_app(
     )
     configure_web_client(app.client, api_url=api_url)
     directory = Directory(app.client, admins=admins)
+    agent.attach(directory=directory)  # the runtime's rule of who may act asks Slack about people
     services = SlackServices(
         agent=agent,
         stores=SlackStores.on(storage),
-        decision_rule=decision_rule or PolicyRule(storage.policies, directory),
         directory=directory,
         streaming=streaming,
         logger=logger,

@@ -19,7 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import metrics
 from bot.agent import Approve, Decision
 
-from .decisions import ClickRefused, RefusalReason, check_click, decide_and_show, go_on
+from .decisions import ClickRefused, RefusalReason, decide_and_show, find_waiting_call, go_on
 from .home_builder import BULK_PICK, read_bulk_value
 from .mrkdwn import escape
 from .services import SlackServices
@@ -84,9 +84,7 @@ async def decide_selected(
         ref, fingerprint = read_bulk_value(value)
         row: ToolCallMessageRow | None = None
         try:
-            call = await check_click(
-                services, ref=ref, kind="approval", action=action, user_id=user_id, via="home", fingerprint=fingerprint
-            )
+            call = await find_waiting_call(services, ref=ref, kind="approval", fingerprint=fingerprint)
             row = call.row
             stream = await decide_and_show(services, client, call, decision, user_id=user_id, via="home")
         except ClickRefused as refused:

@@ -16,21 +16,25 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
 from bot.agent import (
+    Action,
     AgentStream,
-    ApprovalNotCountedError,
-    Approve,
+    AlreadyDecided,
+    Counted,
+    Decided,
     Decision,
-    GrantNotAllowedError,
-    QuestionHeldElsewhereError,
+    Gone,
+    Invalid,
+    Refused,
     Resume,
-    SnapshotNotFoundError,
-    ToolCallNotSuspendedError,
     ToolCallRecord,
     ToolCallState,
 )
+from bot.agent import (
+    RefusalReason as RuleReason,
+)
 
 from .conversation import continue_run
-from .permissions import DecisionCheck, Verdict
+from .permissions import SLACK_NAMING
 from .services import SlackServices
 from .tables import ToolCallMessageRow
 from .threads import SlackThread
@@ -64,10 +68,8 @@ class RefusalReason(StrEnum):
     """A bulk selection whose fingerprint is not the waiting call's (a stale or forged App Home)."""
 
 
-HELD_ELSEWHERE = N_(
-    "This question waits inside a sub-agent's MCP call that another bot process holds, and this answer could "
-    "not reach it, so nothing was decided. Try again in a moment, or decline it."
-)
+class DataUnfit(Exception):
+    """The runtime found a form's data unfit (resume data, edited arguments): nothing was decided."""
 
 
 class ClickRefused(Exception):
@@ -125,9 +127,9 @@ async def check_click(
     via: str = "button",
     fingerprint: str | None = None,
 ) -> WaitingCall:
-    """The waiting call a click may act on (`find_waiting_call`), if the decision rule lets `user_id`
-    `action` it (`check_decider`); raises `ClickRefused` otherwise. `via` (`button`, `home`) is where the
-    click came from: a click the policy refuses is audited as `refused`."""
+    """The waiting call a click that opens a form may act on (`find_waiting_call`), if the runtime's rule lets
+    `user_id` `action` it (`check_decider`); raises `ClickRefused` otherwise. `via` (`button`, `home`) is
+    where the click came from: a click the rule refuses is audited as `refused`."""
     call = await find_waiting_call(
         services, ref=ref, kind=kind, channel=channel, message_ts=message_ts, thread_ts=thread_ts,
         carried=carried, fingerprint=fingerprint,
@@ -183,54 +185,12 @@ async def find_waiting_call(
 async def check_decider(
     services: SlackServices, call: WaitingCall, *, action: str, user_id: str, via: str = "button"
 ) -> None:
-    """Ask the decision rule whether `user_id` may `action` the call; a refusal is audited and raised as
-    `ClickRefused`. The rule may ask Slack (`users.info`, a user group's members), so a modal submission
-    asks it after its ack."""
-    row, record = call.row, call.record
-    verdict = await services.decision_rule(
-        DecisionCheck(
-            user_id=user_id,
-            action=action,
-            requester=row.requester,
-            tool_name=row.tool_name,
-            args=row.args,
-            team_id=row.team_id,
-            channel=row.channel,
-            thread_id=row.thread_id,
-            rule_approvers=record.rule_approvers,
-        )
-    )
-    if not verdict.allowed:
-        await record_refusal(
-            services, verdict, run_id=row.run_id, tool_call_id=row.tool_call_id, tool_name=row.tool_name,
-            user_id=user_id, action=action, via=via, fingerprint=record.fingerprint,
-        )  # fmt: skip
-        raise ClickRefused(
-            verdict.explanation or "You may not decide this request.", RefusalReason.NOT_ALLOWED, about=row
-        )
-
-
-async def record_refusal(
-    services: SlackServices,
-    verdict: Verdict,
-    *,
-    run_id: str,
-    tool_call_id: str,
-    tool_name: str,
-    user_id: str,
-    action: str,
-    via: str,
-    fingerprint: str | None = None,
-) -> None:
-    """Audit a click or an API call the policy refused (`refused`: who, through what, why)."""
-    try:
-        await services.agent.storage.audit_log.record(
-            run_id=run_id, tool_call_id=tool_call_id, tool_name=tool_name, action="refused", actor=user_id,
-            via=via, args_fingerprint=fingerprint, policy_version=verdict.policy_version,
-            detail=f"{action}: {verdict.text}"[:500],
-        )  # fmt: skip
-    except Exception:  # noqa: BLE001 - the refusal stands whether or not its line could be written
-        services.logger.exception("could not audit the refused %s of %s/%s", action, run_id, tool_call_id)
+    """Ask the runtime's rule whether `user_id` may `action` the call before a form about it opens; a
+    refusal (audited by the runtime) is raised as `ClickRefused`. The rule may ask Slack (`users.info`, a
+    user group's members), so a modal submission asks it after its ack."""
+    refused = await services.agent.check(call.row.run_id, call.row.tool_call_id, Action(action), actor=user_id, via=via)
+    if refused is not None:
+        raise ClickRefused(refused.text(SLACK_NAMING), RefusalReason.NOT_ALLOWED, about=call.row)
 
 
 async def decide(
@@ -243,12 +203,12 @@ async def decide(
     via: str = "button",
 ) -> None:
     """Make `decision` (`Approve`, `Decline`, `Resume`; `DeclineQuestion`, `CancelQuestion` on a live
-    question) about a checked call through `Agent.decide`, where
-    exactly one actor wins; show it in its message, then relay the run as it goes on. `via` (`button`
-    or `home`) is where the click came from, for the audit trail.
+    question) about a found call through `Agent.decide_as`, where the rule is asked and exactly one actor
+    wins; show it in its message, then relay the run as it goes on. `via` (`button` or `home`) is where the
+    click came from, for the audit trail.
 
-    Raises `ClickRefused` when another click won; `ToolArgsInvalidError` and `ResumeDataInvalidError`
-    pass through (nothing decided, the call still waits)."""
+    Raises `ClickRefused` when nothing was decided (refused, or another click won), `DataUnfit` when the
+    data does not fit (the call still waits)."""
     stream = await decide_and_show(services, client, call, decision, user_id=user_id, via=via)
     if stream is not None:
         await go_on(services, client, call, stream)
@@ -263,26 +223,25 @@ async def decide_and_show(
     user_id: str,
     via: str = "button",
 ) -> AgentStream | None:
-    """The first half of `decide`: the decision made and shown in its message; the run's stream to relay
-    (`go_on`), or None when the call still waits (four eyes: this approval counted, more are needed)."""
-    try:
-        stream = await services.agent.decide(
-            call.row.run_id, call.row.tool_call_id, decision, decided_by=user_id, via=via
-        )
-    except (ToolCallNotSuspendedError, SnapshotNotFoundError):
-        raise ClickRefused(_already(call.row.kind), RefusalReason.ALREADY_DECIDED, row=call.row) from None
-    except QuestionHeldElsewhereError:
-        raise ClickRefused(HELD_ELSEWHERE, RefusalReason.HELD_ELSEWHERE, about=call.row) from None
-    except ApprovalNotCountedError as exc:
-        raise ClickRefused(
-            f"Your approval does not count: {exc.why}.", RefusalReason.NOT_ALLOWED, about=call.row
-        ) from None
-    except GrantNotAllowedError as exc:
-        raise ClickRefused(
-            f"No standing grant for `{exc.tool_name}`: {exc.why}. Nothing was changed; the request still waits.",
-            RefusalReason.NOT_ALLOWED,
-            about=call.row,
-        ) from None
+    """The first half of `decide`: the runtime decides for `user_id` (`Agent.decide_as`, which asks the rule
+    of who may); the result shown in its message; the run's stream to relay (`go_on`), or None when the call
+    still waits (four eyes: this approval counted, more are needed). Raises `ClickRefused` when nothing was
+    decided, `DataUnfit` when the runtime found the form's data unfit."""
+    result = await services.agent.decide_as(call.row.run_id, call.row.tool_call_id, decision, actor=user_id, via=via)
+    match result:
+        case Refused():
+            reason = (
+                RefusalReason.HELD_ELSEWHERE
+                if result.reason == RuleReason.HELD_ELSEWHERE
+                else RefusalReason.NOT_ALLOWED
+            )
+            raise ClickRefused(result.text(SLACK_NAMING), reason, about=call.row)
+        case AlreadyDecided() if result.record.state == ToolCallState.EXPIRED:
+            raise ClickRefused(EXPIRED, RefusalReason.EXPIRED, row=call.row)
+        case AlreadyDecided() | Gone():
+            raise ClickRefused(_already(call.row.kind), RefusalReason.ALREADY_DECIDED, row=call.row)
+        case Invalid():
+            raise DataUnfit(result.message)
     outcome = decision.kind.outcome
     context = {"run_id": call.row.run_id, "thread_id": call.row.thread_id, "tool": call.row.tool_name}
     services.logger.info("%s %s by %s", outcome, call.row.tool_name, user_id, extra={**context, "decision": outcome})
@@ -294,12 +253,14 @@ async def decide_and_show(
             call.row,
             answered_by=user_id if answered else None,
             resume_data=decision.data if answered else None,
+            record=result.record,
         )
     except SlackApiError:  # the decision stands and the run goes on; the message is fixed by the next refresh
         services.logger.warning("could not update the message of %s/%s", call.row.run_id, call.row.tool_call_id)
-    if isinstance(decision, Approve) and still_waits(call.row, await record_of(services, call.row)):
+    if isinstance(result, Counted):
         return None  # four eyes: this approval counted, more are needed; the message shows who approved so far
-    return stream
+    assert isinstance(result, Decided)
+    return result.stream
 
 
 async def go_on(services: SlackServices, client: AsyncWebClient, call: WaitingCall, stream: AgentStream) -> None:

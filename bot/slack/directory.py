@@ -18,7 +18,10 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.agent import DirectoryUnavailableError
+
 from .tables import USER_ID as USER_ID_WIDTH
+from .threads import channel_of_thread
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +29,7 @@ USER_ID = re.compile(r"^[UW][A-Z0-9]+$")
 """The shape of a Slack user ID; a user-group ID starts with S."""
 
 
-class DirectoryError(RuntimeError):
+class DirectoryError(DirectoryUnavailableError):
     """Slack could not answer a lookup; the message says which, for people (the details are logged)."""
 
 
@@ -37,6 +40,9 @@ def is_user_id(value: str) -> bool:
 
 
 class Directory:
+    """Slack's answer to the runtime's `bot.agent.Directory`: who is among approvers, who is an admin,
+    who is in a conversation."""
+
     def __init__(self, client: AsyncWebClient, *, admins: Iterable[str] = (), ttl: float = 60.0):
         self.client = client
         self.admins = frozenset(admins)
@@ -45,6 +51,7 @@ class Directory:
         self._groups: dict[str, tuple[float, frozenset[str]]] = {}
         self._users: dict[str, tuple[float, dict[str, Any] | None]] = {}
         self._public: dict[str, tuple[float, bool]] = {}
+        self._members: dict[str, tuple[float, dict[str, Any]]] = {}
 
     async def is_public_channel(self, channel: str) -> bool:
         """Whether `channel` is a public channel (every member of the workspace may read it), from
@@ -60,6 +67,39 @@ class Directory:
             return False
         self._public[channel] = (time.monotonic(), public)
         return public
+
+    async def in_conversation(self, person: str, thread_id: str) -> bool:
+        """Whether `person` can read the conversation of `thread_id`: anyone in the workspace for a public
+        channel, the person of a DM, a member of a private channel (`conversations.members`). A thread
+        this adapter did not make is not Slack's to judge: True."""
+        channel = channel_of_thread(thread_id)
+        if channel is None:
+            return True
+        cached = self._members.get(channel)
+        if cached is None or time.monotonic() - cached[0] >= self.ttl:
+            cached = (time.monotonic(), await self._conversation(channel))
+            self._members[channel] = cached
+        info = cached[1]
+        return bool(info["public"]) or person in info["members"]
+
+    async def _conversation(self, channel: str) -> dict[str, Any]:
+        try:
+            info = (await self.client.conversations_info(channel=channel)).get("channel") or {}
+            if info.get("is_im"):
+                return {"public": False, "members": frozenset(filter(None, [info.get("user")]))}
+            if info and not (info.get("is_private") or info.get("is_mpim")):
+                return {"public": True, "members": frozenset()}
+            members: set[str] = set()
+            cursor = None
+            while True:
+                page = await self.client.conversations_members(channel=channel, cursor=cursor, limit=1000)
+                members.update(page.get("members") or ())
+                cursor = (page.get("response_metadata") or {}).get("next_cursor")
+                if not cursor:
+                    return {"public": False, "members": frozenset(members)}
+        except Exception as exc:  # noqa: BLE001 - cannot tell who is in it: said so, nothing decided
+            log.warning("conversations.info/members %s failed: %s", channel, exc)
+            raise DirectoryError(f"Slack did not say who is in the conversation {channel}") from exc
 
     async def user(self, user_id: str) -> dict[str, Any] | None:
         """Slack's user object of `user_id` (`users.info`, with its `locale`), or None when Slack knows no such user."""

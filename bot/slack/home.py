@@ -20,11 +20,12 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.admin import agent_tools, code_rule
+from bot.agent import Action
 from memory import ToolPolicy
 
 from .directory import DirectoryError
 from .home_builder import HomeApproval, HomeGrant, HomePolicy, HomeView, build_home_view
-from .permissions import DecisionCheck
+from .permissions import SLACK_NAMING
 from .threads import channel_of_thread
 from .waiting_messages import record_of, still_waits
 
@@ -108,18 +109,9 @@ class HomePublisher:
             if row.tool_name not in policies:
                 policies[row.tool_name] = await services.agent.storage.policies.get(row.tool_name)
             policy = policies[row.tool_name]
-            check = DecisionCheck(
-                user_id=user_id,
-                action="approve",
-                requester=row.requester,
-                tool_name=row.tool_name,
-                args=record.args,
-                team_id=row.team_id,
-                channel=row.channel,
-                thread_id=row.thread_id,
-                rule_approvers=record.rule_approvers,
+            refused = await services.agent.check(
+                row.run_id, row.tool_call_id, Action.APPROVE, actor=user_id, via="home", audit=False
             )
-            verdict = await services.decision_rule(check)
             approval = HomeApproval(
                 ref=row.id,
                 tool_name=row.tool_name,
@@ -127,15 +119,15 @@ class HomePublisher:
                 requester=row.requester,
                 channel=row.channel,
                 waiting_since=record.suspended_at,
-                may_decide=verdict.allowed,
-                note="" if verdict.allowed else verdict.explanation,
+                may_decide=refused is None,
+                note="" if refused is None else refused.text(SLACK_NAMING),
                 fingerprint=record.fingerprint,
                 approvals=record.approvals,
                 approvals_required=policy.approvals_required,
             )
             if row.requester == user_id:
                 your_requests.append(approval)
-            elif verdict.allowed and (
+            elif refused is None and (
                 record.rule_approvers or policy.approvers or await self._in_conversation(user_id, row.channel)
             ):
                 waiting_for_you.append(approval)

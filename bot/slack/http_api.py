@@ -1,6 +1,6 @@
-"""The HTTP API's decisions, as the Slack adapter sees them: checked by the same decision rule as a
-click, and shown in Slack as a click would be (the message updated in place, the run relayed into
-its thread)."""
+"""The HTTP API's decisions, as the Slack adapter sees them: the runtime holds them to the same rule as a
+click (asking this adapter's directory), and Slack shows them as a click (the message updated in place,
+the run relayed into its thread)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ from bot.agent import AgentStream
 from bot.api import ApiDecision, ApiError, ApiFront
 
 from .conversation import continue_run
-from .decisions import record_refusal, thread_of_row
+from .decisions import thread_of_row
 from .directory import DirectoryError, is_user_id
-from .permissions import DecisionCheck
-from .services import SlackServices, home_changed, services_of_app
+from .services import home_changed, services_of_app
 from .waiting_messages import refresh_tool_call_messages
 
 
@@ -36,21 +35,13 @@ def slack_api_front(app: AsyncApp, *, token: str) -> ApiFront:
         except DirectoryError as exc:
             raise ApiError(503, f"{exc}; nothing was changed, try again") from None
 
-    async def authorize(decision: ApiDecision) -> str | None:
-        verdict = await services.decision_rule(await _check_of(services, decision))
-        if verdict.allowed:
-            return None
-        await record_refusal(
-            services, verdict, run_id=decision.run_id, tool_call_id=decision.tool_call_id,
-            tool_name=decision.tool_name, user_id=decision.user_id, action=decision.action, via="api",
-        )  # fmt: skip
-        return verdict.text or "You may not decide this request."
-
-    async def after_decision(decision: ApiDecision, stream: AgentStream) -> None:
+    async def after_decision(decision: ApiDecision, stream: AgentStream | None) -> None:
         try:
             await refresh_tool_call_messages(services, app.client, decision.run_id, decision.tool_call_id)
         except SlackApiError:
             services.logger.warning("could not update the message of %s/%s", decision.run_id, decision.tool_call_id)
+        if stream is None:
+            return  # four eyes: the call still waits; its message shows who approved so far
         rows = await services.stores.messages.of_call(decision.run_id, decision.tool_call_id)
         if rows:
             await continue_run(services, app.client, stream, thread=thread_of_row(rows[0]), requester=rows[0].requester)
@@ -69,32 +60,7 @@ def slack_api_front(app: AsyncApp, *, token: str) -> ApiFront:
         agent=services.agent,
         token=token,
         identify=identify,
-        authorize=authorize,
         after_decision=after_decision,
         is_admin=is_admin,
         grants_changed=lambda: home_changed(services),
-    )
-
-
-async def _check_of(services: SlackServices, decision: ApiDecision) -> DecisionCheck:
-    rows = await services.stores.messages.of_call(decision.run_id, decision.tool_call_id)
-    if rows:
-        row = rows[0]
-        requester, team_id, channel, thread_id = row.requester, row.team_id, row.channel, row.thread_id
-    else:
-        run = await services.agent.get_run(decision.run_id)
-        slack = run.request_context.get("slack") or {} if run is not None else {}
-        requester = slack.get("user") or (run.resource_id if run is not None else "") or ""
-        team_id, channel = slack.get("team_id", ""), slack.get("channel", "")
-        thread_id = (run.thread_id if run is not None else None) or ""
-    return DecisionCheck(
-        user_id=decision.user_id,
-        action=decision.action,
-        requester=requester,
-        tool_name=decision.tool_name,
-        args=decision.args,
-        team_id=team_id,
-        channel=channel,
-        thread_id=thread_id,
-        rule_approvers=decision.rule_approvers,
     )

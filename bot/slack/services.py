@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .directory import Directory
-from .permissions import DecisionRule, anyone_in_conversation
 from .stores import SlackStores
 
 if TYPE_CHECKING:
@@ -34,8 +33,6 @@ class SlackServices:
     agent: Agent
     stores: SlackStores
     """The adapter's tables, one store each."""
-    decision_rule: DecisionRule = anyone_in_conversation
-    """Who may decide a waiting call (see `permissions`)."""
     directory: Directory | None = None
     """Admins and user groups, looked up in Slack (see `directory`)."""
     home: Any = None

@@ -232,14 +232,16 @@ async def refresh_message(
     *,
     answered_by: str | None = None,
     resume_data: Any = None,
+    record: ToolCallRecord | None = None,
 ) -> bool:
     """Update the message of `row` in place if its call no longer waits: no buttons, the outcome, who, when.
 
     Every message known to show the call is updated (copies too; the thread is searched for unrecorded
     ones when a post may have left some). Returns False (and changes nothing) while the call still
-    waits, or before any message is posted.
+    waits, or before any message is posted. `record`: the call as a decision just left it (read when
+    not given).
     """
-    record = await record_of(services, row)
+    record = record or await record_of(services, row)
     if still_waits(row, record):
         if row.kind == "approval" and record is not None and record.approvals:
             await _show_approvals_so_far(services, client, row, record)

@@ -111,6 +111,7 @@ class SlackWebApi:
             "users.info": self.users_info,
             "usergroups.users.list": self.usergroups_users_list,
             "conversations.info": self.conversations_info,
+            "conversations.members": self.conversations_members,
             "conversations.replies": self.conversations_replies,
             "conversations.history": self.conversations_history,
         }
@@ -283,6 +284,12 @@ class SlackWebApi:
         if channel.is_im:
             info["user"] = next(m for m in channel.members if m != BOT_USER_ID)
         return {"ok": True, "channel": info}
+
+    def conversations_members(self, p: dict[str, Any]) -> Answer:
+        """The members of a channel; one that lists none is open to every person of the workspace."""
+        channel = self.workspace.channels[self._channel(p, member=False)]
+        members = list(channel.members) or [person.id for person in self.workspace.people.values()]
+        return {"ok": True, "members": members, "response_metadata": {"next_cursor": ""}}
 
     def conversations_replies(self, p: dict[str, Any]) -> Answer:
         channel = self._channel(p)

@@ -61,7 +61,7 @@ async def test_two_distinct_approvers_and_never_the_requester(api_bot: RunningBo
     assert await record_ids(bot) == [1, 2, 3, 4, 5]
 
     await bot.sender.click(message, "tool_approve", user="U2")  # the same person again
-    assert "Your approval does not count" in await ephemeral(bot, "U2 already approved it")
+    assert "Your approval does not count" in await ephemeral(bot, "you already approved it")
     assert await record_ids(bot) == [1, 2, 3, 4, 5]
 
     await bot.sender.click(message, "tool_approve", user="U3")
@@ -75,10 +75,12 @@ async def test_two_distinct_approvers_and_never_the_requester(api_bot: RunningBo
         ("requested", "U1", "runtime"),
         ("refused", "U1", "button"),
         ("approved", "U2", "button"),
+        ("refused", "U2", "button"),  # the repeat: one line, with its reason
         ("approved", "U3", "button"),
         ("executed", "system", "runtime"),
     ]
-    assert entries[2].detail == "approval 1 of 2; waits for 1 more" and entries[3].detail == "approval 2 of 2"
+    assert entries[2].detail == "approval 1 of 2; waits for 1 more" and entries[4].detail == "approval 2 of 2"
+    assert entries[3].detail.startswith("approve: Your approval does not count: U2 already approved it")
     assert len({e.args_fingerprint for e in entries}) == 1  # every approval bound to the same arguments
     assert len(model.chat.requests) == 2  # the proposal and one continuation: it ran once
 

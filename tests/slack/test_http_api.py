@@ -145,7 +145,10 @@ async def test_resume_validates_the_data_and_answers_the_question(api_bot: Runni
     assert (await request(api_bot, "POST", resume, body={}))[0] == 400
     assert (await api_bot.agent.get_tool_call(run_id, call_id)).state == "suspended"
 
-    status, body = await request(api_bot, "POST", resume, body={"resumeData": {"city": "Paris"}, "resumedBy": "U2"})
+    # a bystander is not the speaker: only the requester (or the tool's approvers) may answer
+    status, body = await request(api_bot, "POST", resume, body={"resumeData": {"city": "巴黎"}, "resumedBy": "U2"})
+    assert status == 403 and body["error"] == "Only U1 may answer this question from get-weather."
+    status, body = await request(api_bot, "POST", resume, body={"resumeData": {"city": "Paris"}, "resumedBy": "U1"})
     assert (status, body["status"]) == (200, "resumed")
     await api_bot.slack.wait_for("chat.update", lambda c: c.params.get("ts") == question.ts)
     assert question.action_ids() == []

@@ -68,7 +68,7 @@ async def test_resume_data_with_a_lone_surrogate_is_cleaned_and_the_run_finishes
     await api_bot.question_message()
     run_id, call_id = await waiting_call(api_bot)
 
-    body = b'{"resumeData": {"city": "\\u6771\\u4eac\\ud800\\u0000"}, "resumedBy": "U2"}'
+    body = b'{"resumeData": {"city": "\\u6771\\u4eac\\ud800\\u0000"}, "resumedBy": "U1"}'
     status, text = await raw_request(api_bot, "POST", decide_path(run_id, call_id, "resume"), body)
     assert status == 200, text
     await api_bot.slack.wait_for("chat.stopStream")

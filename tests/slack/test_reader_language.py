@@ -101,6 +101,7 @@ async def test_a_person_reads_the_question_its_form_and_notes_in_their_language(
 
 @pytest.mark.both_databases
 async def test_a_thread_keeps_its_starters_language_when_someone_else_answers(bot: RunningBot, model):
+    await bot.storage.policies.set("get-weather", PolicyChange(approvers=["UKO"]))  # who may answer besides UTW
     question = await ask_weather(bot, model, "UTW")
     await bot.sender.click(question, "tool_answer", user="UKO")
     view = (await bot.slack.wait_for("views.open"))[0].params["view"]

@@ -13,7 +13,17 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent import Decision, ToolCallRecord
 
-from ...decisions import UNKNOWN, ClickRefused, RefusalReason, WaitingCall, check_click, decide, refuse, tell
+from ...decisions import (
+    UNKNOWN,
+    ClickRefused,
+    RefusalReason,
+    WaitingCall,
+    check_decider,
+    decide,
+    find_waiting_call,
+    refuse,
+    tell,
+)
 from ...modal_builder import ModalTarget
 from ...posting import carries
 from ...question_builder import build_question_blocks
@@ -57,24 +67,19 @@ def click_of(body: dict[str, Any]) -> Click:
 
 
 async def checked_click(
-    services: SlackServices, client: AsyncWebClient, body: dict[str, Any], *, kind: str, action: str
+    services: SlackServices, client: AsyncWebClient, body: dict[str, Any], *, kind: str, action: str | None
 ) -> tuple[Click, WaitingCall | None]:
-    """The click and the waiting call it may act on; a refused click is explained to the clicker alone
-    (and gives no call)."""
+    """The click and the waiting call it acts on, which the runtime's rule lets the clicker `action` (None:
+    the decision itself asks the rule); a refused click is explained to the clicker alone (and gives no
+    call)."""
     click = click_of(body)
     try:
-        call = await check_click(
-            services,
-            ref=click.ref,
-            kind=kind,
-            action=action,
-            user_id=click.user_id,
-            channel=click.channel,
-            message_ts=click.message_ts,
-            thread_ts=click.thread_ts,
-            carried=click.carried,
-            via=click.via,
-        )
+        call = await find_waiting_call(
+            services, ref=click.ref, kind=kind, channel=click.channel, message_ts=click.message_ts,
+            thread_ts=click.thread_ts, carried=click.carried,
+        )  # fmt: skip
+        if action is not None:
+            await check_decider(services, call, action=action, user_id=click.user_id, via=click.via)
         if not shown(call, click.action_id):
             raise ClickRefused(UNKNOWN, RefusalReason.UNKNOWN, about=call.row)
     except ClickRefused as refused:
@@ -105,12 +110,13 @@ async def decide_clicked(
     kind: str,
     action: str,
 ) -> None:
-    """What a button that decides does: ack, check the click (`kind` of wait, `action` for the decision
-    rule), make `decision` about its call and show it. A refused click, or one that lost the race to
-    another, is explained to the clicker alone."""
+    """What a button that decides does: ack, find the click's call (`kind` of wait), make `decision` about
+    it through the runtime (which asks the rule of who may) and show it. A refused click, or one that lost
+    the race to another, is explained to the clicker alone. (`action` names the button for readers; the
+    runtime reads the action from the decision.)"""
     await ack()
     services = services_of(context)
-    click, call = await checked_click(services, client, body, kind=kind, action=action)
+    click, call = await checked_click(services, client, body, kind=kind, action=None)
     if call is None:
         return
     try:

@@ -15,7 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent import ToolCallRecord
 
-from ...decisions import ClickRefused, WaitingCall, check_decider, find_waiting_call, refuse, tell
+from ...decisions import ClickRefused, DataUnfit, WaitingCall, find_waiting_call, refuse, tell
 from ...form_builder import form_errors, read_form
 from ...services import SlackServices
 from ...translator import Translator
@@ -42,8 +42,8 @@ async def submitted_form(
     schema_of: Callable[[ToolCallRecord], dict[str, Any] | None],
 ) -> SubmittedForm | None:
     """Find the call, read its form against `schema_of(record)`, and ack: with the errors when the data
-    does not fit (the modal stays open), plainly otherwise; then ask the decision rule. None when there
-    is nothing to settle (a refusal is told to the submitter)."""
+    does not fit (the modal stays open), plainly otherwise. None when there is nothing to settle (a refusal
+    is told to the submitter). The rule of who may is the runtime's, asked by the decision after the ack."""
     user_id = body["user"]["id"]
     try:
         call = await find_waiting_call(services, ref=view.get("private_metadata"), kind=kind)
@@ -61,11 +61,6 @@ async def submitted_form(
         await ack(response_action="errors", errors=errors)
         return None
     await ack()
-    try:
-        await check_decider(services, call, action=action, user_id=user_id)
-    except ClickRefused as refused:
-        await refuse(services, client, refused, user=user_id, channel=None)
-        return None
     return SubmittedForm(user_id=user_id, call=call, data=data)
 
 
@@ -75,16 +70,15 @@ async def decide_or_tell_submitter(
     form: SubmittedForm,
     deciding: Awaitable[None],
     *,
-    unfit: type[Exception],
     unfit_text: str,
 ) -> None:
-    """Carry out the decision; when another click won the race, or the runtime finds the data `unfit`,
-    tell the submitter (`unfit_text`, a catalog message id with `{error}`: why)."""
+    """Carry out the decision; when the rule refused it, another click won the race, or the runtime finds
+    the data unfit, tell the submitter (`unfit_text`, a catalog message id with `{error}`: why)."""
     try:
         await deciding
     except ClickRefused as refused:
         await refuse(services, client, refused, user=form.user_id, channel=None)
-    except unfit as exc:
+    except DataUnfit as exc:
         call = form.call
         text = (await services.languages.of_person(form.user_id)).gettext(unfit_text, error=str(exc))
         await tell(client, channel=call.row.channel, user=form.user_id, thread_ts=call.row.thread_ts, text=text)

@@ -8,7 +8,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.agent import Resume, ResumeDataInvalidError
+from bot.agent import Resume
 
 from ...decisions import decide
 from ...services import services_of
@@ -37,6 +37,5 @@ async def handle_answer_submission(
         client,
         form,
         decide(services, client, form.call, Resume(form.data), user_id=form.user_id),
-        unfit=ResumeDataInvalidError,
         unfit_text=N_("That answer does not fit: {error}"),
     )

@@ -10,7 +10,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent import Decline
 
-from ...decisions import ClickRefused, check_click, decide, refuse
+from ...decisions import ClickRefused, decide, find_waiting_call, refuse
 from ...modal_builder import read_reason
 from ...services import services_of
 
@@ -23,9 +23,7 @@ async def handle_decline_reason_submission(
     user_id = body["user"]["id"]
     reason = read_reason(view["state"]["values"])
     try:
-        call = await check_click(
-            services, ref=view.get("private_metadata"), kind="approval", action="decline", user_id=user_id
-        )
+        call = await find_waiting_call(services, ref=view.get("private_metadata"), kind="approval")
         await decide(services, client, call, Decline(reason=reason), user_id=user_id)
     except ClickRefused as refused:
         await refuse(services, client, refused, user=user_id, channel=None)

@@ -9,7 +9,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.agent import Approve, ToolArgsInvalidError
+from bot.agent import Approve
 
 from ...decisions import decide
 from ...services import services_of
@@ -38,6 +38,5 @@ async def handle_edit_args_submission(
         client,
         form,
         decide(services, client, form.call, Approve(args=form.data), user_id=form.user_id),
-        unfit=ToolArgsInvalidError,
         unfit_text=N_("Nothing was approved: {error}"),
     )

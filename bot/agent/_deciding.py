@@ -1,0 +1,173 @@
+"""One attempt by one person to act on a waiting call: authorize it (`_authorize`), decide it (`Agent._decide`),
+and say what happened as one `DecisionResult`. The runtime's exceptions end here; front ends render the
+result."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memory import Grant, StoredRun, StoredToolCall
+from memory.states import waiting_state_for
+
+from ._authorize import (
+    Action,
+    Asked,
+    Refusal,
+    RefusalReason,
+    authorize,
+    other_args_approved,
+    policy_for,
+    requester_of,
+)
+from ._results import AlreadyDecided, Counted, Decided, DecisionResult, Gone, Invalid, Refused
+from ._stream import AgentStream
+from .exceptions import (
+    ApprovalNotCountedError,
+    GrantNotAllowedError,
+    QuestionHeldElsewhereError,
+    ResumeDataInvalidError,
+    SnapshotNotFoundError,
+    ToolArgsInvalidError,
+    ToolCallNotSuspendedError,
+)
+from .types import Approve, CancelQuestion, Decision, Decline, DeclineQuestion, Resume
+
+if TYPE_CHECKING:
+    from ._agent import Agent
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Landed:
+    """What `Agent._decide` stored: the run's stream, the call as stored, whether it was only counted (four
+    eyes, more approvals needed), and the standing grant's row it stored (if any)."""
+
+    stream: AgentStream
+    call: StoredToolCall
+    counted: bool = False
+    grant: dict[str, Any] | None = None
+
+
+def action_of(decision: Decision) -> Action:
+    """The rule's action for a decision value."""
+    if isinstance(decision, Approve):
+        if decision.grant is not None:
+            return Action.GRANT
+        return Action.EDIT if decision.args is not None else Action.APPROVE
+    if isinstance(decision, Resume):
+        return Action.ANSWER
+    if isinstance(decision, DeclineQuestion | CancelQuestion):
+        return Action.CANCEL
+    if isinstance(decision, Decline):
+        return Action.DECLINE
+    raise TypeError(f"{type(decision).__name__} is the runtime's own decision, not a person's")
+
+
+def asked_of(run: StoredRun, call: StoredToolCall, actor: str | None, action: Action) -> Asked:
+    return Asked(
+        actor=actor,
+        action=action,
+        tool_name=call.displayed_tool_name,
+        requester=requester_of(run),
+        thread_id=run.thread_id,
+        approvals=tuple(a.get("by", "") for a in call.approvals or () if isinstance(a, dict)),
+        approvals_for_other_args=other_args_approved(call),
+    )
+
+
+async def decide_as(
+    agent: Agent,
+    run_id: str,
+    tool_call_id: str | None,
+    decision: Decision,
+    *,
+    actor: str | None,
+    via: str,
+    user_messages: Sequence[dict[str, Any]] = (),
+) -> DecisionResult:
+    """See `Agent.decide_as`."""
+    run, call = await agent.storage.runs.run_and_call(run_id, tool_call_id)
+    if run is None or run.agent_id != agent.id or call is None:
+        return Gone(run_id=run_id, tool_call_id=tool_call_id)
+    if call.state != waiting_state_for(decision.kind):
+        return AlreadyDecided(record=agent._record_of(call))
+    if isinstance(decision, DeclineQuestion | CancelQuestion) and not call.held_by:
+        return AlreadyDecided(record=agent._record_of(call))  # only a live question can be dismissed
+    action = action_of(decision)
+    policy = policy_for(await agent.storage.policies.get(call.displayed_tool_name), call)
+    refusal = await authorize(asked_of(run, call, actor, action), policy, agent.directory)
+    if refusal is not None:
+        return await _refused(agent, call, refusal, actor=actor, action=action, via=via)
+    try:
+        landed = await agent._decide(
+            run.id, call.tool_call_id, decision, decided_by=actor, via=via, user_messages=user_messages,
+            read=(run, call),
+        )  # fmt: skip
+    except SnapshotNotFoundError:
+        return Gone(run_id=run_id, tool_call_id=tool_call_id)
+    except ToolCallNotSuspendedError:
+        latest = await agent.storage.runs.get_tool_call(run.id, call.tool_call_id)
+        if latest is None:
+            return Gone(run_id=run_id, tool_call_id=tool_call_id)
+        return AlreadyDecided(record=agent._record_of(latest))
+    except (ResumeDataInvalidError, ToolArgsInvalidError) as exc:
+        return Invalid(message=str(exc), errors=tuple(exc.errors))
+    except QuestionHeldElsewhereError:
+        refusal = Refusal(reason=RefusalReason.HELD_ELSEWHERE, tool_name=call.displayed_tool_name)
+        return await _refused(agent, call, refusal, actor=actor, action=action, via=via)
+    except ApprovalNotCountedError as exc:  # four eyes: a race the rule's first look could not see
+        refusal = Refusal(
+            reason=exc.reason or RefusalReason.ALREADY_APPROVED_BY_YOU, tool_name=call.displayed_tool_name,
+            needed=exc.needed, policy_version=policy.version, actor=actor,
+        )  # fmt: skip
+        return await _refused(agent, call, refusal, actor=actor, action=action, via=via)
+    except GrantNotAllowedError as exc:
+        refusal = Refusal(
+            reason=RefusalReason.GRANT_NOT_ALLOWED, tool_name=call.displayed_tool_name, detail=exc.why,
+            policy_version=policy.version,
+        )  # fmt: skip
+        return await _refused(agent, call, refusal, actor=actor, action=action, via=via)
+    record = agent._record_of(landed.call)
+    if landed.counted:
+        return Counted(record=record, approvals=record.approvals, needed=policy.approvals_required)
+    grant = Grant(**landed.grant) if landed.grant is not None else None
+    approvals = record.approvals or ((actor,) if actor else ())
+    return Decided(record=record, stream=landed.stream, grant=grant, approvals=approvals)
+
+
+async def check_action(
+    agent: Agent, run_id: str, tool_call_id: str, action: Action, *, actor: str | None, via: str, audit: bool
+) -> Refused | None:
+    """See `Agent.check`."""
+    run, call = await agent.storage.runs.run_and_call(run_id, tool_call_id)
+    if run is None or call is None or run.agent_id != agent.id:
+        return None  # nothing to refuse: the decision itself finds it gone
+    policy = policy_for(await agent.storage.policies.get(call.displayed_tool_name), call)
+    refusal = await authorize(asked_of(run, call, actor, action), policy, agent.directory)
+    if refusal is None:
+        return None
+    if not audit:
+        return Refused(refusal=refusal, record=agent._record_of(call))
+    return await _refused(agent, call, refusal, actor=actor, action=action, via=via)
+
+
+async def _refused(
+    agent: Agent, call: StoredToolCall, refusal: Refusal, *, actor: str | None, action: Action, via: str
+) -> Refused:
+    """The refusal as a result, audited as one `refused` line: who, through what, why."""
+    try:
+        await agent.storage.audit_log.record(
+            run_id=call.run_id, tool_call_id=call.tool_call_id, tool_name=call.displayed_tool_name,
+            action="refused", actor=actor, via=via, args_fingerprint=call.fingerprint,
+            policy_version=refusal.policy_version, detail=f"{action}: {refusal.text()}"[:500],
+        )  # fmt: skip
+    except Exception:  # noqa: BLE001 - the refusal stands whether or not its line could be written
+        log.exception("could not audit the refused %s of %s/%s", action, call.run_id, call.tool_call_id)
+    return Refused(refusal=refusal, record=agent._record_of(call))
+
+
+__all__ = ["Landed", "action_of", "check_action", "decide_as"]
