@@ -1271,6 +1271,7 @@ def _suspended_call(call: StoredToolCall) -> SuspendedToolCall:
         suspend_payload=shown_suspend_payload(call.suspend_payload, interrupted=call.interrupted),
         preview=ToolPreview.of(call.preview),
         escalated_at=escalated_at(call),
+        rule=rule_line(call.rule),
     )
 
 

@@ -210,6 +210,8 @@ class SuspendedToolCall:
     """What the tool's dry run said before the approval was shown (None: no preview)."""
     escalated_at: datetime | None = None
     """When its wait was escalated to its policy's `escalate_to`; None: not escalated."""
+    rule: str | None = None
+    """The admin's rule that made it wait, in one line (as `ToolCallRecord.rule`); None: no rule."""
 
 
 @dataclass(frozen=True, kw_only=True)

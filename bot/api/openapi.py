@@ -427,6 +427,11 @@ def openapi_document() -> dict[str, Any]:
                         "args": {},
                         "requiresApproval": {"type": "boolean"},
                         "suspendPayload": {},
+                        "rule": {
+                            "description": "The admin's rule that made the call wait, in one line "
+                            "(e.g. rule 1: Needs finance: args.amount > 100.0); null when no rule decided",
+                            "type": ["string", "null"],
+                        },
                         "escalatedAt": {
                             "description": "When the waiting approval was escalated to its policy's escalate_to; "
                             "null when it was not",

@@ -191,6 +191,7 @@ class _Api:
                             "suspendPayload": call.suspend_payload,
                             "preview": call.preview.as_json() if call.preview is not None else None,
                             "escalatedAt": call.escalated_at.isoformat() if call.escalated_at else None,
+                            "rule": call.rule,
                         }
                         for call in run.tool_calls
                     ],

@@ -124,6 +124,7 @@ class HomePublisher:
                 fingerprint=record.fingerprint,
                 approvals=record.approvals,
                 approvals_required=policy.approvals_required,
+                rule=record.rule,
             )
             if row.requester == user_id:
                 your_requests.append(approval)

@@ -91,6 +91,8 @@ class HomeApproval:
     approvals: tuple[str, ...] = ()
     """Four eyes: who approved it so far."""
     approvals_required: int = 1
+    rule: str | None = None
+    """The admin's rule that made it wait ("rule 1: Needs finance: ..."); None: no rule."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -350,6 +352,8 @@ def _approvals(
         )
         if approval.note:
             line += f"\n_{escape(approval.note)}_"
+        if approval.rule:
+            line += f"\n:scroll: {escape(approval.rule[:300])}"
         if approval.approvals_required > 1:
             line += "\n" + approvals_so_far(approval, tr)
         text = MarkdownTextObject(text=line + "\n" + format_args(approval.args, tr, limit=600))

@@ -39,6 +39,7 @@ async def test_suspended_runs_in_camel_case_and_the_openapi_document(api_bot: Ru
                 "error": None,
             },
             "escalatedAt": None,
+            "rule": None,
         }
     ]
     status, other_thread = await request(api_bot, "GET", "/api/agents/demo-agent/suspended-runs?threadId=nope")

@@ -14,7 +14,16 @@ from memory import PolicyChange
 from tests.support.processes import bot_command
 from tests.support.scripted_model import call, reply, tool_calls
 
-from .harness import RunningBot, modal_values, opened_policy_modal, refused_click, request
+from .harness import (
+    RunningBot,
+    home_of,
+    modal_values,
+    open_home,
+    opened_policy_modal,
+    refused_click,
+    request,
+    text_of,
+)
 
 pytestmark = pytest.mark.both_databases
 
@@ -55,6 +64,11 @@ async def test_a_rule_names_its_own_approvers(bot: RunningBot, model):
     shown = html.unescape(message.all_text)  # what Slack renders of the mrkdwn
     assert "Needs finance: args.amount > 100.0" in shown and "Who may approve: <@U9>" in shown
     assert "Only <@U9> may decide `issue-refund`" in await refused_click(bot, message, "U2")
+    (waiting,) = (await bot.agent.list_suspended_runs()).runs[0].tool_calls  # what the HTTP API lists
+    assert waiting.rule == "rule 1: Needs finance: args.amount > 100.0"
+    await open_home(bot, "U9")
+    home = text_of(await home_of(bot, "U9"))
+    assert "Needs finance: args.amount > 100.0" in html.unescape(home)
     await bot.sender.click(message, "tool_approve", user="U9")
     await bot.slack.wait_for("chat.update", lambda c: c.params.get("ts") == message.ts)
     assert "Approved" in message.all_text

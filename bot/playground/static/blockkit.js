@@ -8,7 +8,7 @@ const BlockKit = (() => {
     warning: "⚠️", x: "❌", heavy_check_mark: "✔️", hourglass: "⌛", hourglass_flowing_sand: "⏳",
     lock: "🔒", wave: "👋", tada: "🎉", sunny: "☀️", cloud: "☁️", rain_cloud: "🌧️", memo: "📝",
     wastebasket: "🗑️", moneybag: "💰", robot_face: "🤖", bust_in_silhouette: "👤", pencil2: "✏️",
-    information_source: "ℹ️", speech_balloon: "💬", thinking_face: "🤔", eyes: "👀", mag: "🔍", busts_in_silhouette: "👥",
+    information_source: "ℹ️", speech_balloon: "💬", thinking_face: "🤔", eyes: "👀", mag: "🔍", busts_in_silhouette: "👥", scroll: "📜", scissors: "✂️",
     rotating_light: "🚨",
   };
 
