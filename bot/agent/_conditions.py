@@ -16,6 +16,8 @@ Slack), `tool` (the tool's name), `now` (a timestamp, UTC).
 from __future__ import annotations
 
 import datetime
+import json
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,8 +31,15 @@ CONDITION_LIMIT = 500
 """The longest condition, in characters."""
 NODE_LIMIT = 400
 """The most parse nodes a condition may have."""
-NESTING_LIMIT = 2
-"""How deep comprehensions (`all`, `exists`, `map`, `filter`) may nest."""
+NESTING_LIMIT = 1
+"""How deep comprehensions (`all`, `exists`, `map`, `filter`) may nest: not at all, so one evaluation is
+about linear in the size of the arguments."""
+ARGS_LIMIT = 64_000
+"""The most JSON characters of arguments a rule reads; a call with more fails safe (it needs approval)."""
+LIST_LIMIT = 1000
+"""The longest list in the arguments a rule reads; a call with a longer one fails safe."""
+EVALUATION_TIMEOUT = 1.0
+"""Seconds the rules of one call may take (evaluated off the event loop); longer: the call fails safe."""
 
 VARIABLES = ("args", "requester", "channel", "tool", "now")
 
@@ -143,15 +152,38 @@ class Condition:
 
 
 _PROGRAMS: dict[str, Any] = {}
+_COMPILING = threading.Lock()
+"""Rules are evaluated in worker threads; the parser is not known to be thread-safe."""
 
 
 def _program(text: str) -> Any:
     program = _PROGRAMS.get(text)
     if program is None:
-        if len(_PROGRAMS) > 1000:  # conditions change rarely; a bound keeps a long-lived process small
-            _PROGRAMS.clear()
-        program = _PROGRAMS[text] = _ENV.program(_ENV.compile(text))
+        with _COMPILING:
+            if len(_PROGRAMS) > 1000:  # conditions change rarely; a bound keeps a long-lived process small
+                _PROGRAMS.clear()
+            program = _PROGRAMS[text] = _ENV.program(_ENV.compile(text))
     return program
+
+
+def too_large(args: Any) -> str | None:
+    """Why a rule will not read these arguments (too much JSON, too long a list), or None."""
+    try:
+        size = len(json.dumps(args, ensure_ascii=False, default=str))
+    except (TypeError, ValueError):
+        return "the arguments are not JSON"
+    if size > ARGS_LIMIT:
+        return f"the arguments are {size} characters of JSON; a rule reads at most {ARGS_LIMIT}"
+    stack = [args]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            if len(value) > LIST_LIMIT:
+                return f"a list in the arguments has {len(value)} items; a rule reads at most {LIST_LIMIT}"
+            stack.extend(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+    return None
 
 
 def _failure(exc: BaseException) -> str:
@@ -550,9 +582,12 @@ def rule_outcome(rules: Any, *, args: Any, schema: dict[str, Any] | None, reques
     holds decides; a condition that cannot be evaluated decides too, as "require approval" (fail safe).
     Trial rules decide nothing; the first that would have decided is reported."""
     trial: dict[str, Any] | None = None
+    refused_args = too_large(args)
     for position, rule in enumerate(rules, 1):
         fields = {**rule.fields(), "position": position}
         try:
+            if refused_args:
+                raise ConditionFailed(refused_args)
             holds = Condition(rule.condition).evaluate(
                 args=args, schema=schema, requester=requester, channel=channel, tool=tool, now=now
             )
@@ -572,11 +607,19 @@ def rule_outcome(rules: Any, *, args: Any, schema: dict[str, Any] | None, reques
     return RuleOutcome(trial=trial)
 
 
+def timed_out() -> RuleOutcome:
+    """The outcome of rules that took longer than `EVALUATION_TIMEOUT`: the call needs approval."""
+    why = f"they took longer than {EVALUATION_TIMEOUT:g} s"
+    return RuleOutcome(stored={"position": 0, "condition": "", "failed": why}, effect="require_approval")
+
+
 def rule_line(stored: Any) -> str | None:
     """The rule a call keeps (see `RuleOutcome.stored`) in one line, as the audit and the approval show it."""
     if not isinstance(stored, dict):
         return None
     position = stored.get("position")
+    if stored.get("failed") and not position:
+        return f"the rules could not be evaluated ({stored['failed']}), so the call needs approval"
     if stored.get("failed"):
         name = f" ({stored['name']})" if stored.get("name") else ""
         return (

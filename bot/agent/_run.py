@@ -61,7 +61,7 @@ from tools import (
     to_jsonable,
 )
 
-from ._conditions import RuleOutcome, joined, refused_error, rule_line, rule_outcome
+from ._conditions import EVALUATION_TIMEOUT, RuleOutcome, joined, refused_error, rule_line, rule_outcome, timed_out
 from ._fingerprint import fingerprint
 from ._model import ModelError, stream_step
 from ._previews import STOPPED, error_text, preview_line, run_preview
@@ -432,7 +432,7 @@ class RunDriver:
         if policy.disabled:
             self._blocked_ids.add(row.tool_call_id)
             return _failed(row, disabled_error(name))
-        outcome = self._rules(tool, row, policy)
+        outcome = await self._rules(tool, row, policy)
         if outcome.effect == RuleEffect.REFUSE:
             self._blocked_ids.add(row.tool_call_id)
             return _failed(row, refused_error(name, row.rule))
@@ -456,12 +456,14 @@ class RunDriver:
             telemetry.waits_for_approval(row, policy)
         return row
 
-    def _rules(self, tool: Tool, row: StoredToolCall, policy: ToolPolicy) -> RuleOutcome:
-        """What the policy's rules say about the call; the deciding rule is kept on the row (fixed with it)."""
+    async def _rules(self, tool: Tool, row: StoredToolCall, policy: ToolPolicy) -> RuleOutcome:
+        """What the policy's rules say about the call; the deciding rule is kept on the row (fixed with it).
+        Evaluated in a worker thread, bounded by `EVALUATION_TIMEOUT`: a slow rule never holds the event loop."""
         if not policy.rules or self.deps.sub_agent_for(tool.id) is not None:
             return RuleOutcome()
         context = self.options.request_context
-        outcome = rule_outcome(
+        evaluation = asyncio.to_thread(
+            rule_outcome,
             policy.rules,
             args=row.args,
             schema=tool.parameters(),
@@ -470,6 +472,11 @@ class RunDriver:
             tool=tool.id,
             now=utcnow(),
         )
+        try:
+            outcome = await asyncio.wait_for(evaluation, EVALUATION_TIMEOUT)
+        except TimeoutError:  # the thread runs on to its end (bounded by the size limits); the call asks
+            log.warning("the rules of %s took longer than %s s in run %s", tool.id, EVALUATION_TIMEOUT, self.run.id)
+            outcome = timed_out()
         row.rule = outcome.stored
         return outcome
 

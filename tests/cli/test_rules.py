@@ -54,6 +54,10 @@ async def test_a_bad_rule_is_one_line_that_names_it_and_changes_nothing(database
         ("args.amount > 100", "(write 100.0)"),
         ("args.order_id", "the condition must be true or false"),
         ("customer == 'x'", "unknown name 'customer'"),
+        (
+            '["株", "式"].exists(x, ["会"].exists(y, y == x))',
+            "comprehensions (exists and the like) nest at most 1 deep",
+        ),
     ]:
         code, out, err = await bot_command(
             "policy", "rules", "add", "issue-refund", "--if", condition, "--then", "refuse", database_url=database_url

@@ -221,3 +221,12 @@ async def test_a_standing_grant_covers_later_calls_a_rule_sends_to_approval(bot:
     assert len(approvals) == 1  # the second call ran under the grant
     actions = [e.action for e in await bot.storage.audit_log.entries() if e.run_id]
     assert actions[-3:] == ["requested", "grant_used", "executed"]
+
+
+async def test_arguments_too_large_for_a_rule_fail_safe(bot: RunningBot, model):
+    await bot.storage.policies.set("get-weather", PolicyChange(rules=[TOKYO_NEEDS_APPROVAL]))
+    ask_weather(model, "東" * 70_000)
+    await bot.mention("天気は?")
+    await bot.approval_message()
+    asked = next(e for e in await bot.storage.audit_log.entries() if e.action == "requested")
+    assert "could not be evaluated (the arguments are" in asked.detail and "a rule reads at most 64000" in asked.detail
