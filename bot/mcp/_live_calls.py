@@ -109,6 +109,8 @@ LiveCalls = dict[tuple[str, str], LiveCall]
 def answer_of(resume_data: Any, action: str | None = "accept") -> types.ElicitResult:
     """What the server gets: `accept` with the data a call was resumed with (validated against its
     `requested_schema`), or `decline` / `cancel` without content."""
-    if action in ("decline", "cancel"):
-        return types.ElicitResult(action=action)
+    if action == "decline":
+        return types.ElicitResult(action="decline")
+    if action == "cancel":
+        return types.ElicitResult(action="cancel")
     return types.ElicitResult(action="accept", content=resume_data if isinstance(resume_data, dict) else None)

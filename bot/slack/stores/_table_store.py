@@ -15,11 +15,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
+from sqlalchemy import CursorResult, Result
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from memory import Storage
+
+
+def rows_changed(result: Result[Any]) -> int:
+    """How many rows an INSERT, UPDATE or DELETE changed (its result is a cursor's, whatever the stubs say)."""
+    return cast(CursorResult[Any], result).rowcount
 
 
 class TableStore:

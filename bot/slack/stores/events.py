@@ -219,7 +219,7 @@ class EventLog(TableStore):
                 )
                 .distinct()
             )
-            return list(result)
+            return [thread for thread in result if thread is not None]
 
 
 # The statements of every turn, built once: building one costs more CPU than running it. `bindparam`

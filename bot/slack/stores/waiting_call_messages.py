@@ -19,7 +19,7 @@ from memory.tables import utcnow
 
 from ..tables import ToolCallMessageCopyRow, ToolCallMessageRow
 from ..threads import SlackThread
-from ._table_store import TableStore
+from ._table_store import TableStore, rows_changed
 
 
 class ShownMessage(NamedTuple):
@@ -82,11 +82,10 @@ class WaitingCallMessages(TableStore):
         if waiting_since is not None:
             statement = statement.on_conflict_do_nothing(index_elements=["run_id", "tool_call_id", "waiting_since"])
         async with self._writing_rows() as session:
-            inserted = (await session.execute(statement)).rowcount == 1
-        if inserted:
-            return await self.get(values["id"]), claim
-        existing = await self.of_wait(run_id, tool_call_id, waiting_since)
-        return existing, claim and await self.claim_post(existing)
+            inserted = rows_changed(await session.execute(statement)) == 1
+        found = await self.get(values["id"]) if inserted else await self.of_wait(run_id, tool_call_id, waiting_since)
+        assert found is not None, "the row was just inserted, or another insert of the same wait won"
+        return found, claim if inserted else claim and await self.claim_post(found)
 
     async def of_wait(
         self, run_id: str, tool_call_id: str, waiting_since: datetime | None
@@ -117,7 +116,7 @@ class WaitingCallMessages(TableStore):
                 .where(ToolCallMessageRow.id == row.id, ToolCallMessageRow.ts.is_(None), claimed)
                 .values(post_claimed_at=now, post_attempts=ToolCallMessageRow.post_attempts + 1)
             )
-        if result.rowcount == 1:
+        if rows_changed(result) == 1:
             row.post_claimed_at = now
             return True
         return False
@@ -183,7 +182,7 @@ class WaitingCallMessages(TableStore):
                 .where(ToolCallMessageRow.id == ref, or_(ToolCallMessageRow.ts.is_(None), ToolCallMessageRow.ts == ts))
                 .values(ts=ts)
             )
-        if result.rowcount == 0:
+        if rows_changed(result) == 0:
             await self.add_copy(ref, ts)
 
     async def add_copy(self, ref: str, ts: str, *, channel: str | None = None, escalated_to: str | None = None) -> bool:
@@ -204,7 +203,7 @@ class WaitingCallMessages(TableStore):
             .on_conflict_do_nothing(index_elements=["message_id", "ts"])
         )
         async with self._writing_rows() as session:
-            return (await session.execute(statement)).rowcount == 1
+            return rows_changed(await session.execute(statement)) == 1
 
     async def escalated_to(self, ref: str) -> set[str]:
         """Whom the escalation already posted a copy of `ref`'s message to (user IDs, channel IDs)."""
@@ -214,7 +213,7 @@ class WaitingCallMessages(TableStore):
                     ToolCallMessageCopyRow.message_id == ref, ToolCallMessageCopyRow.escalated_to.is_not(None)
                 )
             )
-            return set(result)
+            return {person for person in result if person is not None}
 
     async def is_copy_elsewhere(self, ref: str, channel: str, ts: str) -> bool:
         """Whether the message `ts` in `channel` is a recorded copy of `ref`'s in another channel (escalated)."""
@@ -293,7 +292,7 @@ class WaitingCallMessages(TableStore):
                 .where(ToolCallMessageRow.id == ref, ToolCallMessageRow.closed_at.is_(None))
                 .values(closed_at=at or utcnow())
             )
-        return bool(result.rowcount)
+        return bool(rows_changed(result))
 
 
 _MESSAGES = ToolCallMessageRow.__table__
