@@ -34,7 +34,7 @@ from bot.agent import (
 )
 
 from .conversation import continue_run
-from .permissions import SLACK_NAMING
+from .permissions import refusal_text
 from .services import SlackServices
 from .tables import ToolCallMessageRow
 from .threads import SlackThread
@@ -190,7 +190,8 @@ async def check_decider(
     user group's members), so a modal submission asks it after its ack."""
     refused = await services.agent.check(call.row.run_id, call.row.tool_call_id, Action(action), actor=user_id, via=via)
     if refused is not None:
-        raise ClickRefused(refused.text(SLACK_NAMING), RefusalReason.NOT_ALLOWED, about=call.row)
+        tr = await services.languages.of_person(user_id)
+        raise ClickRefused(refusal_text(refused.refusal, tr), RefusalReason.NOT_ALLOWED, about=call.row)
 
 
 async def decide(
@@ -235,7 +236,8 @@ async def decide_and_show(
                 if result.reason == RuleReason.HELD_ELSEWHERE
                 else RefusalReason.NOT_ALLOWED
             )
-            raise ClickRefused(result.text(SLACK_NAMING), reason, about=call.row)
+            tr = await services.languages.of_person(user_id)
+            raise ClickRefused(refusal_text(result.refusal, tr), reason, about=call.row)
         case AlreadyDecided() if result.record.state == ToolCallState.EXPIRED:
             raise ClickRefused(EXPIRED, RefusalReason.EXPIRED, row=call.row)
         case AlreadyDecided() | Gone():

@@ -78,7 +78,6 @@ async def escalate(services: SlackServices, client: AsyncWebClient, escalation: 
             return _failed(services, escalation, f"user group {target} has no members (other than who asked)")
     else:
         recipients = [target]
-    policy_view = await with_policy(services, approval_view_of(row, call), call)
     thread_tr = await services.languages.of_thread(row.thread_id, row.requester)
     poster = careful_client(client)  # retries a 429 only: a retried 5xx could post twice
     reached = await messages.escalated_to(row.id)
@@ -94,6 +93,7 @@ async def escalate(services: SlackServices, client: AsyncWebClient, escalation: 
             channel=f"<#{row.channel}>",
             target=target_mention(target),
         )
+        policy_view = await with_policy(services, approval_view_of(row, call), call, tr)
         view = dataclasses.replace(policy_view, escalated=f":rotating_light: {escalated}")
         text, blocks = approval_text(view, tr), build_approval_blocks(view, tr)
         try:

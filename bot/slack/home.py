@@ -25,7 +25,7 @@ from memory import ToolPolicy
 
 from .directory import DirectoryError
 from .home_builder import HomeApproval, HomeGrant, HomePolicy, HomeView, build_home_view
-from .permissions import SLACK_NAMING
+from .permissions import refusal_text
 from .threads import channel_of_thread
 from .waiting_messages import record_of, still_waits
 
@@ -99,6 +99,7 @@ class HomePublisher:
 
     async def view_for(self, user_id: str) -> dict[str, Any]:
         services = self.services
+        tr = await services.languages.of_person(user_id)
         policies: dict[str, ToolPolicy] = {}
         waiting_for_you: list[HomeApproval] = []
         your_requests: list[HomeApproval] = []
@@ -120,7 +121,7 @@ class HomePublisher:
                 channel=row.channel,
                 waiting_since=record.suspended_at,
                 may_decide=refused is None,
-                note="" if refused is None else refused.text(SLACK_NAMING),
+                note="" if refused is None else refusal_text(refused.refusal, tr),
                 fingerprint=record.fingerprint,
                 approvals=record.approvals,
                 approvals_required=policy.approvals_required,
@@ -133,7 +134,6 @@ class HomePublisher:
             ):
                 waiting_for_you.append(approval)
         policies_shown = await self._policies(user_id)  # an admin's: they see the feedback too
-        tr = await services.languages.of_person(user_id)
         return build_home_view(
             HomeView(
                 user_id=user_id,

@@ -30,7 +30,7 @@ from .approval_builder import (
     decided_text,
 )
 from .directory import is_user_id
-from .permissions import who_may_decide
+from .permissions import people_in
 from .posting import UNCLEAR, deliver, find_copies
 from .question_builder import (
     AnswerView,
@@ -96,8 +96,8 @@ async def post_recorded(
     """Post the message of a recorded row whose posting the caller has claimed; its ts, or None when it
     could not be posted now (the thread is told, if Slack lets us, and the recovery pass posts it later)."""
     if row.kind == "approval":
-        view = await with_policy(services, approval_view_of(row, record), record)
         tr = await services.languages.of_thread(row.thread_id, row.requester)
+        view = await with_policy(services, approval_view_of(row, record), record, tr)
         text, blocks = approval_text(view, tr), build_approval_blocks(view, tr)
     else:
         if answerable_by_form is None:
@@ -141,16 +141,19 @@ async def _say_not_posted_yet(services: SlackServices, client: AsyncWebClient, r
         services.logger.warning("could not tell %s that its message is not posted yet", row.thread_id)
 
 
-async def with_policy(services: SlackServices, view: ApprovalView, record: ToolCallRecord | None) -> ApprovalView:
-    """`view` saying who may approve it and when it expires, as the tool's policy says now."""
+async def with_policy(
+    services: SlackServices, view: ApprovalView, record: ToolCallRecord | None, tr: Translator
+) -> ApprovalView:
+    """`view` saying who may approve it (in the words of `tr`) and when it expires, as the tool's policy
+    says now."""
     try:
         policy = await services.agent.storage.policies.get(view.tool_name)
     except Exception:  # noqa: BLE001 - the message is posted without the line rather than not at all
         services.logger.exception("could not read the policy of %s", view.tool_name)
         return view
-    who = who_may_decide((record.rule_approvers if record is not None else ()) or policy.approvers)
+    who = people_in((record.rule_approvers if record is not None else ()) or policy.approvers, tr)
     if not policy.self_approval:
-        who += f" (not <@{view.requester}>, who asked)"
+        who = tr.gettext("{who} (not {requester}, who asked)", who=who, requester=f"<@{view.requester}>")
     since = record.suspended_at if record is not None else None
     expires_at = None
     if policy.expires_after:
@@ -290,11 +293,11 @@ async def _show_approvals_so_far(
     services: SlackServices, client: AsyncWebClient, row: ToolCallMessageRow, record: ToolCallRecord
 ) -> None:
     """Four eyes: every copy of a waiting approval shows who approved so far, its buttons kept."""
-    view = await with_policy(services, approval_view_of(row, record), record)
     for channel, ts, escalated_to in await services.stores.messages.every_message(
         await services.stores.messages.get(row.id) or row
     ):
         tr = await _words_of_reader(services, row, escalated_to)
+        view = await with_policy(services, approval_view_of(row, record), record, tr)
         text, blocks = approval_text(view, tr), build_approval_blocks(view, tr)
         try:
             await client.chat_update(channel=channel, ts=ts, text=text, blocks=blocks)

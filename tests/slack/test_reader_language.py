@@ -245,3 +245,18 @@ async def test_a_queued_message_is_told_so_in_the_threads_language(database_url,
         queued = "你的訊息已排入佇列：前面的訊息處理完後我就會回覆。"
         notices = await slack.wait_for("chat.postMessage", lambda c: c.params.get("text") == queued)
         assert notices[0].params["thread_ts"] == first["ts"]
+
+
+async def test_the_rules_refusal_and_who_may_approve_are_in_the_readers_language(bot: RunningBot, model):
+    await bot.storage.policies.set("delete-record", PolicyChange(self_approval=False))
+    ask_to_delete(model)
+    await bot.mention("기록 3 삭제", user="UKO")
+    message = await bot.approval_message()
+    assert "승인할 수 있는 사람: 대화에 있는 누구나(요청한 <@UKO>님 제외)" in message.all_text
+
+    await bot.sender.click(message, "tool_approve", user="UKO")  # the requester may not approve it
+    told = await bot.slack.wait_for("chat.postEphemeral")
+    assert (
+        told[-1].params["text"]
+        == "`delete-record`의 정책상 자신의 요청은 승인할 수 없습니다. 다른 사람에게 부탁하세요."
+    )
