@@ -15,9 +15,9 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import bindparam, insert, or_, select, update
+from sqlalchemy import CursorResult, bindparam, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from .exceptions import GrantNotAllowedError
@@ -169,10 +169,14 @@ class GrantStore:
         in one transaction: the next proposed call no longer finds it."""
         now = self._storage.clock.now()
         async with self._storage.session() as session:
-            result = await session.execute(
-                update(GrantRow)
-                .where(GrantRow.id == grant_id, GrantRow.revoked_at.is_(None), GrantRow.expires_at > now)
-                .values(revoked_at=now, revoked_by=by)
+            # an UPDATE's result is a `CursorResult` (its rowcount); `Session.execute` is typed for any statement
+            result = cast(
+                "CursorResult[Any]",
+                await session.execute(
+                    update(GrantRow)
+                    .where(GrantRow.id == grant_id, GrantRow.revoked_at.is_(None), GrantRow.expires_at > now)
+                    .values(revoked_at=now, revoked_by=by)
+                ),
             )
             if result.rowcount != 1:
                 return None

@@ -230,6 +230,7 @@ class Storage:
             await self.migrate()
         async with self.engine.connect() as connection:
             raw = (await connection.get_raw_connection()).driver_connection
+            assert raw is not None, "an open connection has its driver's connection"
 
             def on_notify(_connection: Any, _pid: int, _channel: str, payload: str) -> None:
                 heard(payload)
@@ -310,16 +311,19 @@ class _SharedEngine:
     """Open `Storage` objects on it; the last to close disposes its connections."""
 
 
-_ENGINES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple, _SharedEngine]] = weakref.WeakKeyDictionary()
+_ENGINES: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str, bool, tuple[tuple[str, int], ...]], _SharedEngine]
+] = weakref.WeakKeyDictionary()
 """Per event loop (connections belong to the loop that opened them): (URL, echo, pool) -> its engine."""
 
 
 async def _stored_version(connection: AsyncConnection, schema: Schema) -> str | None:
     """The revision `schema`'s version table records; None if it has none, or no such table yet."""
     try:
-        return await connection.scalar(text(f'SELECT version_num FROM "{schema.version_table}"'))
+        version = await connection.scalar(text(f'SELECT version_num FROM "{schema.version_table}"'))
     except DBAPIError:  # no such table: a new database, or a package it never had
         return None
+    return None if version is None else str(version)
 
 
 def _pool_options(pool_size: int | None, max_overflow: int | None) -> dict[str, int]:

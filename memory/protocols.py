@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Unpack
 
 if TYPE_CHECKING:
     from ._grants import Grant
     from ._policies import ToolPolicy, UnreadablePolicy
     from ._runs import Audit
-    from .records import StoredRun, StoredToolCall
+    from .records import CallColumns, RunColumns, StartColumns, StoredRun, StoredToolCall
     from .states import NextMove, RunStatus, ToolCallState
 
 
@@ -47,7 +47,7 @@ class RunStorage(Protocol):
         only_from: Iterable[RunStatus] | None = None,
         from_step: int | None = None,
         messages: Iterable[dict[str, Any]] = (),
-        **fields: Any,
+        **fields: Unpack[RunColumns],
     ) -> bool:
         """Move a run to `to` if its status may go there (and, with `from_step`, its step is that); True if
         this caller won."""
@@ -136,7 +136,7 @@ class RunStorage(Protocol):
         lease: str | None = None,
         approvals_seen: int | None = None,
         grant: dict[str, Any] | None = None,
-        **fields: Any,
+        **fields: Unpack[CallColumns],
     ) -> bool:
         """Move `call` to `to` if it is still in a state that may go there; True if this caller won. With
         `approvals_seen` (four eyes, the last approval): only while exactly that many approvals are counted
@@ -151,7 +151,7 @@ class RunStorage(Protocol):
         and the arguments its approver read (the call stays waiting); True if it counted."""
         ...
 
-    async def start(self, call: StoredToolCall, **fields: Any) -> tuple[bool, int | None]:
+    async def start(self, call: StoredToolCall, **fields: Unpack[StartColumns]) -> tuple[bool, int | None]:
         """Mark `call` running (the durable "the tool started" mark) unless its tool was disabled."""
         ...
 
@@ -165,7 +165,7 @@ class RunStorage(Protocol):
         audit: Audit,
         owner: str,
         holds_run: bool,
-        **fields: Any,
+        **fields: Unpack[CallColumns],
     ) -> tuple[bool, NextMove | None]:
         """Store a call's result and, in the same transaction, decide what follows (as `after_work`)."""
         ...

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 
 @dataclass(slots=True, kw_only=True)
@@ -90,9 +90,52 @@ class StoredToolCall:
         return self.shown_args if self.shown_tool_name else self.args
 
 
+class RunColumns(TypedDict, total=False):
+    """The columns of a run a move may set besides its status (`RunStorage.move_run`)."""
+
+    owner: str | None
+    step: int
+    finish_reason: str | None
+    error: str | None
+
+
+class StartColumns(TypedDict, total=False):
+    """The columns of a tool call its start may set (`RunStorage.start`)."""
+
+    held_by: str | None
+    child_run_id: str | None
+    """A sub-agent's run, named with the mark so a recovery finds it."""
+    child_tool_call_id: str | None
+
+
+class CallColumns(StartColumns, total=False):
+    """The columns of a tool call a move may set besides its state (`RunStorage.transition`)."""
+
+    decision: str | None
+    decided_by: str | None
+    decided_at: datetime | None
+    reason: str | None
+    args: Any
+    fingerprint: str | None
+    """With `args`: an edit of the arguments."""
+    shown_tool_name: str | None
+    shown_args: Any
+    requires_approval: bool
+    suspend_payload: Any
+    suspended_at: datetime | None
+    resume_schema: Any
+    resume_data: Any
+    approvals: list[dict[str, Any]]
+    approval_count: int
+    preview: Any
+    interrupted: bool
+    result: Any
+    is_error: bool
+
+
 def values_of(record: StoredRun | StoredToolCall) -> dict[str, Any]:
     """Every field of `record`, by column name."""
     return {f.name: getattr(record, f.name) for f in fields(record)}
 
 
-__all__ = ["StoredRun", "StoredToolCall", "values_of"]
+__all__ = ["CallColumns", "RunColumns", "StartColumns", "StoredRun", "StoredToolCall", "values_of"]

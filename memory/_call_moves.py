@@ -1,0 +1,226 @@
+"""The moves of a tool call: every change of its state, a four-eyes approval counted, its start, its
+result, and the claim of its escalation (the part of `RunStore` that writes tool calls).
+
+Every change of a call's state is a conditional UPDATE: the row moves only if it is still in a state it
+may leave, and the caller learns whether it won."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, Unpack
+
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from ._grants import check_grant_policy
+from ._reconnect import retried_while_away
+from ._run_sql import (
+    _APPROVALS_AS_SEEN,
+    _COUNT_APPROVAL,
+    _INSERT_AUDIT,
+    _INSERT_GRANT,
+    _NOT_ESCALATED,
+    _UPDATE_RUN,
+    _WHY_NOT_STARTED,
+    Audit,
+    StorePart,
+    _add_messages,
+    _move_call,
+    _start_call,
+    next_move,
+    take_turn,
+)
+from .records import CallColumns, StartColumns, StoredRun, StoredToolCall
+from .states import WAITING_STATES, NextMove, ToolCallState, sources_of
+from .tables import ToolCallRow
+
+
+@retried_while_away
+class CallMoves(StorePart):
+    async def transition(
+        self,
+        call: StoredToolCall,
+        to: ToolCallState,
+        *,
+        allowed_from: Iterable[ToolCallState] | None = None,
+        messages: Iterable[dict[str, Any]] = (),
+        run: StoredRun | None = None,
+        audit: Audit | Iterable[Audit] | None = None,
+        lease: str | None = None,
+        approvals_seen: int | None = None,
+        grant: dict[str, Any] | None = None,
+        **fields: Unpack[CallColumns],
+    ) -> bool:
+        """Move `call` to `to` if it is still in a state that may go there; True if this caller won.
+        With `grant` (the row of a standing grant, `memory._grants.new_grant_values`) the grant is stored
+        too, only if this caller won: the approval that gives a grant is counted once, and so is the grant.
+        With `approvals_seen` (the last approval a four-eyes call needs) it moves only while exactly that
+        many approvals are counted and its arguments are still those of `call.fingerprint`.
+
+        In the same transaction, only if it won: `messages` are added to `run` (a tool result the model
+        will read), an `audit` row is written, and with `lease` (an owner) the run's lease is refreshed.
+        On success the in-memory `call` is updated too, so the caller goes on with what was stored.
+        Raises `GrantNotAllowedError`, storing nothing, when `grant`'s policy is no longer at the version
+        it was checked against (a grant holds only under the policy it was given under).
+        """
+        async with self._storage.transaction() as connection:
+            if grant is not None:
+                await check_grant_policy(connection, self._storage.dialect, grant)
+            won = await self._transition(
+                connection,
+                call,
+                to,
+                allowed_from=allowed_from,
+                messages=messages,
+                run=run,
+                audit=audit,
+                lease=lease,
+                fields=fields,
+                approvals_seen=approvals_seen,
+            )
+            if won and grant is not None:
+                await connection.execute(_INSERT_GRANT, [grant])
+            return won
+
+    async def count_approval(
+        self, call: StoredToolCall, approval: dict[str, Any], *, audit: Audit, lease: str | None = None
+    ) -> bool:
+        """Count one more approval of a call that needs several (four eyes), the call staying where it
+        waits; True if this caller's approval counted.
+
+        One conditional UPDATE: it counts only while the call still waits for approval, with exactly the
+        approvals this caller read (`call.approval_count`) and the arguments it was shown (`call.fingerprint`),
+        so two approvers at the same moment (two replicas) never both count as the same one; the loser
+        reads again and retries. The audit line is written in the same transaction."""
+        seen = call.approval_count or 0
+        approvals = [*(call.approvals or []), approval]
+        now = self._storage.clock.now()
+        values = {"approvals": approvals, "approval_count": seen + 1, "updated_at": now}
+        async with self._storage.transaction() as connection:
+            result = await connection.execute(
+                _COUNT_APPROVAL, {"b_id": call.id, "b_seen": seen, "b_fp": call.fingerprint, **values}
+            )
+            if result.rowcount != 1:
+                return False
+            await connection.execute(_INSERT_AUDIT, [audit.values(call, {})])
+            if lease is not None:
+                await connection.execute(_UPDATE_RUN, {"b_run": call.run_id, "heartbeat_at": now, "owner": lease})
+        for key, value in values.items():
+            setattr(call, key, value)
+        return True
+
+    async def start(self, call: StoredToolCall, **fields: Unpack[StartColumns]) -> tuple[bool, int | None]:
+        """Mark `call` running (the durable "the tool started" mark) unless an admin's policy disables
+        its tool; (True, None) if this caller may run it now, (False, version) when the disable stopped
+        it (`version`: of the policy that did), (False, None) when another caller took the call.
+
+        The policy read and the mark are one conditional UPDATE (`... AND NOT EXISTS (a disabling
+        policy)`): on PostgreSQL the statement's snapshot holds every transaction committed before it
+        began, on SQLite the write lock orders it after every committed change, so a disable that
+        committed first always wins, and no transaction is added to the approval cycle.
+        """
+        async with self._storage.transaction() as connection:
+            if await self._transition(connection, call, ToolCallState.RUNNING, fields=fields, unless_disabled=True):
+                return True, None
+            row = (await connection.execute(_WHY_NOT_STARTED, {"b_id": call.id, "b_tool": call.tool_name})).first()
+        if row is None or row.state not in sources_of(ToolCallState.RUNNING, None):
+            return False, None  # another caller took it
+        return False, row.disabled_by
+
+    async def store_result_and_next_move(
+        self,
+        call: StoredToolCall,
+        to: ToolCallState,
+        *,
+        run: StoredRun,
+        messages: Iterable[dict[str, Any]],
+        audit: Audit,
+        owner: str,
+        holds_run: bool,
+        **fields: Unpack[CallColumns],
+    ) -> tuple[bool, NextMove | None]:
+        """`transition` a call to its result, and in the same transaction decide what follows (`memory._run_sql.next_move`):
+        (True, the `NextMove`), or (False, None) when it was settled elsewhere."""
+        async with self._storage.transaction() as connection:
+            await take_turn(self._storage, connection, run)
+            if not await self._transition(connection, call, to, messages=messages, run=run, audit=audit, fields=fields):
+                return False, None
+            return True, await next_move(self._storage, connection, run, owner, holds_run=holds_run)
+
+    async def _transition(
+        self,
+        connection: AsyncConnection,
+        call: StoredToolCall,
+        to: ToolCallState,
+        *,
+        allowed_from: Iterable[ToolCallState] | None = None,
+        messages: Iterable[dict[str, Any]] = (),
+        run: StoredRun | None = None,
+        audit: Audit | Iterable[Audit] | None = None,
+        lease: str | None = None,
+        fields: CallColumns | StartColumns,
+        unless_disabled: bool = False,
+        approvals_seen: int | None = None,
+    ) -> bool:
+        sources = sources_of(to, frozenset(allowed_from) if allowed_from is not None else None)
+        now = self._storage.clock.now()
+        values: dict[str, Any] = {"state": str(to), "updated_at": now, **fields}
+        if to in WAITING_STATES and "suspended_at" not in fields:
+            values["suspended_at"] = now
+        if "suspend_payload" in fields and "interrupted" not in fields:
+            values["interrupted"] = False  # a new wait is an interruption only when the move says so
+        messages = list(messages)
+        if unless_disabled:
+            statement, params = _start_call(frozenset(sources)), {"b_id": call.id, "b_tool": call.tool_name}
+        else:
+            statement, params = _move_call(frozenset(sources)), {"b_id": call.id}
+        if approvals_seen is not None:
+            statement = statement.where(_APPROVALS_AS_SEEN)
+            params.update(b_seen=approvals_seen, b_fp=call.fingerprint)
+        result = await connection.execute(statement, {**params, **values})
+        if result.rowcount != 1:
+            return False
+        if messages:
+            assert run is not None, "messages belong to a run"
+            await _add_messages(connection, run, messages)
+        audit_rows = [line.values(call, values) for line in ([audit] if isinstance(audit, Audit) else audit or ())]
+        if audit_rows:
+            await connection.execute(_INSERT_AUDIT, audit_rows)
+        if lease is not None:
+            await connection.execute(_UPDATE_RUN, {"b_run": call.run_id, "heartbeat_at": now, "owner": lease})
+        for key, value in values.items():
+            setattr(call, key, value)
+        return True
+
+    async def claim_escalation(self, run_id: str, tool_call_id: str, *, waiting_since: datetime, at: datetime) -> bool:
+        """Take on escalating this wait of the call: one conditional UPDATE (still waiting for approval, in
+        the same wait, not escalated), so of several replicas exactly one escalates it; True if this one."""
+        statement = (
+            update(ToolCallRow)
+            .where(
+                ToolCallRow.run_id == run_id,
+                ToolCallRow.tool_call_id == tool_call_id,
+                ToolCallRow.state == str(ToolCallState.AWAITING_APPROVAL),
+                ToolCallRow.suspended_at == waiting_since,
+                _NOT_ESCALATED,
+            )
+            .values(escalated_at=at)
+        )
+        async with self._storage.transaction() as connection:
+            return (await connection.execute(statement)).rowcount == 1
+
+    async def release_escalation(self, run_id: str, tool_call_id: str, *, claimed_at: datetime) -> bool:
+        """Give back a claim whose delivery failed for now (Slack 429/5xx), so a later sweep tries again;
+        only the claim made at `claimed_at` is given back."""
+        statement = (
+            update(ToolCallRow)
+            .where(
+                ToolCallRow.run_id == run_id,
+                ToolCallRow.tool_call_id == tool_call_id,
+                ToolCallRow.escalated_at == claimed_at,
+            )
+            .values(escalated_at=None)
+        )
+        async with self._storage.transaction() as connection:
+            return (await connection.execute(statement)).rowcount == 1

@@ -1,0 +1,253 @@
+"""What the parts of `RunStore` share: the statements of the runtime's path, built once (SQLAlchemy then
+finds each compiled in its cache), the audit line a move writes, and the small steps several moves take
+(adding messages, a run's next move after a worker's calls)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import and_, bindparam, exists, func, insert, literal_column, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from ._audit import SYSTEM
+from .records import StoredRun, StoredToolCall, values_of
+from .states import SETTLED_STATES, WAITING_STATES, NextMove, RunStatus, ToolCallState, run_sources_of
+from .tables import AuditRow, GrantRow, MessageRow, PolicyRow, RunRow, ThreadRow, ToolCallRow, utcnow
+
+if TYPE_CHECKING:
+    from ._database import Database
+
+RUNS, MESSAGES, CALLS, AUDIT = RunRow.__table__, MessageRow.__table__, ToolCallRow.__table__, AuditRow.__table__
+POLICIES = PolicyRow.__table__
+
+
+class StorePart:
+    """One part of `RunStore`: the database it works on."""
+
+    def __init__(self, storage: Database) -> None:
+        self._storage = storage
+
+
+_RUN = select(RUNS).where(RUNS.c.id == bindparam("b_run"))
+_THREAD_OWNER = select(ThreadRow.resource_id).where(ThreadRow.id == bindparam("b_thread"))
+_CALL = select(CALLS).where(CALLS.c.run_id == bindparam("b_run"), CALLS.c.tool_call_id == bindparam("b_call"))
+_RUN_MESSAGES = select(MESSAGES).where(MESSAGES.c.run_id == bindparam("b_run")).order_by(MESSAGES.c.id)
+_INSERT_GRANT = insert(GrantRow.__table__)
+
+_NOT_ESCALATED = or_(ToolCallRow.escalated_at.is_(None), ToolCallRow.escalated_at < ToolCallRow.suspended_at)
+"""The call's current wait was not escalated (an escalation of an earlier wait is older than this one)."""
+
+_INSERT_RUN, _INSERT_CALL, _INSERT_MESSAGES, _INSERT_AUDIT = (
+    insert(RUNS),
+    insert(CALLS),
+    insert(MESSAGES),
+    insert(AUDIT),
+)
+_UPDATE_RUN = update(RUNS).where(RUNS.c.id == bindparam("b_run"))
+"""Sets the columns given with `b_run`."""
+_AT_STEP = RUNS.c.step == bindparam("b_step")
+"""The fence of a step's outcome: the run is still at the step its worker asked the model at."""
+_LOCK_RUN = select(RUNS.c.id).where(RUNS.c.id == bindparam("b_run")).with_for_update(key_share=True)
+"""PostgreSQL's FOR NO KEY UPDATE: it does not wait for the key-share locks of rows inserted that reference the run."""
+
+
+def _one_of(column: Any, states: Iterable[str]) -> Any:
+    """`column IN ('a', 'b')` with the states written into the SQL: they are the code's own names, and a
+    statement without a list parameter is compiled once (an expanding IN is rendered again on every call)."""
+    names = sorted(str(state) for state in states)
+    assert all(re.fullmatch(r"[a-z_]+", name) for name in names), names
+    return column.in_([literal_column(f"'{name}'") for name in names])
+
+
+_WAITING_IN_THREAD = (
+    select(CALLS)
+    .where(CALLS.c.thread_id == bindparam("b_thread"), _one_of(CALLS.c.state, WAITING_STATES))
+    .order_by(CALLS.c.suspended_at, CALLS.c.id)
+)
+
+
+_LATEST_WAITING = (
+    select(CALLS)
+    .where(CALLS.c.run_id == bindparam("b_run"), _one_of(CALLS.c.state, WAITING_STATES))
+    .order_by(CALLS.c.suspended_at.desc(), CALLS.c.id.desc())
+    .limit(1)
+)
+_UNSETTLED = exists().where(
+    CALLS.c.run_id == RUNS.c.id, CALLS.c.step == RUNS.c.step, ~_one_of(CALLS.c.state, SETTLED_STATES)
+)
+_STEP_UNSETTLED = select(
+    exists().where(
+        CALLS.c.run_id == bindparam("b_run"),
+        CALLS.c.step == bindparam("b_step"),
+        ~_one_of(CALLS.c.state, SETTLED_STATES),
+    )
+)
+_PARK_RUN = _UPDATE_RUN.where(_one_of(RUNS.c.status, run_sources_of(RunStatus.SUSPENDED)), _UNSETTLED)
+"""A worker parks its run while a call of the run's current step is not settled."""
+_CLAIM_SETTLED_RUN = _UPDATE_RUN.where(_one_of(RUNS.c.status, run_sources_of(RunStatus.RUNNING)), ~_UNSETTLED)
+"""A settler claims a parked run once every call of its current step is settled."""
+
+
+@functools.cache
+def _move_call(sources: frozenset[str]) -> Any:
+    return update(CALLS).where(CALLS.c.id == bindparam("b_id"), _one_of(CALLS.c.state, sources))
+
+
+_APPROVALS_AS_SEEN = and_(
+    func.coalesce(CALLS.c.approval_count, 0) == bindparam("b_seen"), CALLS.c.fingerprint == bindparam("b_fp")
+)
+"""A four-eyes call still has exactly the approvals and the arguments its approver read."""
+_COUNT_APPROVAL = _move_call(frozenset({str(ToolCallState.AWAITING_APPROVAL)})).where(_APPROVALS_AS_SEEN)
+"""Count one approval of a call that waits for several (see `RunStore.count_approval`)."""
+
+_DISABLES = and_(POLICIES.c.tool_name == bindparam("b_tool"), POLICIES.c.mode == literal_column("'disabled'"))
+"""A policy disables the tool `b_tool`."""
+_WHY_NOT_STARTED = select(
+    CALLS.c.state, select(POLICIES.c.version).where(_DISABLES).scalar_subquery().label("disabled_by")
+).where(CALLS.c.id == bindparam("b_id"))
+
+
+@functools.cache
+def _start_call(sources: frozenset[str]) -> Any:
+    """`_move_call` to `running`, only while no policy disables the call's tool (see `RunStore.start`)."""
+    return _move_call(sources).where(~exists().where(_DISABLES))
+
+
+@functools.cache
+def _move_run(sources: frozenset[str]) -> Any:
+    return _UPDATE_RUN.where(_one_of(RUNS.c.status, sources))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Audit:
+    """One line of the audit trail (see `memory._audit`), written in the same transaction as the move it records."""
+
+    action: str
+    actor: str | None = None
+    via: str = "runtime"
+    detail: str | None = None
+    policy_version: int | None = None
+    before: Any = None
+    """What the move changed, as it was (an edit: the arguments shown before)."""
+    after: Any = None
+
+    def values(self, call: StoredToolCall, moved: dict[str, Any]) -> dict[str, Any]:
+        """The audit row, for `call` as it is after the move (`moved`: the values the move wrote)."""
+        return {
+            "run_id": call.run_id,
+            "tool_call_id": call.tool_call_id,
+            "tool_name": moved.get("shown_tool_name") or call.displayed_tool_name,
+            "action": self.action,
+            "actor": self.actor or SYSTEM,
+            "via": self.via,
+            "args_fingerprint": moved.get("fingerprint") or call.fingerprint,
+            "policy_version": self.policy_version,
+            "detail": self.detail,
+            "before": self.before,
+            "after": self.after,
+            "at": utcnow(),
+        }
+
+
+def _same_time(stored: datetime | None, written: datetime) -> bool:
+    """Whether a time stamp read back is the one written (databases differ in how they give the zone back)."""
+    if stored is None:
+        return False
+    if (stored.tzinfo is None) != (written.tzinfo is None):
+        stored, written = stored.replace(tzinfo=None), written.replace(tzinfo=None)
+    return abs((stored - written).total_seconds()) < 1e-3
+
+
+async def _add_messages(connection: AsyncConnection, run: StoredRun, messages: Iterable[dict[str, Any]]) -> None:
+    thread_id = run.thread_id if run.uses_memory else None
+    now = utcnow()
+    rows = [
+        {
+            "run_id": run.id,
+            "thread_id": thread_id,
+            "role": message["role"],
+            "content": message.get("content"),
+            "tool_calls": message.get("tool_calls"),
+            "tool_call_id": message.get("tool_call_id"),
+            "created_at": now,
+        }
+        for message in messages
+    ]
+    if rows:
+        await connection.execute(_INSERT_MESSAGES, rows)
+
+
+def _new_row_values(row: StoredRun | StoredToolCall, now: datetime | None = None) -> dict[str, Any]:
+    """The columns of a row built in memory, for its INSERT; its creation times are set on it too."""
+    now = now or utcnow()
+    for stamp in ("created_at", "updated_at"):
+        if getattr(row, stamp) is None:
+            setattr(row, stamp, now)
+    values = values_of(row)
+    if isinstance(row, StoredToolCall):
+        del values["id"]  # the database numbers the row
+    return values
+
+
+def message_of(row: Any) -> dict[str, Any]:
+    """The OpenAI chat message a row stores."""
+    message: dict[str, Any] = {"role": row.role, "content": row.content}
+    if row.tool_calls:
+        message["tool_calls"] = row.tool_calls
+    if row.tool_call_id is not None:
+        message["tool_call_id"] = row.tool_call_id
+    return message
+
+
+def _row_json(row: Any) -> str:
+    values = {column.key: getattr(row, column.key) for column in row.__table__.columns}
+    return json.dumps(values, default=lambda v: v.isoformat() if isinstance(v, datetime) else str(v))
+
+
+async def read_run(storage: Database, run_id: str) -> StoredRun | None:
+    async with storage.read() as connection:
+        row = (await connection.execute(_RUN, {"b_run": run_id})).first()
+    return StoredRun(**row._mapping) if row is not None else None
+
+
+async def take_turn(storage: Database, connection: AsyncConnection, run: StoredRun) -> None:
+    """Wait for the other transactions that settle calls of `run` (see `next_move`). On SQLite the
+    write lock of BEGIN IMMEDIATE already does; on PostgreSQL the run's row lock, taken first (a lock
+    taken after inserting rows that reference the run would deadlock two settlers)."""
+    await storage.dialect.take_row_lock(connection, _LOCK_RUN, {"b_run": run.id})
+
+
+async def next_move(
+    storage: Database, connection: AsyncConnection, run: StoredRun, owner: str, *, holds_run: bool
+) -> NextMove:
+    """`CONTINUE` (`owner` goes on with the run: its step is settled), `SUSPENDED` (a call of the step
+    still waits or works; the run is parked if `owner` held it), or `HANDED_OFF` (another process goes on).
+
+    Whoever settles the last call of a step continues the run. The processes that settle calls of one
+    run take turns here (SQLite: one writer at a time; PostgreSQL: the run's row lock), so the last of
+    them sees every other's result, and the conditional claim lets only one go on. The caller has
+    taken its turn (`take_turn`).
+    """
+    now = storage.clock.now()
+    to: dict[str, Any]
+    if holds_run:  # park the run while a call of its step is left; else go on
+        to = {"status": str(RunStatus.SUSPENDED), "suspended_at": now, "owner": None}
+    else:  # claim the run if every call of its step is settled
+        to = {"status": str(RunStatus.RUNNING), "owner": owner, "heartbeat_at": now}
+    statement = _PARK_RUN if holds_run else _CLAIM_SETTLED_RUN
+    moved = await connection.execute(statement, {"b_run": run.id, "updated_at": now, **to})
+    if moved.rowcount == 1:
+        for key, value in to.items():
+            setattr(run, key, value)
+        return NextMove.SUSPENDED if holds_run else NextMove.CONTINUE
+    if holds_run:
+        return NextMove.CONTINUE
+    # not claimed: a call of the step is left, or another process claimed the run first
+    unsettled = await connection.scalar(_STEP_UNSETTLED, {"b_run": run.id, "b_step": run.step})
+    return NextMove.SUSPENDED if unsettled else NextMove.HANDED_OFF
