@@ -16,19 +16,19 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ._grants import check_grant_policy
 from ._reconnect import retried_while_away
 from ._run_sql import (
-    _APPROVALS_AS_SEEN,
-    _COUNT_APPROVAL,
-    _INSERT_AUDIT,
-    _INSERT_GRANT,
-    _NOT_ESCALATED,
-    _UPDATE_RUN,
-    _WHY_NOT_STARTED,
+    APPROVALS_AS_SEEN,
+    COUNT_APPROVAL,
+    INSERT_AUDIT,
+    INSERT_GRANT,
+    NOT_ESCALATED,
+    UPDATE_RUN,
+    WHY_NOT_STARTED,
     Audit,
     StorePart,
-    _add_messages,
-    _move_call,
-    _start_call,
+    add_messages,
+    move_call,
     next_move,
+    start_call,
     take_turn,
 )
 from .records import CallColumns, StartColumns, StoredRun, StoredToolCall
@@ -38,6 +38,8 @@ from .tables import ToolCallRow
 
 @retried_while_away
 class CallMoves(StorePart):
+    """The part of `RunStore` that moves tool calls."""
+
     async def transition(
         self,
         call: StoredToolCall,
@@ -80,7 +82,7 @@ class CallMoves(StorePart):
                 approvals_seen=approvals_seen,
             )
             if won and grant is not None:
-                await connection.execute(_INSERT_GRANT, [grant])
+                await connection.execute(INSERT_GRANT, [grant])
             return won
 
     async def count_approval(
@@ -99,13 +101,13 @@ class CallMoves(StorePart):
         values = {"approvals": approvals, "approval_count": seen + 1, "updated_at": now}
         async with self._storage.transaction() as connection:
             result = await connection.execute(
-                _COUNT_APPROVAL, {"b_id": call.id, "b_seen": seen, "b_fp": call.fingerprint, **values}
+                COUNT_APPROVAL, {"b_id": call.id, "b_seen": seen, "b_fp": call.fingerprint, **values}
             )
             if result.rowcount != 1:
                 return False
-            await connection.execute(_INSERT_AUDIT, [audit.values(call, {})])
+            await connection.execute(INSERT_AUDIT, [audit.values(call, {})])
             if lease is not None:
-                await connection.execute(_UPDATE_RUN, {"b_run": call.run_id, "heartbeat_at": now, "owner": lease})
+                await connection.execute(UPDATE_RUN, {"b_run": call.run_id, "heartbeat_at": now, "owner": lease})
         for key, value in values.items():
             setattr(call, key, value)
         return True
@@ -123,7 +125,7 @@ class CallMoves(StorePart):
         async with self._storage.transaction() as connection:
             if await self._transition(connection, call, ToolCallState.RUNNING, fields=fields, unless_disabled=True):
                 return True, None
-            row = (await connection.execute(_WHY_NOT_STARTED, {"b_id": call.id, "b_tool": call.tool_name})).first()
+            row = (await connection.execute(WHY_NOT_STARTED, {"b_id": call.id, "b_tool": call.tool_name})).first()
         if row is None or row.state not in sources_of(ToolCallState.RUNNING, None):
             return False, None  # another caller took it
         return False, row.disabled_by
@@ -140,8 +142,8 @@ class CallMoves(StorePart):
         holds_run: bool,
         **fields: Unpack[CallColumns],
     ) -> tuple[bool, NextMove | None]:
-        """`transition` a call to its result, and in the same transaction decide what follows (`memory._run_sql.next_move`):
-        (True, the `NextMove`), or (False, None) when it was settled elsewhere."""
+        """`transition` a call to its result, and in the same transaction decide what follows
+        (`memory._run_sql.next_move`): (True, the `NextMove`), or (False, None) when it was settled elsewhere."""
         async with self._storage.transaction() as connection:
             await take_turn(self._storage, connection, run)
             if not await self._transition(connection, call, to, messages=messages, run=run, audit=audit, fields=fields):
@@ -172,23 +174,23 @@ class CallMoves(StorePart):
             values["interrupted"] = False  # a new wait is an interruption only when the move says so
         messages = list(messages)
         if unless_disabled:
-            statement, params = _start_call(frozenset(sources)), {"b_id": call.id, "b_tool": call.tool_name}
+            statement, params = start_call(frozenset(sources)), {"b_id": call.id, "b_tool": call.tool_name}
         else:
-            statement, params = _move_call(frozenset(sources)), {"b_id": call.id}
+            statement, params = move_call(frozenset(sources)), {"b_id": call.id}
         if approvals_seen is not None:
-            statement = statement.where(_APPROVALS_AS_SEEN)
+            statement = statement.where(APPROVALS_AS_SEEN)
             params.update(b_seen=approvals_seen, b_fp=call.fingerprint)
         result = await connection.execute(statement, {**params, **values})
         if result.rowcount != 1:
             return False
         if messages:
             assert run is not None, "messages belong to a run"
-            await _add_messages(connection, run, messages)
+            await add_messages(connection, run, messages)
         audit_rows = [line.values(call, values) for line in ([audit] if isinstance(audit, Audit) else audit or ())]
         if audit_rows:
-            await connection.execute(_INSERT_AUDIT, audit_rows)
+            await connection.execute(INSERT_AUDIT, audit_rows)
         if lease is not None:
-            await connection.execute(_UPDATE_RUN, {"b_run": call.run_id, "heartbeat_at": now, "owner": lease})
+            await connection.execute(UPDATE_RUN, {"b_run": call.run_id, "heartbeat_at": now, "owner": lease})
         for key, value in values.items():
             setattr(call, key, value)
         return True
@@ -203,7 +205,7 @@ class CallMoves(StorePart):
                 ToolCallRow.tool_call_id == tool_call_id,
                 ToolCallRow.state == str(ToolCallState.AWAITING_APPROVAL),
                 ToolCallRow.suspended_at == waiting_since,
-                _NOT_ESCALATED,
+                NOT_ESCALATED,
             )
             .values(escalated_at=at)
         )

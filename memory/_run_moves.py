@@ -12,21 +12,21 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._reconnect import retried_while_away
 from ._run_sql import (
-    _AT_STEP,
-    _INSERT_AUDIT,
-    _INSERT_CALL,
-    _INSERT_RUN,
-    _THREAD_OWNER,
+    AT_STEP,
+    INSERT_AUDIT,
+    INSERT_CALL,
+    INSERT_RUN,
     RUNS,
+    THREAD_OWNER,
     Audit,
     StorePart,
-    _add_messages,
-    _move_run,
-    _new_row_values,
-    _one_of,
-    _same_time,
+    add_messages,
+    move_run,
+    new_row_values,
     next_move,
+    one_of,
     read_run,
+    same_time,
     take_turn,
 )
 from .exceptions import CommitOutcomeUnknownError, RunTakenOverError, ThreadOwnerError
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 
 @retried_while_away
 class RunMoves(StorePart):
+    """The part of `RunStore` that stores runs and moves them."""
+
     def __init__(self, storage: Database) -> None:
         super().__init__(storage)
         self._insert_thread = (  # the dialect's INSERT (ON CONFLICT), built once like the statements
@@ -59,8 +61,8 @@ class RunMoves(StorePart):
         async with self._storage.transaction() as connection:
             if new_thread and run.thread_id is not None:
                 await self._create_thread(connection, run.thread_id, run.resource_id)
-            await connection.execute(_INSERT_RUN, _new_row_values(run))
-            await _add_messages(connection, run, messages)
+            await connection.execute(INSERT_RUN, new_row_values(run))
+            await add_messages(connection, run, messages)
 
     async def move_run(
         self,
@@ -85,19 +87,19 @@ class RunMoves(StorePart):
         values: dict[str, Any] = {"status": str(to), "updated_at": now, **fields}
         if to == RunStatus.RUNNING:
             values.setdefault("heartbeat_at", now)
-        statement, fence = _move_run(frozenset(sources)), dict[str, Any](b_run=run.id)
+        statement, fence = move_run(frozenset(sources)), dict[str, Any](b_run=run.id)
         if from_step is not None:
-            statement, fence["b_step"] = statement.where(_AT_STEP), from_step
+            statement, fence["b_step"] = statement.where(AT_STEP), from_step
         try:
             async with self._storage.transaction() as connection:
                 result = await connection.execute(statement, {**fence, **values})
                 won = result.rowcount == 1
                 if won:
-                    await _add_messages(connection, run, messages)
+                    await add_messages(connection, run, messages)
         except CommitOutcomeUnknownError:
             # read back what was written: this move's own time stamp tells whether its commit went through
             stored = await read_run(self._storage, run.id)
-            won = stored is not None and stored.status == values["status"] and _same_time(stored.updated_at, now)
+            won = stored is not None and stored.status == values["status"] and same_time(stored.updated_at, now)
             if not won and stored is not None and stored.status in sources and stored.status != values["status"]:
                 # not stored, and the run is where it was: the move is conditional, so trying it again is safe
                 return await self.move_run(
@@ -120,7 +122,7 @@ class RunMoves(StorePart):
         async with self._storage.session() as session:
             await session.execute(
                 update(RunRow)
-                .where(RunRow.id == run_id, _one_of(RunRow.status, UNFINISHED_RUN_STATUSES))
+                .where(RunRow.id == run_id, one_of(RunRow.status, UNFINISHED_RUN_STATUSES))
                 .values(heartbeat_at=now, owner=owner)
             )
 
@@ -131,7 +133,7 @@ class RunMoves(StorePart):
         started = {"step": run.step, "calls": sorted(set(fingerprints))}
         async with self._storage.transaction() as connection:
             marked = await connection.execute(
-                _move_run(frozenset({str(RunStatus.RUNNING)})).where(_AT_STEP),
+                move_run(frozenset({str(RunStatus.RUNNING)})).where(AT_STEP),
                 {"b_run": run.id, "b_step": run.step - 1, "previews_started": started},
             )
             if marked.rowcount != 1:
@@ -145,7 +147,7 @@ class RunMoves(StorePart):
                 update(RUNS)
                 .where(
                     RUNS.c.id == run_id,
-                    _one_of(RUNS.c.status, UNFINISHED_RUN_STATUSES),
+                    one_of(RUNS.c.status, UNFINISHED_RUN_STATUSES),
                     or_(RUNS.c.heartbeat_at.is_(None), RUNS.c.heartbeat_at < stale_before),
                 )
                 .values(heartbeat_at=self._storage.clock.now(), owner=owner)
@@ -159,7 +161,7 @@ class RunMoves(StorePart):
         (another gets `ThreadOwnerError`; a thread started without one takes `resource_id`). A thread that
         does not exist yet is created with its first run (`create_run(..., new_thread=True)`)."""
         async with self._storage.read() as connection:
-            owner = await connection.scalar(_THREAD_OWNER, {"b_thread": thread_id})
+            owner = await connection.scalar(THREAD_OWNER, {"b_thread": thread_id})
         if owner is None:
             return False
         if resource_id is not None and owner != resource_id:  # ownerless, or (refused) another's
@@ -212,27 +214,27 @@ class RunMoves(StorePart):
             raise ValueError(f"calls are stored in one of {sorted(CALL_STARTS_IN)}: not {unstartable}")
         now = self._storage.clock.now()
         values: dict[str, Any] = {"step": run.step, "heartbeat_at": now, "updated_at": now}
-        statement = _move_run(frozenset({str(RunStatus.RUNNING)}))
+        statement = move_run(frozenset({str(RunStatus.RUNNING)}))
         if suspend:
             values.update(status=str(RunStatus.SUSPENDED), suspended_at=now, owner=None)
-            statement = _move_run(frozenset(run_sources_of(RunStatus.SUSPENDED)))
+            statement = move_run(frozenset(run_sources_of(RunStatus.SUSPENDED)))
         async with self._storage.transaction() as connection:
-            await _add_messages(connection, run, [reply])
+            await add_messages(connection, run, [reply])
             fence = {"b_run": run.id, "b_step": run.step - 1}
-            moved = await connection.execute(statement.where(_AT_STEP), {**fence, **values})
+            moved = await connection.execute(statement.where(AT_STEP), {**fence, **values})
             if moved.rowcount != 1:  # rolled back: nothing of the step is stored
                 raise RunTakenOverError(
                     f"run {run.id} went on in another process while this one was stalled: "
                     f"step {run.step} is not recorded here"
                 )
             for call in calls:
-                inserted = await connection.execute(_INSERT_CALL, _new_row_values(call, now))
+                inserted = await connection.execute(INSERT_CALL, new_row_values(call, now))
                 key = inserted.inserted_primary_key
                 assert key is not None, "an INSERT of one row gives its key"
                 call.id = key[0]
-            await _add_messages(connection, run, results)
+            await add_messages(connection, run, results)
             audit_rows = [audit.values(call, {}) for call, audit in audits]
             if audit_rows:
-                await connection.execute(_INSERT_AUDIT, audit_rows)
+                await connection.execute(INSERT_AUDIT, audit_rows)
         for key, value in values.items():
             setattr(run, key, value)

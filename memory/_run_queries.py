@@ -12,18 +12,18 @@ from sqlalchemy import and_, exists, func, or_, select
 
 from ._reconnect import retried_while_away
 from ._run_sql import (
-    _CALL,
-    _LATEST_WAITING,
-    _NOT_ESCALATED,
-    _RUN,
-    _RUN_MESSAGES,
-    _WAITING_IN_THREAD,
+    CALL,
     CALLS,
+    LATEST_WAITING,
+    NOT_ESCALATED,
+    RUN,
+    RUN_MESSAGES,
     RUNS,
+    WAITING_IN_THREAD,
     StorePart,
-    _one_of,
-    _row_json,
     message_of,
+    one_of,
+    row_json,
 )
 from .defaults import SUSPENDED_RUNS_COUNTED_AHEAD
 from .records import StoredRun, StoredToolCall
@@ -33,9 +33,11 @@ from .tables import MessageRow, RunRow, ToolCallRow
 
 @retried_while_away
 class RunQueries(StorePart):
+    """The part of `RunStore` that reads runs and tool calls."""
+
     async def get_run(self, run_id: str) -> StoredRun | None:
         async with self._storage.read() as connection:
-            row = (await connection.execute(_RUN, {"b_run": run_id})).first()
+            row = (await connection.execute(RUN, {"b_run": run_id})).first()
         return StoredRun(**row._mapping) if row is not None else None
 
     async def run_and_call(
@@ -43,10 +45,10 @@ class RunQueries(StorePart):
     ) -> tuple[StoredRun | None, StoredToolCall | None]:
         """A run and one of its calls (with no `tool_call_id`, the call that waits latest), read together."""
         async with self._storage.read() as connection:
-            row = (await connection.execute(_RUN, {"b_run": run_id})).first()
+            row = (await connection.execute(RUN, {"b_run": run_id})).first()
             if row is None:
                 return None, None
-            statement = _LATEST_WAITING if tool_call_id is None else _CALL
+            statement = LATEST_WAITING if tool_call_id is None else CALL
             call = (await connection.execute(statement, {"b_run": run_id, "b_call": tool_call_id})).first()
         return StoredRun(**row._mapping), StoredToolCall(**call._mapping) if call is not None else None
 
@@ -73,15 +75,15 @@ class RunQueries(StorePart):
         current_step = and_(ToolCallRow.run_id == RunRow.id, ToolCallRow.step == RunRow.step)
         in_progress = exists().where(
             current_step,
-            or_(_one_of(ToolCallRow.state, IN_PROGRESS_STATES), ToolCallRow.held_by.is_not(None)),
+            or_(one_of(ToolCallRow.state, IN_PROGRESS_STATES), ToolCallRow.held_by.is_not(None)),
         )
-        waiting = exists().where(current_step, _one_of(ToolCallRow.state, WAITING_STATES))
+        waiting = exists().where(current_step, one_of(ToolCallRow.state, WAITING_STATES))
         statement = (
             select(RunRow.id)
             .where(
                 RunRow.agent_id == agent_id,
                 RunRow.parent_run_id.is_(None),
-                _one_of(RunRow.status, UNFINISHED_RUN_STATUSES),
+                one_of(RunRow.status, UNFINISHED_RUN_STATUSES),
                 or_(RunRow.heartbeat_at.is_(None), RunRow.heartbeat_at < stale_before),
                 or_(RunRow.status == str(RunStatus.RUNNING), in_progress, ~waiting),
             )
@@ -93,17 +95,17 @@ class RunQueries(StorePart):
 
     async def run_messages(self, run_id: str) -> list[dict[str, Any]]:
         async with self._storage.read() as connection:
-            rows = await connection.execute(_RUN_MESSAGES, {"b_run": run_id})
+            rows = await connection.execute(RUN_MESSAGES, {"b_run": run_id})
             return [message_of(row) for row in rows]
 
     async def get_tool_call(self, run_id: str, tool_call_id: str) -> StoredToolCall | None:
         async with self._storage.read() as connection:
-            row = (await connection.execute(_CALL, {"b_run": run_id, "b_call": tool_call_id})).first()
+            row = (await connection.execute(CALL, {"b_run": run_id, "b_call": tool_call_id})).first()
         return StoredToolCall(**row._mapping) if row is not None else None
 
     async def latest_waiting_call(self, run_id: str) -> StoredToolCall | None:
         async with self._storage.read() as connection:
-            row = (await connection.execute(_LATEST_WAITING, {"b_run": run_id})).first()
+            row = (await connection.execute(LATEST_WAITING, {"b_run": run_id})).first()
         return StoredToolCall(**row._mapping) if row is not None else None
 
     async def call_ids(self, run_id: str) -> set[str]:
@@ -160,7 +162,7 @@ class RunQueries(StorePart):
                 ToolCallRow.state == str(ToolCallState.AWAITING_APPROVAL),
                 func.coalesce(ToolCallRow.shown_tool_name, ToolCallRow.tool_name) == tool_name,
                 ToolCallRow.suspended_at < before,
-                _NOT_ESCALATED,
+                NOT_ESCALATED,
                 RunRow.parent_run_id.is_(None),
             )
             .order_by(ToolCallRow.suspended_at)
@@ -180,10 +182,10 @@ class RunQueries(StorePart):
     ) -> tuple[list[tuple[StoredRun, list[StoredToolCall]]], int, bool]:
         """Top-level runs of one agent with a call that waits for a human, newest first, with those calls;
         and their total, counted up to `SUSPENDED_RUNS_COUNTED_AHEAD` past the page (whether it is exact)."""
-        waiting = exists().where(ToolCallRow.run_id == RunRow.id, _one_of(ToolCallRow.state, WAITING_STATES))
+        waiting = exists().where(ToolCallRow.run_id == RunRow.id, one_of(ToolCallRow.state, WAITING_STATES))
         conditions = [
             RunRow.agent_id == agent_id,
-            _one_of(RunRow.status, UNFINISHED_RUN_STATUSES),
+            one_of(RunRow.status, UNFINISHED_RUN_STATUSES),
             RunRow.parent_run_id.is_(None),
             waiting,  # a run is listed while a call of it waits for a human, and only then
         ]
@@ -208,7 +210,7 @@ class RunQueries(StorePart):
             if runs:
                 rows = await connection.execute(
                     select(CALLS)
-                    .where(CALLS.c.run_id.in_(list(calls)), _one_of(CALLS.c.state, WAITING_STATES))
+                    .where(CALLS.c.run_id.in_(list(calls)), one_of(CALLS.c.state, WAITING_STATES))
                     .order_by(CALLS.c.step, CALLS.c.position)
                 )
                 for row in rows:
@@ -219,7 +221,7 @@ class RunQueries(StorePart):
     async def waiting_calls_in_thread(self, thread_id: str) -> list[StoredToolCall]:
         """Every call of the thread still waiting, approvals included, oldest first: one indexed query."""
         async with self._storage.read() as connection:
-            rows = await connection.execute(_WAITING_IN_THREAD, {"b_thread": thread_id})
+            rows = await connection.execute(WAITING_IN_THREAD, {"b_thread": thread_id})
             return [StoredToolCall(**row._mapping) for row in rows]
 
     async def stored_bytes(self, run_id: str) -> int:
@@ -228,4 +230,4 @@ class RunQueries(StorePart):
             rows: list[Any] = [await session.get(RunRow, run_id)]
             rows += list(await session.scalars(select(MessageRow).where(MessageRow.run_id == run_id)))
             rows += list(await session.scalars(select(ToolCallRow).where(ToolCallRow.run_id == run_id)))
-        return sum(len(_row_json(row)) for row in rows if row is not None)
+        return sum(len(row_json(row)) for row in rows if row is not None)

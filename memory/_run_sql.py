@@ -34,30 +34,30 @@ class StorePart:
         self._storage = storage
 
 
-_RUN = select(RUNS).where(RUNS.c.id == bindparam("b_run"))
-_THREAD_OWNER = select(ThreadRow.resource_id).where(ThreadRow.id == bindparam("b_thread"))
-_CALL = select(CALLS).where(CALLS.c.run_id == bindparam("b_run"), CALLS.c.tool_call_id == bindparam("b_call"))
-_RUN_MESSAGES = select(MESSAGES).where(MESSAGES.c.run_id == bindparam("b_run")).order_by(MESSAGES.c.id)
-_INSERT_GRANT = insert(GrantRow.__table__)
+RUN = select(RUNS).where(RUNS.c.id == bindparam("b_run"))
+THREAD_OWNER = select(ThreadRow.resource_id).where(ThreadRow.id == bindparam("b_thread"))
+CALL = select(CALLS).where(CALLS.c.run_id == bindparam("b_run"), CALLS.c.tool_call_id == bindparam("b_call"))
+RUN_MESSAGES = select(MESSAGES).where(MESSAGES.c.run_id == bindparam("b_run")).order_by(MESSAGES.c.id)
+INSERT_GRANT = insert(GrantRow.__table__)
 
-_NOT_ESCALATED = or_(ToolCallRow.escalated_at.is_(None), ToolCallRow.escalated_at < ToolCallRow.suspended_at)
+NOT_ESCALATED = or_(ToolCallRow.escalated_at.is_(None), ToolCallRow.escalated_at < ToolCallRow.suspended_at)
 """The call's current wait was not escalated (an escalation of an earlier wait is older than this one)."""
 
-_INSERT_RUN, _INSERT_CALL, _INSERT_MESSAGES, _INSERT_AUDIT = (
+INSERT_RUN, INSERT_CALL, INSERT_MESSAGES, INSERT_AUDIT = (
     insert(RUNS),
     insert(CALLS),
     insert(MESSAGES),
     insert(AUDIT),
 )
-_UPDATE_RUN = update(RUNS).where(RUNS.c.id == bindparam("b_run"))
+UPDATE_RUN = update(RUNS).where(RUNS.c.id == bindparam("b_run"))
 """Sets the columns given with `b_run`."""
-_AT_STEP = RUNS.c.step == bindparam("b_step")
+AT_STEP = RUNS.c.step == bindparam("b_step")
 """The fence of a step's outcome: the run is still at the step its worker asked the model at."""
-_LOCK_RUN = select(RUNS.c.id).where(RUNS.c.id == bindparam("b_run")).with_for_update(key_share=True)
+LOCK_RUN = select(RUNS.c.id).where(RUNS.c.id == bindparam("b_run")).with_for_update(key_share=True)
 """PostgreSQL's FOR NO KEY UPDATE: it does not wait for the key-share locks of rows inserted that reference the run."""
 
 
-def _one_of(column: Any, states: Iterable[str]) -> Any:
+def one_of(column: Any, states: Iterable[str]) -> Any:
     """`column IN ('a', 'b')` with the states written into the SQL: they are the code's own names, and a
     statement without a list parameter is compiled once (an expanding IN is rendered again on every call)."""
     names = sorted(str(state) for state in states)
@@ -65,63 +65,63 @@ def _one_of(column: Any, states: Iterable[str]) -> Any:
     return column.in_([literal_column(f"'{name}'") for name in names])
 
 
-_WAITING_IN_THREAD = (
+WAITING_IN_THREAD = (
     select(CALLS)
-    .where(CALLS.c.thread_id == bindparam("b_thread"), _one_of(CALLS.c.state, WAITING_STATES))
+    .where(CALLS.c.thread_id == bindparam("b_thread"), one_of(CALLS.c.state, WAITING_STATES))
     .order_by(CALLS.c.suspended_at, CALLS.c.id)
 )
 
 
-_LATEST_WAITING = (
+LATEST_WAITING = (
     select(CALLS)
-    .where(CALLS.c.run_id == bindparam("b_run"), _one_of(CALLS.c.state, WAITING_STATES))
+    .where(CALLS.c.run_id == bindparam("b_run"), one_of(CALLS.c.state, WAITING_STATES))
     .order_by(CALLS.c.suspended_at.desc(), CALLS.c.id.desc())
     .limit(1)
 )
-_UNSETTLED = exists().where(
-    CALLS.c.run_id == RUNS.c.id, CALLS.c.step == RUNS.c.step, ~_one_of(CALLS.c.state, SETTLED_STATES)
+UNSETTLED = exists().where(
+    CALLS.c.run_id == RUNS.c.id, CALLS.c.step == RUNS.c.step, ~one_of(CALLS.c.state, SETTLED_STATES)
 )
-_STEP_UNSETTLED = select(
+STEP_UNSETTLED = select(
     exists().where(
         CALLS.c.run_id == bindparam("b_run"),
         CALLS.c.step == bindparam("b_step"),
-        ~_one_of(CALLS.c.state, SETTLED_STATES),
+        ~one_of(CALLS.c.state, SETTLED_STATES),
     )
 )
-_PARK_RUN = _UPDATE_RUN.where(_one_of(RUNS.c.status, run_sources_of(RunStatus.SUSPENDED)), _UNSETTLED)
+PARK_RUN = UPDATE_RUN.where(one_of(RUNS.c.status, run_sources_of(RunStatus.SUSPENDED)), UNSETTLED)
 """A worker parks its run while a call of the run's current step is not settled."""
-_CLAIM_SETTLED_RUN = _UPDATE_RUN.where(_one_of(RUNS.c.status, run_sources_of(RunStatus.RUNNING)), ~_UNSETTLED)
+CLAIM_SETTLED_RUN = UPDATE_RUN.where(one_of(RUNS.c.status, run_sources_of(RunStatus.RUNNING)), ~UNSETTLED)
 """A settler claims a parked run once every call of its current step is settled."""
 
 
 @functools.cache
-def _move_call(sources: frozenset[str]) -> Any:
-    return update(CALLS).where(CALLS.c.id == bindparam("b_id"), _one_of(CALLS.c.state, sources))
+def move_call(sources: frozenset[str]) -> Any:
+    return update(CALLS).where(CALLS.c.id == bindparam("b_id"), one_of(CALLS.c.state, sources))
 
 
-_APPROVALS_AS_SEEN = and_(
+APPROVALS_AS_SEEN = and_(
     func.coalesce(CALLS.c.approval_count, 0) == bindparam("b_seen"), CALLS.c.fingerprint == bindparam("b_fp")
 )
 """A four-eyes call still has exactly the approvals and the arguments its approver read."""
-_COUNT_APPROVAL = _move_call(frozenset({str(ToolCallState.AWAITING_APPROVAL)})).where(_APPROVALS_AS_SEEN)
+COUNT_APPROVAL = move_call(frozenset({str(ToolCallState.AWAITING_APPROVAL)})).where(APPROVALS_AS_SEEN)
 """Count one approval of a call that waits for several (see `RunStore.count_approval`)."""
 
-_DISABLES = and_(POLICIES.c.tool_name == bindparam("b_tool"), POLICIES.c.mode == literal_column("'disabled'"))
+DISABLES = and_(POLICIES.c.tool_name == bindparam("b_tool"), POLICIES.c.mode == literal_column("'disabled'"))
 """A policy disables the tool `b_tool`."""
-_WHY_NOT_STARTED = select(
-    CALLS.c.state, select(POLICIES.c.version).where(_DISABLES).scalar_subquery().label("disabled_by")
+WHY_NOT_STARTED = select(
+    CALLS.c.state, select(POLICIES.c.version).where(DISABLES).scalar_subquery().label("disabled_by")
 ).where(CALLS.c.id == bindparam("b_id"))
 
 
 @functools.cache
-def _start_call(sources: frozenset[str]) -> Any:
-    """`_move_call` to `running`, only while no policy disables the call's tool (see `RunStore.start`)."""
-    return _move_call(sources).where(~exists().where(_DISABLES))
+def start_call(sources: frozenset[str]) -> Any:
+    """`move_call` to `running`, only while no policy disables the call's tool (see `RunStore.start`)."""
+    return move_call(sources).where(~exists().where(DISABLES))
 
 
 @functools.cache
-def _move_run(sources: frozenset[str]) -> Any:
-    return _UPDATE_RUN.where(_one_of(RUNS.c.status, sources))
+def move_run(sources: frozenset[str]) -> Any:
+    return UPDATE_RUN.where(one_of(RUNS.c.status, sources))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,7 +155,7 @@ class Audit:
         }
 
 
-def _same_time(stored: datetime | None, written: datetime) -> bool:
+def same_time(stored: datetime | None, written: datetime) -> bool:
     """Whether a time stamp read back is the one written (databases differ in how they give the zone back)."""
     if stored is None:
         return False
@@ -164,7 +164,7 @@ def _same_time(stored: datetime | None, written: datetime) -> bool:
     return abs((stored - written).total_seconds()) < 1e-3
 
 
-async def _add_messages(connection: AsyncConnection, run: StoredRun, messages: Iterable[dict[str, Any]]) -> None:
+async def add_messages(connection: AsyncConnection, run: StoredRun, messages: Iterable[dict[str, Any]]) -> None:
     thread_id = run.thread_id if run.uses_memory else None
     now = utcnow()
     rows = [
@@ -180,10 +180,10 @@ async def _add_messages(connection: AsyncConnection, run: StoredRun, messages: I
         for message in messages
     ]
     if rows:
-        await connection.execute(_INSERT_MESSAGES, rows)
+        await connection.execute(INSERT_MESSAGES, rows)
 
 
-def _new_row_values(row: StoredRun | StoredToolCall, now: datetime | None = None) -> dict[str, Any]:
+def new_row_values(row: StoredRun | StoredToolCall, now: datetime | None = None) -> dict[str, Any]:
     """The columns of a row built in memory, for its INSERT; its creation times are set on it too."""
     now = now or utcnow()
     for stamp in ("created_at", "updated_at"):
@@ -205,14 +205,14 @@ def message_of(row: Any) -> dict[str, Any]:
     return message
 
 
-def _row_json(row: Any) -> str:
+def row_json(row: Any) -> str:
     values = {column.key: getattr(row, column.key) for column in row.__table__.columns}
     return json.dumps(values, default=lambda v: v.isoformat() if isinstance(v, datetime) else str(v))
 
 
 async def read_run(storage: Database, run_id: str) -> StoredRun | None:
     async with storage.read() as connection:
-        row = (await connection.execute(_RUN, {"b_run": run_id})).first()
+        row = (await connection.execute(RUN, {"b_run": run_id})).first()
     return StoredRun(**row._mapping) if row is not None else None
 
 
@@ -220,7 +220,7 @@ async def take_turn(storage: Database, connection: AsyncConnection, run: StoredR
     """Wait for the other transactions that settle calls of `run` (see `next_move`). On SQLite the
     write lock of BEGIN IMMEDIATE already does; on PostgreSQL the run's row lock, taken first (a lock
     taken after inserting rows that reference the run would deadlock two settlers)."""
-    await storage.dialect.take_row_lock(connection, _LOCK_RUN, {"b_run": run.id})
+    await storage.dialect.take_row_lock(connection, LOCK_RUN, {"b_run": run.id})
 
 
 async def next_move(
@@ -240,7 +240,7 @@ async def next_move(
         to = {"status": str(RunStatus.SUSPENDED), "suspended_at": now, "owner": None}
     else:  # claim the run if every call of its step is settled
         to = {"status": str(RunStatus.RUNNING), "owner": owner, "heartbeat_at": now}
-    statement = _PARK_RUN if holds_run else _CLAIM_SETTLED_RUN
+    statement = PARK_RUN if holds_run else CLAIM_SETTLED_RUN
     moved = await connection.execute(statement, {"b_run": run.id, "updated_at": now, **to})
     if moved.rowcount == 1:
         for key, value in to.items():
@@ -249,5 +249,5 @@ async def next_move(
     if holds_run:
         return NextMove.CONTINUE
     # not claimed: a call of the step is left, or another process claimed the run first
-    unsettled = await connection.scalar(_STEP_UNSETTLED, {"b_run": run.id, "b_step": run.step})
+    unsettled = await connection.scalar(STEP_UNSETTLED, {"b_run": run.id, "b_step": run.step})
     return NextMove.SUSPENDED if unsettled else NextMove.HANDED_OFF
