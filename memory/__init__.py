@@ -36,7 +36,7 @@ from .exceptions import (
     ThreadOwnerError,
 )
 from .protocols import GrantReader, PolicyReader, RunStorage
-from .records import StoredRun, StoredToolCall
+from .records import CallColumns, RunColumns, StartColumns, StoredRun, StoredToolCall
 from .states import RunStatus, ToolCallState
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "AuditEntry",
     "AuditLog",
     "AuditVia",
+    "CallColumns",
     "Clock",
     "CommitOutcomeUnknownError",
     "DatabaseAwayError",
@@ -64,10 +65,12 @@ __all__ = [
     "PolicyReader",
     "PolicyStore",
     "RuleEffect",
+    "RunColumns",
     "RunStatus",
     "RunStorage",
     "RunStore",
     "RunTakenOverError",
+    "StartColumns",
     "Storage",
     "StoredRun",
     "StoredToolCall",

@@ -79,8 +79,9 @@ class RunStorage(Protocol):
 
     async def suspended_runs(
         self, agent_id: str, *, thread_id: str | None, resource_id: str | None, page: int, per_page: int
-    ) -> tuple[list[tuple[StoredRun, list[StoredToolCall]]], int]:
-        """Top-level runs of one agent with a call that waits for a human, newest first, and the total."""
+    ) -> tuple[list[tuple[StoredRun, list[StoredToolCall]]], int, bool]:
+        """Top-level runs of one agent with a call that waits for a human, newest first, their total, and
+        whether the total is exact (it is counted only so far past the page)."""
         ...
 
     # --- messages and threads

@@ -125,7 +125,7 @@ class CallColumns(StartColumns, total=False):
     suspended_at: datetime | None
     resume_schema: Any
     resume_data: Any
-    approvals: list[dict[str, Any]]
+    approvals: list[dict[str, Any]] | None
     approval_count: int
     preview: Any
     interrupted: bool

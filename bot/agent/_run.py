@@ -24,6 +24,7 @@ from bot.concurrency import waiting
 from bot.redaction import NO_KNOWN_SECRETS
 from memory import (
     Audit,
+    CallColumns,
     Grant,
     GrantReader,
     Memory,
@@ -812,27 +813,29 @@ class RunDriver:
             payload: dict[str, Any] = {"message": INTERRUPTED}
             if call.suspend_payload is not None:
                 payload["suspended_with"] = _suspended_with(call)
-            # a live question's answer belonged to the call that stopped: approving starts it anew
-            again = {"resume_data": None} if held else {}
+            waits_again: CallColumns = {
+                "held_by": None,
+                "requires_approval": True,
+                "suspend_payload": payload,
+                "interrupted": True,
+                "resume_schema": None,
+                "decision": None,
+                "decided_by": None,
+                "decided_at": None,
+                "reason": None,
+                "child_run_id": None,
+                "child_tool_call_id": None,
+                "preview": None,
+                "approvals": None,
+                "approval_count": 0,
+            }
+            if held:  # a live question's answer belonged to the call that stopped: approving starts it anew
+                waits_again["resume_data"] = None
             if await self.runs.transition(
                 call,
                 INTERRUPTED_WAITS_IN,
                 allowed_from=INTERRUPTED_FROM,
-                held_by=None,
-                **again,
-                requires_approval=True,
-                suspend_payload=payload,
-                interrupted=True,
-                resume_schema=None,
-                decision=None,
-                decided_by=None,
-                decided_at=None,
-                reason=None,
-                child_run_id=None,
-                child_tool_call_id=None,
-                preview=None,
-                approvals=None,
-                approval_count=0,
+                **waits_again,
                 audit=Audit(action="interrupted", via="recovery", detail="the process stopped while the tool ran"),
             ):
                 interrupted.append(call)
