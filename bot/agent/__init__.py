@@ -16,6 +16,7 @@ from ._grounding import yes_or_no
 from ._model import limit_model_requests
 from ._results import AlreadyDecided, Counted, Decided, DecisionResult, Gone, Invalid, Refused
 from ._stream import AgentStream, wait_for_running_runs
+from ._view import WaitingCallView
 from .exceptions import (
     AgentError,
     AmbiguousSuspendedRunsError,
@@ -138,6 +139,7 @@ __all__ = [
     "ToolPreview",
     "ToolResultPayload",
     "WaitingCallPayload",
+    "WaitingCallView",
     "yes_or_no",
     "check_condition",
     "fingerprint",

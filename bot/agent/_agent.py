@@ -33,6 +33,7 @@ from memory import (
 from memory.states import (
     FINISHED_RUN_STATUSES,
     RUN_STARTS_IN,
+    WAITING_STATES,
     DecisionKind,
     next_state_after,
     shown_suspend_payload,
@@ -60,6 +61,7 @@ from ._model import shared_client, whole_replies
 from ._results import Decided, DecisionResult, Refused
 from ._run import RequestOptions, RunDeps, RunDriver, SubAgent, WonDecision, declined_message, expired_message
 from ._stream import AgentStream
+from ._view import WaitingCallView, actions_for, view_of
 from .exceptions import (
     AmbiguousSuspendedRunsError,
     ApprovalNotCountedError,
@@ -502,6 +504,18 @@ class Agent:
         """Whether `actor` may `action` the waiting call, before anything is decided (a form about to open, a
         view offering the action): None if so, else the refusal, audited unless `audit` is False."""
         return await check_action(self, run_id, tool_call_id, action, actor=actor, via=via, audit=audit)
+
+    async def waiting_call_view(self, run_id: str, tool_call_id: str) -> WaitingCallView | None:
+        """The one view of a call that waits for a person (approval or answer), that every surface renders;
+        None when no such call of this agent waits."""
+        run, call = await self.storage.runs.run_and_call(run_id, tool_call_id)
+        if run is None or call is None or run.agent_id != self.id or call.state not in WAITING_STATES:
+            return None
+        return view_of(self, run, call, await self.storage.policies.get(call.displayed_tool_name))
+
+    async def actions_for(self, view: WaitingCallView, viewer: str | None) -> frozenset[Action]:
+        """What the rule lets `viewer` do to the call of `view`: the actions a surface offers them."""
+        return await actions_for(view, viewer, self.directory)
 
     async def _decide(
         self,

@@ -68,7 +68,7 @@ from ._model import ModelError, stream_step
 from ._previews import STOPPED, error_text, preview_line, run_preview
 from ._stream import AgentStream
 from .exceptions import AgentError, DatabaseAwayError, RunTakenOverError, SubAgentNotFoundError
-from .types import AgentOutput, Chunk, Decision, ToolCallCheck, WaitingCallPayload
+from .types import AgentOutput, Chunk, Decision, GrantPayload, ToolCallCheck, WaitingCallPayload
 
 if TYPE_CHECKING:
     import openai
@@ -311,8 +311,9 @@ class RunDriver:
                 self._next_move = NextMove.SUSPENDED if waits else NextMove.CONTINUE
             for row in rows:
                 yield Chunk.tool_call(
-                    self.run.id, tool_call_id=row.tool_call_id, tool_name=row.tool_name, args=row.args
-                )
+                    self.run.id, tool_call_id=row.tool_call_id, tool_name=row.tool_name, args=row.args,
+                    grant=_grant_payload(self._granted.get(row.tool_call_id)),
+                )  # fmt: skip
             for row in rows:
                 if row.state == ToolCallState.FAILED:
                     yield self._result_chunk(row)
@@ -1044,3 +1045,12 @@ def _result_message_of(tool_call_id: str, result: Any) -> dict[str, Any]:
 
 def _result_message(row: StoredToolCall) -> dict[str, Any]:
     return _result_message_of(row.tool_call_id, row.result)
+
+
+def _grant_payload(grant: Grant | None) -> GrantPayload | None:
+    """What a front end shows of the standing grant a call runs under (None: it runs under none)."""
+    if grant is None:
+        return None
+    return GrantPayload(
+        grant_id=grant.id, granted_by=grant.granted_by, expires_at=grant.expires_at.isoformat(timespec="seconds")
+    )

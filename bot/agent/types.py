@@ -32,12 +32,22 @@ class TextDeltaPayload(TypedDict):
     text: str
 
 
+class GrantPayload(TypedDict):
+    """The standing grant a call runs under without asking: who gave it, and until when (ISO 8601)."""
+
+    grant_id: str
+    granted_by: str
+    expires_at: str
+
+
 class ToolCallPayload(TypedDict):
-    """A call the model made: its tool (as the model named it) and arguments."""
+    """A call the model made: its tool (as the model named it) and arguments; `grant` when a standing
+    grant lets it run without asking."""
 
     tool_call_id: str
     tool_name: str
     args: Any
+    grant: NotRequired[GrantPayload]
 
 
 class ToolResultPayload(TypedDict):
@@ -109,12 +119,13 @@ class Chunk:
         return cls(type="text-delta", run_id=run_id, payload=TextDeltaPayload(text=text))
 
     @classmethod
-    def tool_call(cls, run_id: str, *, tool_call_id: str, tool_name: str, args: Any) -> Chunk:
-        return cls(
-            type="tool-call",
-            run_id=run_id,
-            payload=ToolCallPayload(tool_call_id=tool_call_id, tool_name=tool_name, args=args),
-        )
+    def tool_call(
+        cls, run_id: str, *, tool_call_id: str, tool_name: str, args: Any, grant: GrantPayload | None = None
+    ) -> Chunk:
+        payload = ToolCallPayload(tool_call_id=tool_call_id, tool_name=tool_name, args=args)
+        if grant is not None:
+            payload["grant"] = grant
+        return cls(type="tool-call", run_id=run_id, payload=payload)
 
     @classmethod
     def tool_result(cls, run_id: str, *, tool_call_id: str, tool_name: str, result: Any, is_error: bool) -> Chunk:

@@ -105,6 +105,8 @@ class DecisionView:
     """The approver changed the arguments; `ApprovalView.args` are then the edited ones."""
     expired: bool = False
     """Nobody decided before the tool policy's expiry: declined as expired."""
+    approvals: tuple[str, ...] = ()
+    """Four eyes: everyone who approved it, in order (the last of them is `decided_by` once approved)."""
 
 
 def format_args(args: Any, tr: Translator, *, limit: int = ARGS_LIMIT, value_limit: int = VALUE_LIMIT) -> str:
@@ -251,6 +253,8 @@ def build_decided_approval_blocks(view: ApprovalView, decision: DecisionView, tr
     emoji = ":white_check_mark:" if decision.approved else ":no_entry_sign:"
     blocks = _describe(view, tr, headline=f"{emoji} {headline}")
     who = f"<@{decision.decided_by}>" if decision.decided_by else None
+    if decision.approved and len(decision.approvals) > 1:  # four eyes: every approver, not only the last
+        who = ", ".join(f"<@{user}>" for user in decision.approvals)
     if decision.approved:
         line = (
             tr.gettext("Approved by {user} on {date}", user=who, date=date)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -17,6 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.agent import AgentError, AgentStream, DatabaseAwayError
 
 from .feedback_builder import build_feedback_block
+from .mrkdwn import slack_date
 from .replies import Step, ThinkingStatus, ThreadReply, args_line
 from .services import SlackServices
 from .threads import SlackThread
@@ -238,7 +240,19 @@ def step_of(chunk: Any) -> Step | None:
     if state is None:
         return None
     details = payload.get("reason") if chunk.type == "tool-output-denied" else args_line(payload.get("args"))
+    if chunk.type == "tool-call" and isinstance(payload.get("grant"), dict):
+        details = granted_line(payload["grant"])  # it runs without asking: say under whose grant
     return Step(id=payload["tool_call_id"], tool_name=payload["tool_name"], state=state, details=details or None)
+
+
+def granted_line(grant: dict[str, Any]) -> str:
+    """A call run under a standing grant, in words: "ran under <@U2>'s grant, until <date>"."""
+    until = grant.get("expires_at")
+    try:
+        when = slack_date(datetime.fromisoformat(until)) if isinstance(until, str) else "its end"
+    except ValueError:
+        when = "its end"
+    return f"ran under <@{grant.get('granted_by')}>'s grant, until {when}"
 
 
 def _short(result: Any) -> str | None:

@@ -283,12 +283,16 @@ async def refuse(
     user: str,
     channel: str | None,
     thread_ts: str | None = None,
+    home: bool = False,
 ) -> None:
     """Explain a refused click to the user alone, in their language (an explanation the catalogs have; the
-    decision rule's own words as written), and bring the message up to date if its call is settled."""
+    decision rule's own words as written), where they clicked (`home`: at the top of their App Home; else an
+    ephemeral message in the thread), and bring the message up to date if its call is settled."""
     metrics.refused(refused.reason)
     target_channel = channel or (refused.about.channel if refused.about else None)
-    if target_channel:
+    if home and services.home is not None:
+        await services.home.show_note(user, (await services.languages.of_person(user)).gettext(refused.explanation))
+    elif target_channel:
         await tell(
             client,
             channel=target_channel,

@@ -27,7 +27,7 @@ from .directory import DirectoryError
 from .home_builder import HomeApproval, HomeGrant, HomePolicy, HomeView, build_home_view
 from .permissions import refusal_text
 from .threads import channel_of_thread
-from .waiting_messages import record_of, still_waits
+from .waiting_messages import preview_view_of, still_waits
 
 if TYPE_CHECKING:
     from .services import SlackServices
@@ -60,6 +60,10 @@ class HomePublisher:
         """Publish the user's Home with `result` (what their "Approve selected" did) at the top."""
         self._bulk_results[user_id] = result
         await self.publish(user_id)
+
+    async def show_note(self, user_id: str, note: str) -> None:
+        """Publish the user's Home with `note` at the top (why a click there changed nothing)."""
+        await self.show_bulk_result(user_id, f":no_entry_sign: {note}")
 
     async def settled(self) -> None:
         """Wait for a refresh under way (tests, shutdown)."""
@@ -100,19 +104,20 @@ class HomePublisher:
     async def view_for(self, user_id: str) -> dict[str, Any]:
         services = self.services
         tr = await services.languages.of_person(user_id)
-        policies: dict[str, ToolPolicy] = {}
         waiting_for_you: list[HomeApproval] = []
         your_requests: list[HomeApproval] = []
         for row in await services.stores.messages.open_approvals():
-            record = await record_of(services, row)
-            if record is None or not still_waits(row, record):
+            shown = await services.agent.waiting_call_view(row.run_id, row.tool_call_id)
+            if shown is None or not still_waits(row, shown.record):
                 continue
-            if row.tool_name not in policies:
-                policies[row.tool_name] = await services.agent.storage.policies.get(row.tool_name)
-            policy = policies[row.tool_name]
-            refused = await services.agent.check(
-                row.run_id, row.tool_call_id, Action.APPROVE, actor=user_id, via="home", audit=False
-            )
+            record, policy = shown.record, shown.policy
+            # the one view of the call and the one rule: the card offers only what the viewer may do
+            actions = await services.agent.actions_for(shown, user_id)
+            refused = None
+            if Action.APPROVE not in actions:
+                refused = await services.agent.check(
+                    row.run_id, row.tool_call_id, Action.APPROVE, actor=user_id, via="home", audit=False
+                )
             approval = HomeApproval(
                 ref=row.id,
                 tool_name=row.tool_name,
@@ -126,6 +131,8 @@ class HomePublisher:
                 approvals=record.approvals,
                 approvals_required=policy.approvals_required,
                 rule=record.rule,
+                actions=frozenset(str(action) for action in actions),
+                preview=preview_view_of(record),
             )
             if row.requester == user_id:
                 your_requests.append(approval)

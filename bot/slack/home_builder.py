@@ -34,7 +34,16 @@ from bot.admin import rule_words
 from memory import PolicyMode, ToolPolicy
 from tools import JsonValueError, read_json
 
-from .approval_builder import APPROVE, DECLINE, DECLINE_WITH_REASON, EDIT_ARGS, date_or_now, format_args
+from .approval_builder import (
+    APPROVE,
+    DECLINE,
+    DECLINE_WITH_REASON,
+    EDIT_ARGS,
+    PreviewView,
+    date_or_now,
+    format_args,
+    preview_section,
+)
 from .modal_builder import REASON_ACTION, REASON_BLOCK_ID
 from .mrkdwn import escape, slack_date
 from .stores.answer_feedback import NO_TOOL, ToolFeedback
@@ -93,6 +102,10 @@ class HomeApproval:
     approvals_required: int = 1
     rule: str | None = None
     """The admin's rule that made it wait ("rule 1: Needs finance: ..."); None: no rule."""
+    actions: frozenset[str] = frozenset({"approve", "decline", "edit_args"})
+    """What the rule lets the viewer do (`bot.agent.Action` values): the card offers only these."""
+    preview: PreviewView | None = None
+    """What the tool's dry run said, as the thread's message shows it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -356,7 +369,10 @@ def _approvals(
             line += f"\n:scroll: {escape(approval.rule[:300])}"
         if approval.approvals_required > 1:
             line += "\n" + approvals_so_far(approval, tr)
-        text = MarkdownTextObject(text=line + "\n" + format_args(approval.args, tr, limit=600))
+        text = line + "\n" + format_args(approval.args, tr, limit=600)
+        if approval.preview is not None:  # what the tool's dry run said, as the thread's message shows it
+            text += "\n" + preview_section(approval.preview, tr)
+        text = MarkdownTextObject(text=text[:3000])
         if pick and approval.may_decide:
             select = Option(value=bulk_value(approval.ref, approval.fingerprint), text=tr.gettext("Select"))
             blocks.append(
@@ -369,18 +385,21 @@ def _approvals(
         else:
             blocks.append(SectionBlock(text=text))
         if approval.may_decide:
-            ref = approval.ref
-            blocks.append(
-                ActionsBlock(
-                    block_id=f"home_call_{approval.ref}"[:255],
-                    elements=[
-                        ButtonElement(text=tr.gettext("Approve"), action_id=APPROVE, value=ref, style="primary"),
-                        ButtonElement(text=tr.gettext("Decline"), action_id=DECLINE, value=ref, style="danger"),
-                        ButtonElement(text=tr.gettext("Decline with reason"), action_id=DECLINE_WITH_REASON, value=ref),
-                        ButtonElement(text=tr.gettext("Edit arguments"), action_id=EDIT_ARGS, value=ref),
-                    ],
+            ref, offered = approval.ref, approval.actions
+            elements = []
+            if "approve" in offered:
+                elements.append(
+                    ButtonElement(text=tr.gettext("Approve"), action_id=APPROVE, value=ref, style="primary")
                 )
-            )
+            if "decline" in offered:
+                elements.append(ButtonElement(text=tr.gettext("Decline"), action_id=DECLINE, value=ref, style="danger"))
+                elements.append(
+                    ButtonElement(text=tr.gettext("Decline with reason"), action_id=DECLINE_WITH_REASON, value=ref)
+                )
+            if "edit_args" in offered:  # never on a four-eyes call: everyone approves the same arguments
+                elements.append(ButtonElement(text=tr.gettext("Edit arguments"), action_id=EDIT_ARGS, value=ref))
+            if elements:
+                blocks.append(ActionsBlock(block_id=f"home_call_{approval.ref}"[:255], elements=elements))
     if len(approvals) > HOME_LIMIT:
         more = tr.ngettext("…and {n} more.", "…and {n} more.", len(approvals) - HOME_LIMIT)
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=more)]))

@@ -336,6 +336,7 @@ def _settled_approval(row: ToolCallMessageRow, record: ToolCallRecord | None, tr
         reason=record.reason,
         edited=shown != row.args,
         expired=record.outcome == "expired",
+        approvals=record.approvals,
     )
     return decided_text(view, decision, tr), build_decided_approval_blocks(view, decision, tr)
 

@@ -91,9 +91,12 @@ async def test_a_home_click_the_policy_refuses_changes_nothing_and_says_why(home
     await home_bot.mention("delete record 3", user="U1")
     message = await home_bot.approval_message()
     await home_click(home_bot, "U3", "tool_approve", message.button_value("tool_approve"))
-    ephemeral = await home_bot.slack.wait_for("chat.postEphemeral")
-    assert ephemeral[0].params["user"] == "U3" and "Only <@U2>" in ephemeral[0].params["text"]
+    # answered where the click was made: in U3's Home, naming who may decide as a person
+    await home_bot.slack.wait_for("views.publish", lambda c: "Only <@U2>" in str(c.params.get("view")))
+    view = published(home_bot, "U3")[-1]
+    assert "Only <@U2> may decide `delete-record` requests." in text_of(view)
     await home_bot.slack.settle()
+    assert home_bot.slack.calls_of("chat.postEphemeral") == []  # not in the thread
     assert home_bot.slack.calls_of("chat.update") == []
     assert await record_ids(home_bot) == [1, 2, 3, 4, 5]
 

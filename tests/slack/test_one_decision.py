@@ -7,7 +7,7 @@ from __future__ import annotations
 from memory import PolicyChange
 from tests.support.scripted_model import call, reply, structured, tool_calls
 
-from .harness import RunningBot, ask_to_delete, home_click, record_ids
+from .harness import RunningBot, ask_to_delete, home_click, published, record_ids, text_of
 
 
 async def resumed_lines(bot: RunningBot) -> list[tuple[str, str, str]]:
@@ -89,6 +89,8 @@ async def test_a_forged_home_decision_from_outside_a_dm_is_refused(bot: RunningB
 
     # Bob is not in Alice's DM: a Home payload naming her approval decides nothing
     await home_click(bot, "U2", "tool_decline", ref)
+    await bot.slack.wait_for("views.publish", lambda c: "in the conversation" in str(c.params.get("view")))
+    assert "Only people in the conversation may decide `delete-record` requests." in text_of(published(bot, "U2")[-1])
     await bot.slack.settle()
     assert message.action_ids()[0] == "tool_approve"  # still waiting
     refused = [e for e in await bot.storage.audit_log.entries() if e.action == "refused"]

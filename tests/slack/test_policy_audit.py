@@ -121,7 +121,7 @@ async def test_a_refused_click_in_the_home_is_audited_as_home(admin_bot: Running
     await admin_bot.mention("delete record 3", user="U1")
     message = await admin_bot.approval_message()
     await home_click(admin_bot, "U3", "tool_approve", message.button_value("tool_approve"))
-    await admin_bot.slack.wait_for("chat.postEphemeral")
+    await admin_bot.slack.wait_for("views.publish", lambda c: "Only <@U2>" in str(c.params.get("view")))
     await admin_bot.slack.settle()
     refused = [e for e in await admin_bot.storage.audit_log.entries() if e.action == "refused"]
     assert [(e.actor, e.via) for e in refused] == [("U3", "home")]

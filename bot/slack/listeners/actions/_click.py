@@ -126,7 +126,10 @@ async def decide_clicked(
 
 
 async def explain(services: SlackServices, client: AsyncWebClient, click: Click, refused: ClickRefused) -> None:
-    await refuse(services, client, refused, user=click.user_id, channel=click.channel, thread_ts=click.thread_ts)
+    await refuse(
+        services, client, refused, user=click.user_id, channel=click.channel, thread_ts=click.thread_ts,
+        home=click.via == "home",
+    )  # fmt: skip
 
 
 async def open_clicked_form(

@@ -1,0 +1,115 @@
+"""One view of a waiting call, built once in the runtime, that every surface renders (the thread's message,
+its copies, the App Home's card, the HTTP API's JSON), and the actions the one rule allows a viewer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from memory import StoredRun, StoredToolCall, ToolPolicy
+
+from ._authorize import (
+    Action,
+    Asked,
+    Directory,
+    answerers,
+    authorize,
+    deciders,
+    other_args_approved,
+    policy_for,
+    requester_of,
+)
+from .types import ToolCallRecord
+
+if TYPE_CHECKING:
+    from ._agent import Agent
+
+APPROVAL_ACTIONS = (Action.APPROVE, Action.DECLINE, Action.EDIT, Action.GRANT)
+QUESTION_ACTIONS = (Action.ANSWER, Action.CANCEL)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaitingCallView:
+    """A waiting call as people see it: the call (`record`: its tool, arguments, preview), who asked, the
+    approvals so far, who may decide and until when, and the grants on offer."""
+
+    record: ToolCallRecord
+    requester: str | None
+    """Whose request led to the call."""
+    approvals: tuple[str, ...]
+    """Four eyes: who approved it so far, in order."""
+    approvals_required: int
+    deciders: tuple[str, ...]
+    """Who may decide it (people and user groups); empty: anyone in the conversation."""
+    answerers: tuple[str, ...]
+    """Who may answer it, when it is a question: the requester and the tool's approvers."""
+    self_approval: bool
+    """Whether the requester may approve their own call."""
+    disabled: bool
+    """An admin disabled the tool: it can only be declined."""
+    expires_at: datetime | None
+    """When a waiting approval is declined as expired (None: never)."""
+    grant_seconds: int | None
+    """The longest standing grant an approval may give (None: no grant on offer)."""
+    policy: ToolPolicy = field(repr=False)
+    """The tool's policy the view was built with (the rule weighs the viewer against it)."""
+    thread_id: str | None = None
+    approvals_for_other_args: bool = False
+
+    @property
+    def policy_version(self) -> int:
+        return self.policy.version
+
+    @property
+    def is_question(self) -> bool:
+        return not self.record.requires_approval
+
+    def asked(self, viewer: str | None, action: Action) -> Asked:
+        return Asked(
+            actor=viewer, action=action, tool_name=self.record.tool_name, requester=self.requester,
+            thread_id=self.thread_id, approvals=self.approvals,
+            approvals_for_other_args=self.approvals_for_other_args,
+        )  # fmt: skip
+
+
+def view_of(agent: Agent, run: StoredRun, call: StoredToolCall, policy: ToolPolicy) -> WaitingCallView:
+    policy = policy_for(policy, call)  # the approvers an admin's rule names decide instead of the policy's
+    record = agent._record_of(call)
+    requester = requester_of(run)
+    since = record.suspended_at
+    expires = since + timedelta(seconds=policy.expires_after) if since and policy.expires_after else None
+    offered = policy.grant_seconds if policy.allows_grants and run.thread_id and call.child_run_id is None else None
+    return WaitingCallView(
+        record=record,
+        requester=requester,
+        approvals=record.approvals,
+        approvals_required=policy.approvals_required,
+        deciders=deciders(policy),
+        answerers=answerers(policy, requester),
+        self_approval=policy.self_approval,
+        disabled=policy.disabled,
+        expires_at=expires if record.requires_approval else None,
+        grant_seconds=offered or None,
+        policy=policy,
+        thread_id=run.thread_id,
+        approvals_for_other_args=other_args_approved(call),
+    )
+
+
+async def actions_for(view: WaitingCallView, viewer: str | None, directory: Directory) -> frozenset[Action]:
+    """The actions the rule allows `viewer` on the call of `view` (those a surface offers them)."""
+    allowed = set()
+    for action in QUESTION_ACTIONS if view.is_question else APPROVAL_ACTIONS:
+        if action == Action.EDIT and view.record.input_schema is None:
+            continue
+        if action == Action.GRANT and view.grant_seconds is None:
+            continue
+        if action == Action.CANCEL and not view.record.live_question:
+            continue
+        if await authorize(view.asked(viewer, action), view.policy, directory) is None:
+            allowed.add(action)
+    return frozenset(allowed)
+
+
+__all__ = ["WaitingCallView", "actions_for", "view_of"]

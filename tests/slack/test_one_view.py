@@ -1,0 +1,86 @@
+"""Every decision shown, and one view of a waiting call on every surface (issue 39): the decided four-eyes
+message names every approver, a call run under a standing grant says so in its thread, and the App Home's
+card offers what the thread offers (no edit of a four-eyes call) and shows the preview. Through the real
+Bolt app, the Slack emulation and the scripted model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory import PolicyChange
+from tests.support.scripted_model import call, reply, tool_calls
+
+from .harness import RunningBot, ask_to_delete, home_of, open_home, record_ids, text_of
+
+
+def home_buttons(view: dict[str, Any]) -> list[str]:
+    return [
+        element["action_id"]
+        for block in view["blocks"]
+        if block["type"] == "actions" and block.get("block_id", "").startswith("home_call_")
+        for element in block.get("elements", [])
+        if element.get("type") == "button"
+    ]
+
+
+async def test_the_decided_four_eyes_message_names_every_approver(bot: RunningBot, model):
+    await bot.storage.policies.set("delete-record", PolicyChange(approvals_required=2))
+    ask_to_delete(model)
+    await bot.mention("レコード3を削除して", user="U1")
+    message = await bot.approval_message()
+
+    await bot.sender.click(message, "tool_approve", user="U2")
+    await bot.slack.wait_for("chat.update", lambda c: "1 of 2 approvals" in str(c.params))
+    assert "1 of 2 approvals*: <@U2>" in message.all_text
+    await bot.sender.click(message, "tool_approve", user="U3")
+    await bot.slack.wait_for("chat.stopStream")
+    assert message.action_ids() == []
+    assert "Approved by <@U2>, <@U3>" in message.all_text
+    assert await record_ids(bot) == [1, 2, 4, 5]
+
+
+async def test_a_call_run_under_a_standing_grant_says_so_in_its_thread(bot: RunningBot, model):
+    await bot.storage.policies.set("delete-record", PolicyChange(grant_seconds=3600))
+    ask_to_delete(model)
+    event = await bot.mention("レコード3を削除して", user="U1")
+    message = await bot.approval_message()
+    await bot.sender.click(message, "tool_approve_grant", user="U2")
+    await bot.slack.wait_for("chat.stopStream")
+    (grant,) = await bot.storage.grants.live()
+
+    model.chat.push(tool_calls(call("delete-record", {"id": 4}, id="call_2")), reply("レコード4を削除しました。"))
+    await bot.say("レコード4も削除して", user="U1", thread_ts=event["ts"])
+    stops = await bot.slack.wait_for("chat.stopStream", count=2)
+    answer = bot.slack.message("C1", stops[-1].params["ts"])
+    assert answer.text == "レコード4を削除しました。"
+    shown = str(answer.blocks)  # the call's task in the answer says under whose grant it ran, until when
+    assert "ran under <@U2>'s grant, until <!date^" + str(int(grant.expires_at.timestamp())) in shown
+    assert await record_ids(bot) == [1, 2, 5]
+
+
+async def test_the_home_card_of_a_four_eyes_call_offers_no_edit_and_shows_the_preview(bot: RunningBot, model):
+    await bot.storage.policies.set("delete-record", PolicyChange(approvals_required=2, approvers=["U2", "U3"]))
+    await open_home(bot, "U2")
+    await home_of(bot, "U2")
+    ask_to_delete(model)
+    await bot.mention("レコード3を削除して", user="U1")
+    message = await bot.approval_message()
+    assert "tool_edit_args" not in message.action_ids()  # the thread offers no edit of a four-eyes call
+
+    view = await home_of(bot, "U2", count=2)
+    assert "`delete-record` requested by <@U1>" in text_of(view)
+    assert home_buttons(view) == ["tool_approve", "tool_decline", "tool_decline_with_reason"]  # nor the Home
+    assert "Will delete 1 record: #3" in text_of(view)  # the preview, as in the thread
+    assert "Will delete 1 record: #3" in message.all_text
+
+
+async def test_the_home_card_offers_edit_where_the_thread_does(bot: RunningBot, model):
+    await bot.storage.policies.set("delete-record", PolicyChange(approvers=["U2"]))
+    await open_home(bot, "U2")
+    await home_of(bot, "U2")
+    ask_to_delete(model)
+    await bot.mention("レコード3を削除して", user="U1")
+    message = await bot.approval_message()
+    view = await home_of(bot, "U2", count=2)
+    thread_buttons = [a for a in message.action_ids() if a in ("tool_approve", "tool_decline", "tool_edit_args")]
+    assert [a for a in home_buttons(view) if a != "tool_decline_with_reason"] == thread_buttons
