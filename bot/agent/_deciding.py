@@ -7,14 +7,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from memory import Grant, StoredRun, StoredToolCall
+from memory import Grant, Storage, StoredRun, StoredToolCall
 from memory.states import waiting_state_for
 
 from ._authorize import (
     Action,
     Asked,
+    Directory,
     Refusal,
     RefusalReason,
     authorize,
@@ -33,10 +34,7 @@ from .exceptions import (
     ToolArgsInvalidError,
     ToolCallNotSuspendedError,
 )
-from .types import Approve, CancelQuestion, Decision, Decline, DeclineQuestion, Resume
-
-if TYPE_CHECKING:
-    from ._agent import Agent
+from .types import Approve, CancelQuestion, Decision, Decline, DeclineQuestion, Resume, ToolCallRecord
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +48,33 @@ class Landed:
     call: StoredToolCall
     counted: bool = False
     grant: dict[str, Any] | None = None
+
+
+class DecidingAgent(Protocol):
+    """What deciding needs of `Agent` (a protocol, so this module does not import `_agent`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def storage(self) -> Storage: ...
+
+    @property
+    def directory(self) -> Directory: ...
+
+    def _record_of(self, row: StoredToolCall) -> ToolCallRecord: ...
+
+    async def _decide(
+        self,
+        run_id: str,
+        tool_call_id: str | None,
+        decision: Decision,
+        *,
+        decided_by: str | None = None,
+        via: str = "runtime",
+        user_messages: Sequence[dict[str, Any]] = (),
+        read: tuple[StoredRun, StoredToolCall] | None = None,
+    ) -> Landed: ...
 
 
 def action_of(decision: Decision) -> Action:
@@ -80,7 +105,7 @@ def asked_of(run: StoredRun, call: StoredToolCall, actor: str | None, action: Ac
 
 
 async def decide_as(
-    agent: Agent,
+    agent: DecidingAgent,
     run_id: str,
     tool_call_id: str | None,
     decision: Decision,
@@ -140,7 +165,7 @@ async def decide_as(
 
 
 async def check_action(
-    agent: Agent, run_id: str, tool_call_id: str, action: Action, *, actor: str | None, via: str, audit: bool
+    agent: DecidingAgent, run_id: str, tool_call_id: str, action: Action, *, actor: str | None, via: str, audit: bool
 ) -> Refused | None:
     """See `Agent.check`."""
     run, call = await agent.storage.runs.run_and_call(run_id, tool_call_id)
@@ -156,7 +181,7 @@ async def check_action(
 
 
 async def _refused(
-    agent: Agent, call: StoredToolCall, refusal: Refusal, *, actor: str | None, action: Action, via: str
+    agent: DecidingAgent, call: StoredToolCall, refusal: Refusal, *, actor: str | None, action: Action, via: str
 ) -> Refused:
     """The refusal as a result, audited as one `refused` line: who, through what, why."""
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from memory import StoredRun, StoredToolCall, ToolPolicy
 
@@ -22,8 +22,12 @@ from ._authorize import (
 )
 from .types import ToolCallRecord
 
-if TYPE_CHECKING:
-    from ._agent import Agent
+
+class RecordMaker(Protocol):
+    """What a view needs of `Agent` (a protocol, so this module does not import `_agent`)."""
+
+    def _record_of(self, row: StoredToolCall) -> ToolCallRecord: ...
+
 
 APPROVAL_ACTIONS = (Action.APPROVE, Action.DECLINE, Action.EDIT, Action.GRANT)
 QUESTION_ACTIONS = (Action.ANSWER, Action.CANCEL)
@@ -73,7 +77,7 @@ class WaitingCallView:
         )  # fmt: skip
 
 
-def view_of(agent: Agent, run: StoredRun, call: StoredToolCall, policy: ToolPolicy) -> WaitingCallView:
+def view_of(agent: RecordMaker, run: StoredRun, call: StoredToolCall, policy: ToolPolicy) -> WaitingCallView:
     policy = policy_for(policy, call)  # the approvers an admin's rule names decide instead of the policy's
     record = agent._record_of(call)
     requester = requester_of(run)
