@@ -47,7 +47,7 @@ that stored the step or the last result, else by `RunStore.after_work`.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 
 class RunStatus(StrEnum):
@@ -73,7 +73,7 @@ class NextMove(StrEnum):
     """Another process claimed the run and goes on with it; this one stops here."""
 
     @property
-    def finish_reason(self) -> str:
+    def finish_reason(self) -> Literal["suspended", "stop"]:
         """The `finish` chunk of the stream that stops at this move (a `CONTINUE` stream goes on)."""
         return "suspended" if self == NextMove.SUSPENDED else "stop"
 

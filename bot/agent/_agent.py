@@ -86,6 +86,7 @@ from .types import (
     EscalationOutcome,
     EscalationResult,
     Expire,
+    FinishReason,
     Resume,
     RunRecord,
     SuspendedRun,
@@ -304,7 +305,7 @@ class Agent:
         uses_memory = self.memory is not None and thread_id is not None
         notes: list[str] = []
         new_thread = False
-        if uses_memory:
+        if uses_memory and thread_id is not None:
             # a new thread (a top-level mention: most turns) has no waiting calls, and is stored with its run
             new_thread = not await self.storage.runs.open_thread(thread_id, resource_id)
             waiting = [] if new_thread else await self.storage.runs.waiting_calls_in_thread(thread_id)
@@ -398,7 +399,13 @@ class Agent:
         return AgentStream(run.id, RunDriver(self._deps(), run, request, messages=messages).loop())
 
     def _new_run(
-        self, *, thread_id, resource_id, uses_memory: bool, options: RequestOptions, run_id: str | None = None
+        self,
+        *,
+        thread_id: str | None,
+        resource_id: str | None,
+        uses_memory: bool,
+        options: RequestOptions,
+        run_id: str | None = None,
     ) -> StoredRun:
         run_id = run_id or uuid.uuid4().hex
         rule = options.require_tool_approval
@@ -875,11 +882,16 @@ class Agent:
     async def _carry_on(self, row: StoredToolCall) -> AgentStream:
         """Go on, in this process that holds it, with a live question answered through another process."""
         run = await self.storage.runs.get_run(row.run_id)
+        if run is None:
+            raise SnapshotNotFoundError(row.run_id, storage_configured=True)
         kind = DecisionKind.of_recorded(row.decision)
-        decision: Decision = {
-            DecisionKind.DECLINE_QUESTION: DeclineQuestion(reason=row.reason),
-            DecisionKind.CANCEL_QUESTION: CancelQuestion(reason=row.reason),
-        }.get(kind, Resume(row.resume_data))
+        decision: Decision
+        if kind == DecisionKind.DECLINE_QUESTION:
+            decision = DeclineQuestion(reason=row.reason)
+        elif kind == DecisionKind.CANCEL_QUESTION:
+            decision = CancelQuestion(reason=row.reason)
+        else:
+            decision = Resume(row.resume_data)
         won = WonDecision(decision=decision, decided_by=row.decided_by)
         policy = await self.storage.policies.get(row.displayed_tool_name)
         driver = RunDriver(self._deps(), run, self._stored_options(run))
@@ -1068,7 +1080,7 @@ class Agent:
         interrupted = await driver.prepare_recovery()
         return AgentStream(run.id, driver.recover(interrupted))
 
-    async def _finished_output(self, run: StoredRun):
+    async def _finished_output(self, run: StoredRun) -> AsyncIterator[Chunk]:
         """The chunks of a run that finished before its supervisor heard of it: its last answer, or its error."""
         messages = await self.storage.runs.run_messages(run.id)
         answer = next((m["content"] for m in reversed(messages) if m["role"] == "assistant" and m["content"]), "")
@@ -1076,7 +1088,7 @@ class Agent:
             yield Chunk.error(run.id, run.error or "the run failed")
         elif answer:
             yield Chunk.text_delta(run.id, answer)
-        yield Chunk.finish(run.id, run.finish_reason or "stop")
+        yield Chunk.finish(run.id, finish_reason_of(run.finish_reason))
 
     def _background(self, stream: AgentStream) -> None:
         """Hand a run that goes on without a caller to the front end's `on_background_stream` hook."""
@@ -1168,7 +1180,7 @@ class Agent:
             tool_source=shown.source if shown is not None else None,
             tool_hints=shown.hints if shown is not None else (),
             suspend_payload=shown_suspend_payload(row.suspend_payload, interrupted=row.interrupted),
-            input_schema=own.input_schema.json_schema if editable else None,
+            input_schema=own.input_schema.json_schema if own is not None and own.input_schema and editable else None,
             resume_schema=resume_schema,
             resume_data=row.resume_data,
             decision=DecisionKind.of_recorded(row.decision),
@@ -1264,13 +1276,26 @@ class Agent:
         )
 
 
-_BACKGROUND: set[asyncio.Task] = set()  # strong references to the hooks' tasks
+_BACKGROUND: set[asyncio.Task[Any]] = set()  # strong references to the hooks' tasks
 
 LIVE_QUESTIONS_CHANNEL = "bot_live_questions"
 """The PostgreSQL `NOTIFY` channel on which a decision about a live question wakes the process holding it."""
 
 
-async def _handed_over(run_id: str):
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "suspended": "suspended",
+    "length": "length",
+    "error": "error",
+}
+
+
+def finish_reason_of(stored: str | None) -> FinishReason:
+    """A run's stored finish reason as the contract's word ("stop" when none is stored)."""
+    return _FINISH_REASONS.get(stored or "", "stop")
+
+
+async def _handed_over(run_id: str) -> AsyncIterator[Chunk]:
     """The stream of a decision about a live question that another process holds: that process goes on with
     the run (its output reaches the `on_background_stream` hook there), so nothing more comes here."""
     yield Chunk.finish(run_id, "stop")
@@ -1312,7 +1337,8 @@ def _user_messages(message: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _jsonable_context(context: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(json.dumps(context, default=str))
+    jsonable: dict[str, Any] = json.loads(json.dumps(context, default=str))
+    return jsonable
 
 
 async def _run_by_the_loop(_input: Any, _ctx: Any) -> Any:

@@ -15,7 +15,7 @@ import json
 import logging
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -64,11 +64,11 @@ from tools import (
 
 from ._conditions import EVALUATION_TIMEOUT, RuleOutcome, joined, refused_error, rule_line, rule_outcome, timed_out
 from ._fingerprint import fingerprint
-from ._model import ModelError, stream_step
+from ._model import stream_step
 from ._previews import STOPPED, error_text, preview_line, run_preview
 from ._stream import AgentStream
-from .exceptions import AgentError, DatabaseAwayError, RunTakenOverError, SubAgentNotFoundError
-from .types import AgentOutput, Chunk, Decision, GrantPayload, ToolCallCheck, WaitingCallPayload
+from .exceptions import AgentError, DatabaseAwayError, ModelError, RunTakenOverError, SubAgentNotFoundError
+from .types import AgentOutput, Chunk, Decision, FinishReason, GrantPayload, ToolCallCheck, WaitingCallPayload
 
 if TYPE_CHECKING:
     import openai
@@ -524,7 +524,7 @@ class RunDriver:
             return
         marks = self.run.previews_started or {}
         started_before = set(marks.get("calls") or ()) if marks.get("step") == self.run.step else set()
-        await self.runs.mark_previews_started(self.run, [row.fingerprint for row in rows])
+        await self.runs.mark_previews_started(self.run, [row.fingerprint for row in rows if row.fingerprint])
         for row in rows:
             if row.fingerprint in started_before:
                 log.warning(
@@ -561,8 +561,14 @@ class RunDriver:
             version = self._policy_versions.get(row.tool_call_id)
             if row.tool_call_id in self._trials:
                 action, trial = self._trials[row.tool_call_id]
-                detail = f"trial {rule_line(trial)}"
-                audits.append((row, Audit(action=action, actor=requester, policy_version=version, detail=detail)))
+                audits.append(
+                    (
+                        row,
+                        Audit(
+                            action=action, actor=requester, policy_version=version, detail=f"trial {rule_line(trial)}"
+                        ),
+                    )
+                )
             if row.state == ToolCallState.AWAITING_APPROVAL:
                 detail = joined(rule_line(row.rule), preview_line(row.preview))
                 audits.append((row, Audit(action="requested", actor=requester, policy_version=version, detail=detail)))
@@ -845,7 +851,9 @@ class RunDriver:
     async def _continue_sub_agent(self, row: StoredToolCall, *, decides_next: bool) -> list[Chunk]:
         """Go on with the sub-agent run of a supervisor's call that was at work when its process stopped."""
         sub_agent = self._sub_agent_of(row)
-        child_run = await self.runs.get_run(row.child_run_id)
+        child_run = await self.runs.get_run(row.child_run_id) if row.child_run_id else None
+        if child_run is None:
+            raise RuntimeError(f"the sub-agent run of call {row.tool_call_id} is not stored")
         stream = await sub_agent.recover(child_run)
         return await self._after_child(row, await stream.result(), decides_next=decides_next)
 
@@ -894,7 +902,12 @@ class RunDriver:
 
     # --- endings and chunks -----------------------------------------------------------------
     async def _finish(
-        self, status: RunStatus, finish_reason: str, messages: list[dict[str, Any]] = (), *, answers_step: bool = False
+        self,
+        status: RunStatus,
+        finish_reason: FinishReason,
+        messages: Sequence[dict[str, Any]] = (),
+        *,
+        answers_step: bool = False,
     ) -> Chunk:
         """End the run; with `answers_step`, with the model's final answer to the step it asked at (the step
         before `run.step`), stored only if the run is still there (`RunStore.record_step`'s fence)."""
@@ -933,9 +946,9 @@ class RunDriver:
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         if self._new_messages is not None:  # the run's first step: what it was started with is all there is
             history, self._new_messages = self._new_messages, None
-            if self.run.uses_memory:
+            if self.run.uses_memory and self.deps.memory is not None:
                 history = self.deps.memory.window_of(history)
-        elif self.run.uses_memory:
+        elif self.run.uses_memory and self.deps.memory is not None and self.run.thread_id is not None:
             history = await self.deps.memory.window(self.run.thread_id)
         else:
             history = [m for group in pair_tool_results(await self.runs.run_messages(self.run.id)) for m in group]

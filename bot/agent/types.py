@@ -389,7 +389,7 @@ class Approve(Decision):
 class Decline(Decision):
     """Do not run the call that waits for approval; the model reads that it was not approved, and why."""
 
-    reason: str | None = None  # type: ignore[assignment]
+    reason: str | None = None
     """Why, in the decider's words; the model reads it."""
     kind: ClassVar[DecisionKind] = DecisionKind.DECLINE
 
@@ -407,7 +407,7 @@ class Resume(Decision):
 class Expire(Decision):
     """Nobody decided before the tool policy's expiry: the call is declined as expired (the sweep's own)."""
 
-    reason: str | None = None  # type: ignore[assignment]
+    reason: str | None = None
     """What the model reads of the expiry (e.g. "nobody decided within 60 s")."""
     kind: ClassVar[DecisionKind] = DecisionKind.EXPIRE
 
@@ -417,7 +417,7 @@ class DeclineQuestion(Decision):
     """Refuse to answer a live question (an MCP server's `elicitation/create`, `ToolCallRecord.live_question`):
     the server hears `decline` and its call goes on; the tool's result, not an error, reaches the model."""
 
-    reason: str | None = None  # type: ignore[assignment]
+    reason: str | None = None
     """Why, for the audit trail (the server hears only `decline`)."""
     kind: ClassVar[DecisionKind] = DecisionKind.DECLINE_QUESTION
 
@@ -427,7 +427,7 @@ class CancelQuestion(Decision):
     """Dismiss a live question without a choice (a Cancel click, or nobody answered in time): the server
     hears `cancel` and its call goes on."""
 
-    reason: str | None = None  # type: ignore[assignment]
+    reason: str | None = None
     """Why, for the audit trail (e.g. "nobody answered within 3600 s")."""
     kind: ClassVar[DecisionKind] = DecisionKind.CANCEL_QUESTION
 
