@@ -380,6 +380,8 @@ class _Api:
         task.add_done_callback(self.tasks.discard)
 
     async def _after(self, decision: ApiDecision, stream: AgentStream | None) -> None:
+        if self.front.after_decision is None:
+            return
         try:
             await self.front.after_decision(decision, stream)
         except Exception:
@@ -492,7 +494,7 @@ _ROUTES = {ToolCallState.SUSPENDED: "use /resume", ToolCallState.AWAITING_APPROV
 
 def _not_waiting(state: str | None, kind: DecisionKind) -> str:
     instead = waits_instead(state, kind)
-    if instead:
+    if instead and state is not None:
         return f"this call {instead}: {_ROUTES[ToolCallState(state)]}"
     return f"this call was already decided (it is {state})" if state else "this call no longer waits"
 

@@ -295,7 +295,7 @@ def summarise_results(messages: list[dict[str, Any]], results: list[dict[str, An
             names[str(call.get("id"))] = (call.get("function") or {}).get("name", "the tool")
     if not results:
         return "The request is still waiting for a decision or an answer in the thread."
-    return " ".join(summarise(names.get(m.get("tool_call_id"), "the tool"), _text_of(m)) for m in results)
+    return " ".join(summarise(names.get(str(m.get("tool_call_id")), "the tool"), _text_of(m)) for m in results)
 
 
 def summarise(tool_name: str, content: str) -> str:

@@ -162,7 +162,10 @@ async def find_waiting_call(
     if row is None or row.kind != kind:
         raise ClickRefused(UNKNOWN, RefusalReason.UNKNOWN)
     elsewhere = channel is not None and row.channel != channel
-    if elsewhere and not (message_ts and await services.stores.messages.is_copy_elsewhere(row.id, channel, message_ts)):
+    copy = elsewhere and channel is not None and message_ts is not None
+    if elsewhere and not (
+        copy and await services.stores.messages.is_copy_elsewhere(row.id, channel or "", message_ts or "")
+    ):
         raise ClickRefused(UNKNOWN, RefusalReason.UNKNOWN)  # only an escalation's recorded copy is elsewhere
     if message_ts is not None and message_ts != row.ts and not elsewhere:
         # Only the bot posts messages with its buttons, so another message in the row's thread carrying
@@ -254,7 +257,7 @@ async def decide_and_show(
             client,
             call.row,
             answered_by=user_id if answered else None,
-            resume_data=decision.data if answered else None,
+            resume_data=decision.data if isinstance(decision, Resume) else None,
             record=result.record,
         )
     except SlackApiError:  # the decision stands and the run goes on; the message is fixed by the next refresh

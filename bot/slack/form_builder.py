@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import jsonschema
 from slack_sdk.models.blocks import (
@@ -281,7 +281,7 @@ def form_errors(schema: dict[str, Any], data: Any, tr: Translator) -> dict[str, 
     for error in errors:
         path = "/" + "/".join(str(part) for part in error.absolute_path)
         if error.validator == "required" and isinstance(error.instance, dict):
-            missing = [name for name in error.validator_value if name not in error.instance]
+            missing = [name for name in cast(list[str], error.validator_value) if name not in error.instance]
             problems += [(path.rstrip("/") + "/" + name, tr.gettext("Fill this in.")) for name in missing]
             continue
         problems.append((path, human_message(error, tr)))
@@ -315,7 +315,7 @@ _FORMAT_WORDS = {
 
 def human_message(error: jsonschema.ValidationError, tr: Translator) -> str:
     """One validation problem as a person would say it; JSON Schema's own wording only for rare keywords."""
-    keyword, limit = error.validator, error.validator_value
+    keyword, limit = error.validator, cast(Any, error.validator_value)  # the schema's own value of the keyword
     if keyword == "minimum":
         return tr.gettext("Must be {limit} or more.", limit=_number(limit))
     if keyword == "exclusiveMinimum":

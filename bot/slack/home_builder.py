@@ -372,18 +372,18 @@ def _approvals(
         text = line + "\n" + format_args(approval.args, tr, limit=600)
         if approval.preview is not None:  # what the tool's dry run said, as the thread's message shows it
             text += "\n" + preview_section(approval.preview, tr)
-        text = MarkdownTextObject(text=text[:3000])
+        shown = MarkdownTextObject(text=text[:3000])
         if pick and approval.may_decide:
             select = Option(value=bulk_value(approval.ref, approval.fingerprint), text=tr.gettext("Select"))
             blocks.append(
                 SectionBlock(
                     block_id=f"home_pick_{approval.ref}"[:255],
-                    text=text,
+                    text=shown,
                     accessory=CheckboxesElement(action_id=BULK_PICK, options=[select]),
                 )
             )
         else:
-            blocks.append(SectionBlock(text=text))
+            blocks.append(SectionBlock(text=shown))
         if approval.may_decide:
             ref, offered = approval.ref, approval.actions
             elements = []

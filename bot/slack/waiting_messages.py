@@ -11,13 +11,13 @@ from __future__ import annotations
 import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
-from bot.agent import Chunk, DecisionKind, ToolCallRecord
+from bot.agent import Chunk, DecisionKind, ToolCallRecord, WaitingCallPayload
 
 from .approval_builder import (
     ApprovalView,
@@ -57,11 +57,11 @@ async def post_waiting_call(
 ) -> ToolCallMessageRow:
     """Post the message of the call a chunk shows waiting: an approval for `tool-call-approval` (an
     interrupted call's says so), what the tool asks, with an Answer button, for `tool-call-suspended`."""
-    payload = chunk.payload
+    payload = cast(WaitingCallPayload, chunk.payload)  # a tool-call-approval or tool-call-suspended chunk's
     record = await services.agent.get_tool_call(run_id, payload["tool_call_id"])
     if chunk.type == "tool-call-approval":
         kind, args, answerable_by_form = "approval", payload.get("args"), None
-        interrupted = payload.get("interrupted", False) or (record is not None and record.interrupted)
+        interrupted = bool(payload.get("interrupted", False)) or (record is not None and record.interrupted)
     else:  # a question: its row keeps what the tool asked
         kind, args, interrupted, request_text = "question", payload.get("suspend_payload"), False, None
         answerable_by_form = payload.get("resume_schema") is not None
@@ -260,7 +260,7 @@ async def refresh_message(
         answered_at=record.decided_at if (answered_by or refused) and record is not None else None,
         resume_data=resume_data if resume_data is not None or record is None else record.resume_data,
         refused=refused,
-        refused_by=record.decided_by if refused else None,
+        refused_by=record.decided_by if refused and record is not None else None,
     )
 
     def settled(tr: Translator) -> tuple[str, list]:
