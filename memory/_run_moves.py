@@ -193,9 +193,9 @@ class RunMoves(StorePart):
         run: StoredRun,
         reply: dict[str, Any],
         calls: list[StoredToolCall],
+        *,
         results: Iterable[dict[str, Any]] = (),
         audits: Iterable[tuple[StoredToolCall, Audit]] = (),
-        *,
         suspend: bool = False,
     ) -> None:
         """Store one step at once: the model's reply, the run's step count, its calls and any immediate results;

@@ -98,9 +98,9 @@ class RunStorage(Protocol):
         run: StoredRun,
         reply: dict[str, Any],
         calls: list[StoredToolCall],
+        *,
         results: Iterable[dict[str, Any]] = (),
         audits: Iterable[tuple[StoredToolCall, Audit]] = (),
-        *,
         suspend: bool = False,
     ) -> None:
         """Store one step at once: the model's reply, its calls and any immediate results, over the step

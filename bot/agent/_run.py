@@ -305,7 +305,12 @@ class RunDriver:
             waits = any(r.state in WAITING_STATES for r in rows)
             # with nothing to run here, what follows is known now: a waiting call parks the run with the step
             await self.runs.record_step(
-                self.run, reply.message(), rows, failed, audits=self._requested(rows), suspend=waits and not pending
+                self.run,
+                reply.message(),
+                rows,
+                results=failed,
+                audits=self._requested(rows),
+                suspend=waits and not pending,
             )
             if not pending:
                 self._next_move = NextMove.SUSPENDED if waits else NextMove.CONTINUE
