@@ -19,11 +19,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent import Escalation, EscalationOutcome, EscalationResult
 
-from .approval_builder import approval_text, build_approval_blocks
+from .approval_builder import approval_text, build_approval_blocks, duration_words
 from .directory import is_user_id
 from .posting import UNCLEAR, careful_client
 from .services import SlackServices
-from .translator import Translator
 from .waiting_messages import approval_view_of, refresh_message, with_policy
 
 FOR_GOOD = frozenset(
@@ -39,17 +38,6 @@ def escalation_hook(services: SlackServices, client: AsyncWebClient):
         return await escalate(services, client, escalation)
 
     return on_escalation
-
-
-def waited(seconds: int, tr: Translator) -> str:
-    """ "10 minutes", "90 seconds", "2 hours": how long the call waited, in words."""
-    if seconds >= 86400 and seconds % 86400 == 0:
-        return tr.ngettext("{n} day", "{n} days", seconds // 86400)
-    if seconds >= 3600 and seconds % 3600 == 0:
-        return tr.ngettext("{n} hour", "{n} hours", seconds // 3600)
-    if seconds >= 60 and seconds % 60 == 0:
-        return tr.ngettext("{n} minute", "{n} minutes", seconds // 60)
-    return tr.ngettext("{n} second", "{n} seconds", seconds)
 
 
 def target_mention(target: str) -> str:
@@ -89,7 +77,7 @@ async def escalate(services: SlackServices, client: AsyncWebClient, escalation: 
         tr = await services.languages.of_person(recipient) if is_user_id(recipient) else thread_tr
         escalated = tr.gettext(
             "*Escalated*: no decision after {time} in {channel}, so it is brought to {target}.",
-            time=waited(escalation.after, tr),
+            time=duration_words(escalation.after, tr),
             channel=f"<#{row.channel}>",
             target=target_mention(target),
         )
@@ -120,7 +108,7 @@ async def escalate(services: SlackServices, client: AsyncWebClient, escalation: 
         return _failed(services, escalation, f"{target} could not be reached: {', '.join(unreachable)}")
     told = thread_tr.gettext(
         "No decision after {time}: brought to {target}.",
-        time=waited(escalation.after, thread_tr),
+        time=duration_words(escalation.after, thread_tr),
         target=target_mention(target),
     )
     await _tell_thread(services, client, row, f":rotating_light: {told}")
