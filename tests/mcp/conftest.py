@@ -5,19 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from bot.assemble import add_tools
-from bot.demo import build_demo_agent
-from tests.slack.harness import MODEL, running_bot
+from .servers import demo_bot_with
 
 
 @pytest.fixture
 async def bot(tmp_path, slack, model, mcp_servers, clock):
-    def agent(storage):
-        built = build_demo_agent(storage, model=MODEL)
-        add_tools(built, mcp_servers.tools)
-        return built
-
-    async with running_bot(
-        database_url=f"sqlite+aiosqlite:///{tmp_path}/bot.db", slack=slack, agent_factory=agent, clock=clock
+    async with demo_bot_with(
+        mcp_servers, database_url=f"sqlite+aiosqlite:///{tmp_path}/bot.db", slack=slack, clock=clock
     ) as b:
         yield b

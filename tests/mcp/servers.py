@@ -85,3 +85,20 @@ TITLE = "打印机着火了 · Drucker brennt · プリンター"
 async def titles(mcp_servers) -> list[str]:
     tools = {t.id: t for t in mcp_servers.tools}
     return [t["title"] for t in await tools["tickets__list_tickets"].execute({}, context())]
+
+
+@asynccontextmanager
+async def demo_bot_with(servers: Any, *, database_url: str, slack: Any, clock: Any = None) -> AsyncIterator[Any]:
+    """The bot running the demo agent with the tools of `servers` added, on `database_url`."""
+    from bot.assemble import add_tools
+    from bot.demo import build_demo_agent
+    from tests.slack.harness import MODEL, running_bot
+
+    def agent(storage: Any) -> Any:
+        built = build_demo_agent(storage, model=MODEL)
+        add_tools(built, servers.tools)
+        return built
+
+    timing = {} if clock is None else {"clock": clock}
+    async with running_bot(database_url=database_url, slack=slack, agent_factory=agent, **timing) as running:
+        yield running

@@ -17,7 +17,7 @@ from tests.slack.harness import MODEL, RunningBot, running_bot
 from tests.support.scripted_model import call, reply, tool_calls
 from tests.support.waiting import until
 
-from .servers import configs, connected, context, http_server, stdio_entry
+from .servers import configs, connected, context, demo_bot_with, http_server, stdio_entry
 
 CITIES = [("U1", "北京"), ("U3", "서울"), ("U2", "東京"), ("U7", "上海"), ("U9", "大阪")]
 """Who asks, and the city they answer (Chinese, Korean, Japanese)."""
@@ -37,12 +37,7 @@ async def mcp_servers(request, tmp_path):
 
 @pytest.fixture
 async def bot(database_url, slack, model, mcp_servers):
-    def agent(storage):
-        built = build_demo_agent(storage, model=MODEL)
-        add_tools(built, mcp_servers.tools)
-        return built
-
-    async with running_bot(database_url=database_url, slack=slack, agent_factory=agent) as running:
+    async with demo_bot_with(mcp_servers, database_url=database_url, slack=slack) as running:
         yield running
 
 

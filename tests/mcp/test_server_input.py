@@ -10,15 +10,12 @@ import json
 
 import pytest
 
-from bot.assemble import add_tools
-from bot.demo import build_demo_agent
 from bot.mcp import load_mcp_config
 from bot.mcp._session import link_allowed
 from bot.settings import load_settings
-from tests.slack.harness import MODEL, running_bot
 from tests.support.scripted_model import call, reply, tool_calls
 
-from .servers import connected, stdio_entry, write_config
+from .servers import connected, demo_bot_with, stdio_entry, write_config
 
 SLOW = 30.0
 
@@ -37,12 +34,7 @@ async def mcp_servers(tmp_path, allow_http_loopback):
 
 @pytest.fixture
 async def bot(database_url, slack, model, mcp_servers):
-    def agent(storage):
-        built = build_demo_agent(storage, model=MODEL)
-        add_tools(built, mcp_servers.tools)
-        return built
-
-    async with running_bot(database_url=database_url, slack=slack, agent_factory=agent) as running:
+    async with demo_bot_with(mcp_servers, database_url=database_url, slack=slack) as running:
         yield running
 
 
