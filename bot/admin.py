@@ -20,7 +20,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from bot.agent import ConditionError, check_condition
+from bot.agent import ConditionError, check_condition, rule_line
 from memory import SYSTEM, AuditEntry, PolicyChange, PolicyError, Storage, ToolPolicy, ToolRule, rules_of
 
 AUDIT_FIELDS = (
@@ -146,6 +146,18 @@ async def trial_counts(storage: Storage, policy: ToolPolicy) -> str:
     counts = await storage.audit_log.counts(policy.tool_name, TRIAL_ACTIONS, since=policy.updated_at)
     said = ", ".join(f"{action} {counts.get(action, 0)}" for action in TRIAL_ACTIONS)
     return f"trial since version {policy.version}: {said}"
+
+
+async def trial_counts_per_rule(storage: Storage, policy: ToolPolicy) -> dict[int, dict[str, int]]:
+    """Per trial rule (by position), how many calls it would have changed since the policy was last
+    changed, per audit action (`would_require`, ...): the audit lines whose detail names that rule."""
+    counts = await storage.audit_log.counts_by_detail(policy.tool_name, TRIAL_ACTIONS, since=policy.updated_at)
+    found: dict[int, dict[str, int]] = {}
+    for position, rule in enumerate(policy.rules, 1):
+        if rule.trial:
+            detail = f"trial {rule_line({**rule.fields(), 'position': position})}"
+            found[position] = {action: counts.get((action, detail), 0) for action in TRIAL_ACTIONS}
+    return found
 
 
 _RULE_WORDS = re.compile(

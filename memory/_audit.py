@@ -170,6 +170,21 @@ class AuditLog:
         async with self._storage.read_session() as session:
             return {action: count for action, count in (await session.execute(statement)).all()}
 
+    async def counts_by_detail(
+        self, tool_name: str, actions: Iterable[str], *, since: datetime | None = None
+    ) -> dict[tuple[str, str], int]:
+        """How many lines of each of `actions` one tool has (from `since` on), per action and detail (a trial
+        rule's lines name the rule in their detail): one grouped query."""
+        statement = (
+            select(AuditRow.action, AuditRow.detail, func.count())
+            .where(AuditRow.tool_name == tool_name, AuditRow.action.in_(list(actions)))
+            .group_by(AuditRow.action, AuditRow.detail)
+        )
+        if since is not None:
+            statement = statement.where(AuditRow.at >= since)
+        async with self._storage.read_session() as session:
+            return {(action, detail or ""): count for action, detail, count in (await session.execute(statement)).all()}
+
 
 def entry_of(row: AuditRow) -> AuditEntry:
     return AuditEntry(

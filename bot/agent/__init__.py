@@ -10,7 +10,7 @@ from memory.states import DecisionKind, RunStatus, ToolCallState, waits_instead
 
 from ._agent import Agent
 from ._authorize import PLAIN, Action, Directory, Naming, OpenDirectory, Refusal, RefusalReason
-from ._conditions import ConditionError, check_condition
+from ._conditions import ConditionError, check_condition, rule_line
 from ._fingerprint import fingerprint
 from ._grounding import yes_or_no
 from ._model import limit_model_requests
@@ -142,6 +142,7 @@ __all__ = [
     "WaitingCallView",
     "yes_or_no",
     "check_condition",
+    "rule_line",
     "fingerprint",
     "limit_model_requests",
     "wait_for_running_runs",

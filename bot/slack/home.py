@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.admin import agent_tools, code_rule
+from bot.admin import agent_tools, code_rule, trial_counts_per_rule
 from bot.agent import Action
 from memory import ToolPolicy
 
@@ -188,7 +188,9 @@ class HomePublisher:
             return None
         tools = agent_tools(self.services.agent)
         stored = {p.tool_name: p for p in await self.services.agent.storage.policies.all()}
-        return [
-            HomePolicy(policy=stored.get(name) or ToolPolicy(tool_name=name), code=code_rule(tools.get(name)))
-            for name in sorted(set(tools) | set(stored))
-        ]
+        shown = []
+        for name in sorted(set(tools) | set(stored)):
+            policy = stored.get(name) or ToolPolicy(tool_name=name)
+            trials = await trial_counts_per_rule(self.services.agent.storage, policy) if policy.rules else {}
+            shown.append(HomePolicy(policy=policy, code=code_rule(tools.get(name)), trials=trials))
+        return shown

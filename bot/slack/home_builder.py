@@ -46,6 +46,7 @@ from .approval_builder import (
 )
 from .modal_builder import REASON_ACTION, REASON_BLOCK_ID
 from .mrkdwn import escape, slack_date
+from .rules_builder import rules_lines
 from .stores.answer_feedback import NO_TOOL, ToolFeedback
 from .translator import N_, Translator
 
@@ -113,6 +114,8 @@ class HomePolicy:
     policy: ToolPolicy
     code: str
     """What the code says: `always`, `sometimes`, `never`, `unknown`."""
+    trials: dict[int, dict[str, int]] = field(default_factory=dict)
+    """Per trial rule (its position), how many calls it would have changed, per `would_*` audit action."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -327,6 +330,7 @@ def policy_text(item: HomePolicy, tr: Translator) -> str:
                 seconds=policy.escalate_after,
             )
         )
+    lines += rules_lines(policy, item.trials, tr)
     return "\n".join(lines)
 
 
