@@ -92,6 +92,11 @@ async def start_bot(port: int, env: dict[str, str], log: Path, *args: str) -> as
             stdout=asyncio.subprocess.DEVNULL,
             stderr=log_file,
         )
+    return await wait_until_healthy(process, port, log)
+
+
+async def wait_until_healthy(process: asyncio.subprocess.Process, port: int, log: Path) -> asyncio.subprocess.Process:
+    """`process` once its `/health` on `port` answers 200; its log in the error if it exits first."""
     deadline = time.monotonic() + 90  # a start takes a second or two; a loaded CI machine can take far longer
     async with aiohttp.ClientSession() as session:
         while time.monotonic() < deadline:
