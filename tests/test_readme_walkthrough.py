@@ -315,3 +315,34 @@ def _feedback_value(message: dict, rating: str) -> tuple[str, str]:
             element = block["elements"][0]
             return block["block_id"], element["positive_button" if rating == "up" else "negative_button"]["value"]
     raise AssertionError(f"no feedback buttons under {message}")
+
+
+TRANSLATIONS = {"README.zh-TW.md": "zh_TW", "README.zh-CN.md": "zh_CN", "README.ko.md": "ko"}
+
+
+def test_the_translated_quick_starts_say_what_the_walk_through_does():
+    """Each translated quick start runs the same commands, tries phrases this walk-through drives (or the demo
+    model reads), and names the buttons and headings as that language's catalog writes them."""
+    from babel.messages.pofile import read_po
+
+    from bot.playground.demo_model import city_in
+
+    def sh_blocks(text: str) -> list[str]:
+        return re.findall(r"```sh\n(.*?)```", text, re.DOTALL)
+
+    for name, locale in TRANSLATIONS.items():
+        assert f"({name})" in README, f"the README does not link {name}"
+        text = (ROOT / name).read_text()
+        assert sh_blocks(text)[0] == sh_blocks(README)[0], name  # the two commands, word for word
+        for command in re.findall(r"`(python -m bot [^`]+)`", text):
+            assert command in README, (name, command)
+        for phrase in ("delete record 2", "delete record 3", "退款 订单 A-7 30美元", "refund order A-1 $30"):
+            assert phrase in text and phrase in README, (name, phrase)
+        with (ROOT / "bot" / "slack" / "locales" / locale / "LC_MESSAGES" / "messages.po").open("rb") as po:
+            words = {str(m.string).strip("*") for m in read_po(po) if m.id and m.string}
+        for label in re.findall(r"\*\*(.+?)\*\*", text):
+            assert label == "Demo Agent · Home" or label in words, (name, label)
+        weather = next(line for line in text.splitlines() if "*what's the weather?*" in line)
+        weather += text.split(weather, 1)[1].split("\n- ", 1)[0].split("\n\n", 1)[0]
+        answers = [a for a in re.findall(r"\*([^*]+)\*", weather) if a != "what's the weather?"]
+        assert answers and all(city_in(answer) for answer in answers), (name, answers)
