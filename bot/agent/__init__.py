@@ -16,7 +16,7 @@ from ._grounding import yes_or_no
 from ._model import limit_model_requests
 from ._results import AlreadyDecided, Counted, Decided, DecisionResult, Gone, Invalid, Refused
 from ._stream import AgentStream, wait_for_running_runs
-from ._view import WaitingCallView
+from ._view import WaitingCallView, offered_actions
 from .exceptions import (
     AgentError,
     AmbiguousSuspendedRunsError,
@@ -140,6 +140,7 @@ __all__ = [
     "ToolResultPayload",
     "WaitingCallPayload",
     "WaitingCallView",
+    "offered_actions",
     "yes_or_no",
     "check_condition",
     "rule_line",

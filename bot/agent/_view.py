@@ -3,6 +3,7 @@ its copies, the App Home's card, the HTTP API's JSON), and the actions the one r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -101,19 +102,58 @@ def view_of(agent: RecordMaker, run: StoredRun, call: StoredToolCall, policy: To
     )
 
 
-async def actions_for(view: WaitingCallView, viewer: str | None, directory: Directory) -> frozenset[Action]:
-    """The actions the rule allows `viewer` on the call of `view` (those a surface offers them)."""
-    allowed = set()
+def _possible(view: WaitingCallView) -> list[Action]:
+    """The actions the call itself has (before anyone is weighed): no edit of arguments without a schema or
+    of an interrupted call (what may have run is what runs again), no grant unless one is on offer, no
+    dismissal of a question that is not live."""
+    possible = []
     for action in QUESTION_ACTIONS if view.is_question else APPROVAL_ACTIONS:
-        if action == Action.EDIT and view.record.input_schema is None:
+        if action == Action.EDIT and (view.record.input_schema is None or view.record.interrupted):
             continue
-        if action == Action.GRANT and view.grant_seconds is None:
+        if action == Action.GRANT and (view.grant_seconds is None or view.record.interrupted):
             continue
         if action == Action.CANCEL and not view.record.live_question:
             continue
+        possible.append(action)
+    return possible
+
+
+async def actions_for(view: WaitingCallView, viewer: str | None, directory: Directory) -> frozenset[Action]:
+    """The actions the rule allows `viewer` on the call of `view` (those a surface offers them)."""
+    allowed = set()
+    for action in _possible(view):
         if await authorize(view.asked(viewer, action), view.policy, directory) is None:
             allowed.add(action)
     return frozenset(allowed)
 
 
-__all__ = ["WaitingCallView", "actions_for", "view_of"]
+SOMEONE = "\x00someone"
+"""The stand-in viewer of a message many people read: not the requester, not an approver so far."""
+
+
+class _AnyoneEligible:
+    """A directory in which the stand-in is whoever the rule asks for (an approver, in the conversation)."""
+
+    async def is_among(self, person: str, approvers: Sequence[str]) -> bool:
+        return True
+
+    async def is_admin(self, person: str) -> bool:
+        return False
+
+    async def in_conversation(self, person: str, thread_id: str) -> bool:
+        return True
+
+
+async def offered_actions(view: WaitingCallView) -> frozenset[Action]:
+    """The actions the rule allows someone on the call of `view`: what a message many people read offers
+    (the thread's message, a channel's copy). What holds for everyone holds here (a four-eyes call's
+    arguments cannot be edited, a disabled tool's call can only be declined); who the clicker is, the rule
+    weighs when they click (the requester counts as someone: they may answer their own question)."""
+    anyone = _AnyoneEligible()
+    offered = await actions_for(view, SOMEONE, anyone)
+    if view.requester:
+        offered |= await actions_for(view, view.requester, anyone)
+    return offered
+
+
+__all__ = ["WaitingCallView", "actions_for", "offered_actions", "view_of"]

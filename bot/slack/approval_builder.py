@@ -80,6 +80,9 @@ class ApprovalView:
     """The standing grant the tool's policy allows now, in seconds (None: no grant buttons)."""
     rule: str | None = None
     """The admin's rule that made it wait, in one line ("rule 1: Needs finance: args.amount > 100.0")."""
+    actions: frozenset[str] = frozenset({"approve", "decline", "edit_args", "grant"})
+    """What the runtime's rule allows the message's readers (`bot.agent.Action` values): the message offers
+    only these buttons (a four-eyes call: no edit and no grant; a disabled tool's: only decline)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,25 +168,29 @@ def build_approval_blocks(view: ApprovalView, tr: Translator) -> list[Block]:
         approve_text = tr.gettext("Approve")
     if view.escalated:
         blocks.insert(0, ContextBlock(elements=[MarkdownTextObject(text=view.escalated)]))
-    buttons = [
-        ButtonElement(text=approve_text, action_id=APPROVE, value=view.ref, style="primary"),
-        ButtonElement(text=tr.gettext("Decline"), action_id=DECLINE, value=view.ref, style="danger"),
-        ButtonElement(text=tr.gettext("Decline with reason"), action_id=DECLINE_WITH_REASON, value=view.ref),
-    ]
-    if not view.interrupted and view.approvals_required <= 1:  # several approvers approve the same arguments
-        buttons.append(ButtonElement(text=tr.gettext("Edit arguments"), action_id=EDIT_ARGS, value=view.ref))
-    if not view.interrupted and view.approvals_required <= 1 and view.grant_seconds:  # a grant would bypass a quorum
+    offered, buttons = view.actions, []
+    if "approve" in offered:
+        buttons.append(ButtonElement(text=approve_text, action_id=APPROVE, value=view.ref, style="primary"))
+    if "grant" in offered and view.grant_seconds and not view.interrupted:
         lasting = duration_words(view.grant_seconds, tr)
         in_thread = tr.gettext("Approve and allow for {time} in this thread", time=lasting)
         same_args = tr.gettext("Approve and allow these arguments for {time}", time=lasting)
-        buttons.insert(1, ButtonElement(text=in_thread, action_id=APPROVE_AND_GRANT, value=view.ref))
-        buttons.insert(2, ButtonElement(text=same_args, action_id=APPROVE_AND_GRANT_SAME_ARGS, value=view.ref))
+        buttons.append(ButtonElement(text=in_thread, action_id=APPROVE_AND_GRANT, value=view.ref))
+        buttons.append(ButtonElement(text=same_args, action_id=APPROVE_AND_GRANT_SAME_ARGS, value=view.ref))
+    if "decline" in offered:
+        buttons.append(ButtonElement(text=tr.gettext("Decline"), action_id=DECLINE, value=view.ref, style="danger"))
+        buttons.append(
+            ButtonElement(text=tr.gettext("Decline with reason"), action_id=DECLINE_WITH_REASON, value=view.ref)
+        )
+    if "edit_args" in offered and not view.interrupted:  # what may have run is what would run again
+        buttons.append(ButtonElement(text=tr.gettext("Edit arguments"), action_id=EDIT_ARGS, value=view.ref))
     if view.approvals_required > 1:
         blocks.append(SectionBlock(text=MarkdownTextObject(text=approvals_line(view, tr))))
     rule = policy_line(view, tr)
     if rule:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=rule)]))
-    blocks.append(ActionsBlock(block_id=ACTIONS_BLOCK_ID, elements=buttons))
+    if buttons:
+        blocks.append(ActionsBlock(block_id=ACTIONS_BLOCK_ID, elements=buttons))
     return blocks
 
 

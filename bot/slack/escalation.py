@@ -23,7 +23,7 @@ from .approval_builder import approval_text, build_approval_blocks, duration_wor
 from .directory import is_user_id
 from .posting import UNCLEAR, careful_client
 from .services import SlackServices
-from .waiting_messages import approval_view_of, refresh_message, with_policy
+from .waiting_messages import reader_of, refresh_message, waiting_approval_view
 
 FOR_GOOD = frozenset(
     {"channel_not_found", "not_in_channel", "is_archived", "user_not_found", "cannot_dm_bot", "user_disabled"}
@@ -81,7 +81,7 @@ async def escalate(services: SlackServices, client: AsyncWebClient, escalation: 
             channel=f"<#{row.channel}>",
             target=target_mention(target),
         )
-        policy_view = await with_policy(services, approval_view_of(row, call), call, tr)
+        policy_view = await waiting_approval_view(services, row, call, tr, viewer=reader_of(recipient))
         view = dataclasses.replace(policy_view, escalated=f":rotating_light: {escalated}")
         text, blocks = approval_text(view, tr), build_approval_blocks(view, tr)
         try:

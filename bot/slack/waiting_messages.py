@@ -10,14 +10,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
-from bot.agent import Chunk, DecisionKind, ToolCallRecord, WaitingCallPayload
+from bot.agent import (
+    Action,
+    Chunk,
+    DecisionKind,
+    ToolCallRecord,
+    WaitingCallPayload,
+    WaitingCallView,
+    offered_actions,
+)
 
 from .approval_builder import (
     ApprovalView,
@@ -97,7 +104,7 @@ async def post_recorded(
     could not be posted now (the thread is told, if Slack lets us, and the recovery pass posts it later)."""
     if row.kind == "approval":
         tr = await services.languages.of_thread(row.thread_id, row.requester)
-        view = await with_policy(services, approval_view_of(row, record), record, tr)
+        view = await waiting_approval_view(services, row, record, tr)
         text, blocks = approval_text(view, tr), build_approval_blocks(view, tr)
     else:
         if answerable_by_form is None:
@@ -141,29 +148,44 @@ async def _say_not_posted_yet(services: SlackServices, client: AsyncWebClient, r
         services.logger.warning("could not tell %s that its message is not posted yet", row.thread_id)
 
 
-async def with_policy(
-    services: SlackServices, view: ApprovalView, record: ToolCallRecord | None, tr: Translator
+async def waiting_approval_view(
+    services: SlackServices,
+    row: ToolCallMessageRow,
+    record: ToolCallRecord | None,
+    tr: Translator,
+    *,
+    viewer: str | None = None,
 ) -> ApprovalView:
-    """`view` saying who may approve it (in the words of `tr`) and when it expires, as the tool's policy
-    says now."""
-    try:
-        policy = await services.agent.storage.policies.get(view.tool_name)
-    except Exception:  # noqa: BLE001 - the message is posted without the line rather than not at all
-        services.logger.exception("could not read the policy of %s", view.tool_name)
-        return view
-    who = people_in((record.rule_approvers if record is not None else ()) or policy.approvers, tr)
-    if not policy.self_approval:
-        who = tr.gettext("{who} (not {requester}, who asked)", who=who, requester=f"<@{view.requester}>")
-    since = record.suspended_at if record is not None else None
-    expires_at = None
-    if policy.expires_after:
-        expires_at = (since or datetime.now(UTC)) + timedelta(seconds=policy.expires_after)
+    """The approval message of `row`, rendered from the runtime's one view of the waiting call
+    (`Agent.waiting_call_view`): its arguments and preview, who asked, the approvals so far, who may decide
+    (in the words of `tr`) and until when, the grants on offer, and the buttons the rule allows: the
+    `viewer`'s, for a copy one person reads (a DM); anyone's for a message many read (`viewer` None).
+    A call that no longer waits gets no buttons (its message is brought up to date next)."""
+    shown = await services.agent.waiting_call_view(row.run_id, row.tool_call_id)
+    if shown is None:
+        return dataclasses.replace(approval_view_of(row, record), actions=frozenset())
+    if viewer is None:
+        actions = await offered_actions(shown)
+    else:
+        actions = await services.agent.actions_for(shown, viewer)
+    return approval_view_from(row, shown, actions, tr)
+
+
+def approval_view_from(
+    row: ToolCallMessageRow, shown: WaitingCallView, actions: frozenset[Action], tr: Translator
+) -> ApprovalView:
+    """`ApprovalView` of the runtime's `WaitingCallView` (see `waiting_approval_view`)."""
+    who = people_in(shown.deciders, tr)
+    if not shown.self_approval:
+        who = tr.gettext("{who} (not {requester}, who asked)", who=who, requester=f"<@{row.requester}>")
     return dataclasses.replace(
-        view,
+        approval_view_of(row, shown.record),
         who_may_approve=who,
-        expires_at=expires_at,
-        approvals_required=policy.approvals_required,
-        grant_seconds=policy.grant_seconds if policy.allows_grants else None,
+        expires_at=shown.expires_at,
+        approvals_required=shown.approvals_required,
+        approvals=shown.approvals,
+        grant_seconds=shown.grant_seconds,
+        actions=frozenset(str(action) for action in actions),
     )
 
 
@@ -297,7 +319,7 @@ async def _show_approvals_so_far(
         await services.stores.messages.get(row.id) or row
     ):
         tr = await _words_of_reader(services, row, escalated_to)
-        view = await with_policy(services, approval_view_of(row, record), record, tr)
+        view = await waiting_approval_view(services, row, record, tr, viewer=reader_of(escalated_to))
         text, blocks = approval_text(view, tr), build_approval_blocks(view, tr)
         try:
             await client.chat_update(channel=channel, ts=ts, text=text, blocks=blocks)
@@ -305,6 +327,11 @@ async def _show_approvals_so_far(
             if exc.response.get("error") != "message_not_found":
                 services.logger.warning("could not show the approvals of %s/%s", row.run_id, row.tool_call_id)
     home_changed(services)
+
+
+def reader_of(escalated_to: str | None) -> str | None:
+    """The one person who reads a copy (a DM to a member of the escalation's group); None: many read it."""
+    return escalated_to if escalated_to and is_user_id(escalated_to) else None
 
 
 async def _words_of_reader(services: SlackServices, row: ToolCallMessageRow, escalated_to: str | None) -> Translator:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.slack_emulator.workspace import UserGroup
 from memory import PolicyChange
 from tests.support.scripted_model import call, reply, tool_calls
 
@@ -84,3 +85,27 @@ async def test_the_home_card_offers_edit_where_the_thread_does(bot: RunningBot, 
     view = await home_of(bot, "U2", count=2)
     thread_buttons = [a for a in message.action_ids() if a in ("tool_approve", "tool_decline", "tool_edit_args")]
     assert [a for a in home_buttons(view) if a != "tool_decline_with_reason"] == thread_buttons
+
+
+async def test_every_copy_of_a_four_eyes_call_offers_no_edit_and_shows_the_preview(api_bot: RunningBot, model, clock):
+    bot = api_bot
+    bot.slack.workspace.usergroups["S9"] = UserGroup(id="S9", handle="on-call", users=("U2", "U7"))
+    await bot.storage.policies.set(
+        "delete-record",
+        PolicyChange(approvals_required=2, approvers=["U2", "U3"], escalate_to="S9", escalate_after=600),
+    )
+    ask_to_delete(model)
+    await bot.mention("レコード3を削除して", user="U1")
+    message = await bot.approval_message()
+    clock.advance(601)
+    assert len(await bot.agent.escalate_waiting_approvals()) == 1
+
+    posted = [bot.slack.posted_by(c) for c in bot.slack.calls_of("chat.postMessage") if c.response.get("ok")]
+    copies = {copy.channel: copy for copy in posted if "Escalated" in copy.all_text}
+    assert sorted(copies) == ["DU2", "DU7"]
+    for shown in (message, *copies.values()):  # the preview on every copy, as in the thread
+        assert "Will delete 1 record: #3" in shown.all_text
+        assert "tool_edit_args" not in shown.action_ids()  # nor an edit of arguments everyone approves
+    assert copies["DU2"].action_ids() == ["tool_approve", "tool_decline", "tool_decline_with_reason"]
+    assert copies["DU7"].action_ids() == []  # U7 may not decide it: their copy offers nothing
+    assert "tool_approve" in message.action_ids()  # the thread's message, for whoever may

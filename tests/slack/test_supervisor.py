@@ -29,7 +29,9 @@ async def test_sub_agent_approval_is_shown_and_decided_in_the_thread(database_ur
         assert "Delete a record by ID" in message.all_text  # the inner tool's description
         assert "Will delete 1 record: #3" in message.all_text  # the inner tool's preview, through the supervisor
 
-        await bot.sender.click(message, "tool_edit_args", user="U2")
+        assert "tool_edit_args" not in message.action_ids()  # the inner call is decided as shown
+        ref = message.button_value("tool_approve")
+        await bot.sender.click(message, "tool_edit_args", user="U2", value=ref)  # a forged or stale click
         note = await slack.wait_for("chat.postEphemeral")
         assert "The arguments of `delete-record` cannot be edited here" in note[0].params["text"]
 
