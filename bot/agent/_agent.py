@@ -13,7 +13,7 @@ import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from bot.defaults import DEFAULT_MODEL, LIVE_QUESTION_POLL, LIVE_QUESTION_POLL_NOTIFIED, MCP_ELICITATION_WAIT
@@ -27,7 +27,6 @@ from memory import (
     StoredToolCall,
     ToolCallState,
     ToolPolicy,
-    UnreadablePolicy,
     new_grant_values,
 )
 from memory.states import (
@@ -36,7 +35,6 @@ from memory.states import (
     WAITING_STATES,
     DecisionKind,
     next_state_after,
-    shown_suspend_payload,
     waiting_state_for,
 )
 from memory.tables import utcnow
@@ -54,19 +52,19 @@ from tools import (
 
 from ._authorize import Action, Directory, OpenDirectory, authorize, four_eyes_refusal, policy_for, requester_of
 from ._autoresume import find_answer, waiting_note
-from ._conditions import rule_approvers, rule_line
+from ._background import in_background
 from ._deciding import Landed, asked_of, check_action, decide_as
 from ._fingerprint import fingerprint
+from ._lookups import Lookups
 from ._model import shared_client, whole_replies
 from ._results import Decided, DecisionResult, Refused
 from ._run import RequestOptions, RunDeps, RunDriver, SubAgent, WonDecision, declined_message, expired_message
 from ._stream import AgentStream
+from ._sweeps import Sweeps
 from ._view import WaitingCallView, actions_for, view_of
 from .exceptions import (
-    AmbiguousSuspendedRunsError,
     ApprovalNotCountedError,
     GrantNotAllowedError,
-    NoSuspendedRunError,
     QuestionHeldElsewhereError,
     ResumeDataInvalidError,
     ResumeSchemaInvalidError,
@@ -82,18 +80,11 @@ from .types import (
     Decision,
     Decline,
     DeclineQuestion,
-    Escalation,
-    EscalationOutcome,
-    EscalationResult,
-    Expire,
     FinishReason,
     Resume,
     RunRecord,
-    SuspendedRun,
     SuspendedRunsPage,
-    SuspendedToolCall,
     ToolCallRecord,
-    ToolPreview,
 )
 
 if TYPE_CHECKING:
@@ -165,8 +156,6 @@ class Agent:
         self._temporary_storage: Storage | None = None
         """The database this agent made itself, given no storage (`storage`); `aclose` closes it."""
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._unswept: set[tuple[str, int, str]] = set()
-        """The stored policies the expiry sweep skipped and logged (each is logged once)."""
         self._request_rules: dict[str, Any] = {}
         self._at_work: Counter[str] = Counter()
         """Run id -> drivers of this process working on it now (`RunDeps.at_work`)."""
@@ -178,6 +167,8 @@ class Agent:
         """Set when a live question may have been answered (a `NOTIFY`)."""
         self.directory: Directory = OpenDirectory()
         """Who people are, as the front end knows them (`attach(directory=...)`), for the rule of who may act."""
+        self._lookups = Lookups(self)
+        self._sweeps = Sweeps(self)
         self.attach(storage=storage, memory=memory)
 
     def __repr__(self) -> str:
@@ -866,7 +857,7 @@ class Agent:
             if row is None or row.state not in (ToolCallState.SUSPENDED, ToolCallState.APPROVED):
                 self._held.pop(key, None)  # carried on, or no longer this process's
             elif row.state == ToolCallState.APPROVED and self._held.pop(key, False) is None:
-                self._background(await self._carry_on(row))  # answered through another process
+                in_background(self.hooks, await self._carry_on(row))  # answered through another process
             elif row.state == ToolCallState.SUSPENDED:
                 policy = await self.storage.policies.get(row.displayed_tool_name)
                 wait = policy.expires_after or MCP_ELICITATION_WAIT
@@ -877,7 +868,7 @@ class Agent:
                     except ToolCallNotSuspendedError:
                         continue  # answered meanwhile
                     log.info("the question of %s/%s waited %gs: cancelled", key[0], key[1], wait)
-                    self._background(stream)
+                    in_background(self.hooks, stream)
 
     async def _carry_on(self, row: StoredToolCall) -> AgentStream:
         """Go on, in this process that holds it, with a live question answered through another process."""
@@ -931,115 +922,26 @@ class Agent:
     # --- expiry -----------------------------------------------------------------------------
     async def expire_waiting_approvals(self) -> list[tuple[str, str]]:
         """Decline as expired every call of this agent that waited for approval longer than its tool
-        policy's expiry; returns the (run id, tool call id) of the calls this process expired.
+        policy's expiry; returns the (run id, tool call id) of the calls this process expired
+        (`_sweeps.Sweeps`).
 
         Safe to call from several processes at once: each call is expired once (the decision's
         conditional UPDATE picks the winner). The model is told, and each run goes on in a stream
         handed to the `on_background_stream` hook.
         """
-        expired: list[tuple[str, str]] = []
-        now = self.storage.clock.now()
-        for policy in await self.storage.policies.with_expiry():
-            if isinstance(policy, UnreadablePolicy):
-                self._skip_in_sweep(policy.tool_name, policy.version, policy.problem)
-                continue
-            try:
-                expired += await self._expire_calls_of(policy, now)
-            except Exception as exc:  # noqa: BLE001 - one policy the sweep cannot handle never stops the others
-                self._skip_in_sweep(policy.tool_name, policy.version, f"{type(exc).__name__}: {exc}")
-        return expired
-
-    async def _expire_calls_of(self, policy: ToolPolicy, now: datetime) -> list[tuple[str, str]]:
-        expired: list[tuple[str, str]] = []
-        before = now - timedelta(seconds=policy.expires_after or 0)
-        for run_id, call_id in await self.storage.runs.approvals_waiting_since(
-            self.id, policy.tool_name, before=before
-        ):
-            decision = Expire(reason=f"nobody decided within {policy.expires_after} s")
-            try:
-                stream = await self.decide(run_id, call_id, decision, via="expiry")
-            except ToolCallNotSuspendedError:
-                continue  # decided meanwhile, or another replica expired it
-            log.info("expired %s/%s (%s, after %ss)", run_id, call_id, policy.tool_name, policy.expires_after)
-            self._background(stream)
-            expired.append((run_id, call_id))
-        return expired
+        return await self._sweeps.expire_waiting_approvals()
 
     async def escalate_waiting_approvals(self) -> list[tuple[str, str]]:
         """Bring every call of this agent still waiting for approval longer than its policy's
         `escalate_after` (and not yet escalated in this wait) to the policy's `escalate_to`, through the
-        front end's `on_escalation` hook; returns the (run id, tool call id) of the calls it escalated.
+        front end's `on_escalation` hook; returns the (run id, tool call id) of the calls it escalated
+        (`_sweeps.Sweeps`).
 
         Safe to call from several processes at once: one conditional UPDATE (`tool_calls.escalated_at`)
         lets exactly one escalate each wait. A delivery that fails for now is given back (a later sweep
         tries again); one that cannot be delivered is audited `escalation_failed`. Without the hook
         nothing is claimed. Who may approve does not change, and the expiry still applies."""
-        hook = self.hooks.get("on_escalation")
-        if hook is None:
-            return []
-        escalated: list[tuple[str, str]] = []
-        now = self.storage.clock.now()
-        for policy in await self.storage.policies.with_escalation():
-            if isinstance(policy, UnreadablePolicy):
-                self._skip_in_sweep(policy.tool_name, policy.version, policy.problem, sweep="escalation")
-                continue
-            try:
-                escalated += await self._escalate_calls_of(policy, now, hook)
-            except Exception as exc:  # noqa: BLE001 - one policy the sweep cannot handle never stops the others
-                self._skip_in_sweep(
-                    policy.tool_name, policy.version, f"{type(exc).__name__}: {exc}", sweep="escalation"
-                )
-        return escalated
-
-    async def _escalate_calls_of(
-        self, policy: ToolPolicy, now: datetime, hook: Callable[[Escalation], Awaitable[EscalationOutcome]]
-    ) -> list[tuple[str, str]]:
-        escalated: list[tuple[str, str]] = []
-        runs = self.storage.runs
-        before = now - timedelta(seconds=policy.escalate_after or 0)
-        for run_id, call_id, since in await runs.approvals_to_escalate(self.id, policy.tool_name, before=before):
-            if not await runs.claim_escalation(run_id, call_id, waiting_since=since, at=now):
-                continue  # decided meanwhile, or another replica escalates it
-            record = await self.get_tool_call(run_id, call_id)
-            if record is None:
-                continue
-            escalation = Escalation(
-                call=record, target=policy.escalate_to or "", after=policy.escalate_after or 0,
-                policy_version=policy.version,
-            )  # fmt: skip
-            try:
-                outcome = await hook(escalation)
-            except Exception as exc:  # noqa: BLE001 - a front end's failure is retried on a later sweep
-                log.warning("escalating %s/%s failed; a later sweep tries again", run_id, call_id, exc_info=True)
-                outcome = EscalationOutcome(result=EscalationResult.RETRY, detail=f"{type(exc).__name__}: {exc}")
-            if outcome.result == EscalationResult.RETRY:
-                await runs.release_escalation(run_id, call_id, claimed_at=now)
-                continue
-            delivered = outcome.result == EscalationResult.DELIVERED
-            await self.storage.audit_log.record(
-                run_id=run_id,
-                tool_call_id=call_id,
-                tool_name=record.tool_name,
-                action="escalated" if delivered else "escalation_failed",
-                actor=None,
-                via="escalation",
-                args_fingerprint=record.fingerprint,
-                policy_version=policy.version,
-                detail=outcome.detail,
-            )
-            log.info("escalation of %s/%s (%s): %s", run_id, call_id, policy.tool_name, outcome.detail)
-            if delivered:
-                escalated.append((run_id, call_id))
-        return escalated
-
-    def _skip_in_sweep(self, tool_name: str, version: int, problem: str, *, sweep: str = "expiry") -> None:
-        key = (tool_name, version, f"{sweep}: {problem}")
-        if key not in self._unswept:
-            self._unswept.add(key)
-            log.error(
-                "the %s sweep skips the policy of %r (version %s): %s; fix it with `python -m bot policy set`",
-                sweep, tool_name, version, problem,
-            )  # fmt: skip
+        return await self._sweeps.escalate_waiting_approvals()
 
     # --- recovery ---------------------------------------------------------------------------
     def beat_within(self, stale_after: float) -> None:
@@ -1068,7 +970,7 @@ class Agent:
             if run is None:
                 continue  # another process took it
             log.info("recovering run %s (%s, step %s)", run.id, run.status, run.step)
-            self._background(await self._recover_run(run))
+            in_background(self.hooks, await self._recover_run(run))
             recovered.append(run.id)
         return recovered
 
@@ -1089,20 +991,6 @@ class Agent:
         elif answer:
             yield Chunk.text_delta(run.id, answer)
         yield Chunk.finish(run.id, finish_reason_of(run.finish_reason))
-
-    def _background(self, stream: AgentStream) -> None:
-        """Hand a run that goes on without a caller to the front end's `on_background_stream` hook."""
-        hook = self.hooks.get("on_background_stream")
-        if hook is None:
-            return
-        try:
-            outcome = hook(stream)
-            if asyncio.iscoroutine(outcome):
-                task = asyncio.get_running_loop().create_task(outcome)
-                _BACKGROUND.add(task)
-                task.add_done_callback(_BACKGROUND.discard)
-        except Exception:  # noqa: BLE001 - the run goes on whether or not a front end shows it
-            log.exception("on_background_stream failed for run %s", stream.run_id)
 
     def _checked_resume_data(self, call: StoredToolCall, resume_data: Any) -> Any:
         """The data to store, text cleaned (tools.plain_json); refused before anything is stored."""
@@ -1134,110 +1022,27 @@ class Agent:
     # --- discovery --------------------------------------------------------------------------
     async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRecord | None:
         """The record of one call of this agent's run (state, what a human decides about, the decision),
-        or None when there is no such call."""
-        row = await self.storage.runs.get_tool_call(run_id, tool_call_id)
-        if row is None or row.agent_id != self.id:
-            return None
-        return self._record_of(row)
+        or None when there is no such call (`_lookups.Lookups`)."""
+        return await self._lookups.get_tool_call(run_id, tool_call_id)
 
     async def list_tool_calls(self, run_id: str) -> list[ToolCallRecord]:
         """The records of every call of one of this agent's runs, in the order the model made them ([] when
         there is no such run)."""
-        if await self.get_run(run_id) is None:
-            return []
-        return [self._record_of(row) for row in await self.storage.runs.run_calls(run_id)]
+        return await self._lookups.list_tool_calls(run_id)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The record of one of this agent's runs, or None when there is no such run."""
-        run = await self.storage.runs.get_run(run_id)
-        if run is None or run.agent_id != self.id:
-            return None
-        return RunRecord(
-            run_id=run.id,
-            status=RunStatus(run.status),
-            thread_id=run.thread_id,
-            resource_id=run.resource_id,
-            request_context=dict(run.request_context or {}),
-            suspended_at=run.suspended_at,
-        )
+        return await self._lookups.get_run(run_id)
 
     def _record_of(self, row: StoredToolCall) -> ToolCallRecord:
-        shown = self._shown_tool(row.displayed_tool_name)
-        own = self.tools.get(row.tool_name)
-        editable = own is not None and row.child_run_id is None and own.input_schema is not None
-        resume_schema = row.resume_schema if isinstance(row.resume_schema, dict) else None
-        if resume_schema is None and shown is not None and shown.resume_schema is not None:
-            resume_schema = shown.resume_schema.json_schema
-        return ToolCallRecord(
-            run_id=row.run_id,
-            tool_call_id=row.tool_call_id,
-            tool_name=row.displayed_tool_name,
-            args=row.displayed_args,
-            state=ToolCallState(row.state),
-            requires_approval=row.requires_approval,
-            description=shown.description if shown is not None else "",
-            tool_title=shown.title if shown is not None else None,
-            tool_source=shown.source if shown is not None else None,
-            tool_hints=shown.hints if shown is not None else (),
-            suspend_payload=shown_suspend_payload(row.suspend_payload, interrupted=row.interrupted),
-            input_schema=own.input_schema.json_schema if own is not None and own.input_schema and editable else None,
-            resume_schema=resume_schema,
-            resume_data=row.resume_data,
-            decision=DecisionKind.of_recorded(row.decision),
-            decided_by=row.decided_by,
-            decided_at=row.decided_at,
-            reason=row.reason,
-            suspended_at=row.suspended_at,
-            child_run_id=row.child_run_id,
-            child_tool_call_id=row.child_tool_call_id,
-            fingerprint=row.fingerprint,
-            thread_id=row.thread_id,
-            resource_id=row.resource_id,
-            preview=ToolPreview.of(row.preview),
-            live_question=row.held_by is not None and row.state == ToolCallState.SUSPENDED,
-            approvals=tuple(a.get("by", "") for a in row.approvals or () if isinstance(a, dict)),
-            interrupted=row.interrupted,
-            escalated_at=escalated_at(row),
-            rule=rule_line(row.rule),
-            rule_approvers=rule_approvers(row.rule),
-        )
-
-    def _shown_tool(self, name: str) -> Tool | None:
-        """The tool named `name` here or, for a call that surfaced from a sub-agent, in the sub-agent that
-        owns it (breadth first); None if nobody has it."""
-        agents: list[Agent] = [self]
-        seen: set[int] = set()
-        while agents:
-            current = agents.pop(0)
-            if id(current) in seen:
-                continue
-            seen.add(id(current))
-            if name in current.tools:
-                return current.tools[name]
-            agents.extend(current.agents.values())
-        return None
+        return self._lookups.record_of(row)
 
     async def list_suspended_runs(
         self, *, thread_id: str | None = None, resource_id: str | None = None, page: int = 0, per_page: int = 50
     ) -> SuspendedRunsPage:
         """This agent's runs that wait for a decision or for data, newest first."""
-        rows, total, exact = await self.storage.runs.suspended_runs(
-            self.id, thread_id=thread_id, resource_id=resource_id, page=page, per_page=per_page
-        )
-        return SuspendedRunsPage(
-            runs=[
-                SuspendedRun(
-                    run_id=run.id,
-                    status="suspended",
-                    thread_id=run.thread_id,
-                    resource_id=run.resource_id,
-                    suspended_at=run.suspended_at,
-                    tool_calls=[_suspended_call(c) for c in calls],
-                )
-                for run, calls in rows
-            ],
-            total=total,
-            total_exact=exact,
+        return await self._lookups.list_suspended_runs(
+            thread_id=thread_id, resource_id=resource_id, page=page, per_page=per_page
         )
 
     async def send_tool_approval(
@@ -1251,32 +1056,13 @@ class Agent:
         approver: str | None = None,
     ) -> AgentStream:
         """Decide the one approval waiting in a thread without knowing its run id."""
-        candidates: list[tuple[str, str]] = []
-        page = 0
-        while True:
-            found = await self.list_suspended_runs(
-                thread_id=thread_id, resource_id=resource_id, page=page, per_page=100
-            )
-            candidates += [
-                (run.run_id, call.tool_call_id)
-                for run in found.runs
-                for call in run.tool_calls
-                if call.requires_approval and tool_call_id in (None, call.tool_call_id)
-            ]
-            page += 1
-            if page * 100 >= found.total:
-                break
-        if not candidates:
-            raise NoSuspendedRunError(thread_id, resource_id)
-        if len(candidates) > 1:
-            raise AmbiguousSuspendedRunsError(candidates)
-        run_id, call_id = candidates[0]
+        run_id, call_id = await self._lookups.the_one_approval(
+            thread_id=thread_id, resource_id=resource_id, tool_call_id=tool_call_id
+        )
         return await self.decide(
             run_id, call_id, Approve() if approved else Decline(reason=reason), decided_by=approver
         )
 
-
-_BACKGROUND: set[asyncio.Task[Any]] = set()  # strong references to the hooks' tasks
 
 LIVE_QUESTIONS_CHANNEL = "bot_live_questions"
 """The PostgreSQL `NOTIFY` channel on which a decision about a live question wakes the process holding it."""
@@ -1299,25 +1085,6 @@ async def _handed_over(run_id: str) -> AsyncIterator[Chunk]:
     """The stream of a decision about a live question that another process holds: that process goes on with
     the run (its output reaches the `on_background_stream` hook there), so nothing more comes here."""
     yield Chunk.finish(run_id, "stop")
-
-
-def _suspended_call(call: StoredToolCall) -> SuspendedToolCall:
-    return SuspendedToolCall(
-        tool_call_id=call.tool_call_id,
-        tool_name=call.displayed_tool_name,
-        args=call.displayed_args,
-        requires_approval=call.requires_approval,
-        suspend_payload=shown_suspend_payload(call.suspend_payload, interrupted=call.interrupted),
-        preview=ToolPreview.of(call.preview),
-        escalated_at=escalated_at(call),
-        rule=rule_line(call.rule),
-    )
-
-
-def escalated_at(call: StoredToolCall) -> datetime | None:
-    """When the call's current wait was escalated; None if it was not (an older wait's does not count)."""
-    at, since = call.escalated_at, call.suspended_at
-    return at if at is not None and (since is None or at >= since) else None
 
 
 def _approval(won: WonDecision, call: StoredToolCall) -> dict[str, Any]:
