@@ -131,6 +131,13 @@ def openapi_document() -> dict[str, Any]:
                         {"$ref": "#/components/parameters/agentId"},
                         {"name": "threadId", "in": "query", "schema": {"type": "string"}},
                         {"name": "resourceId", "in": "query", "schema": {"type": "string"}},
+                        {
+                            "name": "viewer",
+                            "in": "query",
+                            "description": "A Slack user ID: each call's `actions` are those the rule allows this "
+                            "person (without it: those someone may take)",
+                            "schema": {"type": "string"},
+                        },
                         {"name": "page", "in": "query", "schema": {"type": "integer", "minimum": 0, "default": 0}},
                         {
                             "name": "perPage",
@@ -447,6 +454,42 @@ def openapi_document() -> dict[str, Any]:
                                 "result": {},
                                 "error": {"type": ["string", "null"]},
                             },
+                        },
+                        "requester": {
+                            "description": "Whose request led to the call (a Slack user ID)",
+                            "type": ["string", "null"],
+                        },
+                        "approvals": {
+                            "description": "Who approved it so far, in order (several approvals required)",
+                            "type": "array",
+                            "items": {"type": "string"},
+                        },
+                        "approvalsRequired": {"type": "integer", "minimum": 1},
+                        "deciders": {
+                            "description": "Who may decide it (user and user-group IDs); empty: anyone in the "
+                            "conversation",
+                            "type": "array",
+                            "items": {"type": "string"},
+                        },
+                        "answerers": {
+                            "description": "A question: who may answer it (the requester and the tool's approvers)",
+                            "type": "array",
+                            "items": {"type": "string"},
+                        },
+                        "expiresAt": {
+                            "description": "When a waiting approval is declined as expired; null: never",
+                            "type": ["string", "null"],
+                            "format": "date-time",
+                        },
+                        "grantSeconds": {
+                            "description": "The longest standing grant an approval may give; null: none on offer",
+                            "type": ["integer", "null"],
+                        },
+                        "actions": {
+                            "description": "What the rule allows the `viewer` (or someone) to do to the call: "
+                            "approve, decline, edit_args, grant, answer, cancel",
+                            "type": "array",
+                            "items": {"enum": ["approve", "decline", "edit_args", "grant", "answer", "cancel"]},
                         },
                     },
                 },

@@ -39,6 +39,7 @@ from bot.agent import (
     Refused,
     Resume,
     ToolCallState,
+    offered_actions,
     waits_instead,
 )
 from memory import SYSTEM, Grant, PolicyChange, ToolPolicy, limits
@@ -168,38 +169,64 @@ class _Api:
     async def _suspended_runs(self, request: web.Request) -> dict[str, Any]:
         page = _whole(_query(request, "page", "0"), "page", minimum=0, maximum=MAX_PAGE)
         per_page = _whole(_query(request, "perPage", "50"), "perPage", minimum=1, maximum=200)
+        viewer = _query(request, "viewer") or None
+        if viewer is not None:
+            await self._identify(viewer)
         found = await self.front.agent.list_suspended_runs(
             thread_id=_query(request, "threadId") or None,
             resource_id=_query(request, "resourceId") or None,
             page=page,
             per_page=per_page,
         )
-        return {
-            "runs": [
+        runs = []
+        for run in found.runs:
+            calls = []
+            for call in run.tool_calls:
+                shown = {
+                    "toolCallId": call.tool_call_id,
+                    "toolName": call.tool_name,
+                    "args": call.args,
+                    "requiresApproval": call.requires_approval,
+                    "suspendPayload": call.suspend_payload,
+                    "preview": call.preview.as_json() if call.preview is not None else None,
+                    "escalatedAt": call.escalated_at.isoformat() if call.escalated_at else None,
+                    "rule": call.rule,
+                }
+                calls.append(shown | await self._view_json(run.run_id, call.tool_call_id, viewer))
+            runs.append(
                 {
                     "runId": run.run_id,
                     "status": run.status,
                     "threadId": run.thread_id,
                     "resourceId": run.resource_id,
                     "suspendedAt": run.suspended_at.isoformat() if run.suspended_at else None,
-                    "toolCalls": [
-                        {
-                            "toolCallId": call.tool_call_id,
-                            "toolName": call.tool_name,
-                            "args": call.args,
-                            "requiresApproval": call.requires_approval,
-                            "suspendPayload": call.suspend_payload,
-                            "preview": call.preview.as_json() if call.preview is not None else None,
-                            "escalatedAt": call.escalated_at.isoformat() if call.escalated_at else None,
-                            "rule": call.rule,
-                        }
-                        for call in run.tool_calls
-                    ],
+                    "toolCalls": calls,
                 }
-                for run in found.runs
-            ],
-            "total": found.total,
-            "totalExact": found.total_exact,
+            )
+        return {"runs": runs, "total": found.total, "totalExact": found.total_exact}
+
+    async def _view_json(self, run_id: str, tool_call_id: str, viewer: str | None) -> dict[str, Any]:
+        """The runtime's one view of a waiting call, as the thread's message and the Home show it: who asked,
+        the approvals so far, who may decide and until when, the grant on offer, and the actions the rule
+        allows `viewer` (without one: the actions someone may take)."""
+        agent = self.front.agent
+        shown = await agent.waiting_call_view(run_id, tool_call_id)
+        if shown is None:  # it stopped waiting between the two reads
+            return {"requester": None, "approvals": [], "approvalsRequired": 1, "deciders": [], "answerers": [],
+                    "expiresAt": None, "grantSeconds": None, "actions": []}  # fmt: skip
+        if viewer is None:
+            actions = await offered_actions(shown)
+        else:
+            actions = await agent.actions_for(shown, viewer)
+        return {
+            "requester": shown.requester,
+            "approvals": list(shown.approvals),
+            "approvalsRequired": shown.approvals_required,
+            "deciders": list(shown.deciders),
+            "answerers": list(shown.answerers) if shown.is_question else [],
+            "expiresAt": shown.expires_at.isoformat() if shown.expires_at else None,
+            "grantSeconds": shown.grant_seconds,
+            "actions": sorted(str(action) for action in actions),
         }
 
     async def _decide(self, request: web.Request, action: str) -> dict[str, Any]:

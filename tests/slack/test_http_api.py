@@ -40,6 +40,14 @@ async def test_suspended_runs_in_camel_case_and_the_openapi_document(api_bot: Ru
             },
             "escalatedAt": None,
             "rule": None,
+            "requester": "U1",
+            "approvals": [],
+            "approvalsRequired": 1,
+            "deciders": [],
+            "answerers": [],
+            "expiresAt": None,
+            "grantSeconds": None,
+            "actions": ["approve", "decline", "edit_args"],
         }
     ]
     status, other_thread = await request(api_bot, "GET", "/api/agents/demo-agent/suspended-runs?threadId=nope")

@@ -11,7 +11,7 @@ from bot.slack_emulator.workspace import UserGroup
 from memory import PolicyChange
 from tests.support.scripted_model import call, reply, tool_calls
 
-from .harness import RunningBot, ask_to_delete, home_of, open_home, record_ids, text_of
+from .harness import RunningBot, ask_to_delete, home_of, open_home, record_ids, request, text_of
 
 
 def home_buttons(view: dict[str, Any]) -> list[str]:
@@ -94,9 +94,12 @@ async def test_every_copy_of_a_four_eyes_call_offers_no_edit_and_shows_the_previ
         "delete-record",
         PolicyChange(approvals_required=2, approvers=["U2", "U3"], escalate_to="S9", escalate_after=600),
     )
+    await open_home(bot, "U2")
+    await home_of(bot, "U2")
     ask_to_delete(model)
     await bot.mention("レコード3を削除して", user="U1")
     message = await bot.approval_message()
+    home = await home_of(bot, "U2", count=2)
     clock.advance(601)
     assert len(await bot.agent.escalate_waiting_approvals()) == 1
 
@@ -109,3 +112,32 @@ async def test_every_copy_of_a_four_eyes_call_offers_no_edit_and_shows_the_previ
     assert copies["DU2"].action_ids() == ["tool_approve", "tool_decline", "tool_decline_with_reason"]
     assert copies["DU7"].action_ids() == []  # U7 may not decide it: their copy offers nothing
     assert "tool_approve" in message.action_ids()  # the thread's message, for whoever may
+    assert home_buttons(home) == ["tool_approve", "tool_decline", "tool_decline_with_reason"]
+    assert "Will delete 1 record: #3" in text_of(home)
+
+    def listed(page: dict[str, Any]) -> dict[str, Any]:
+        (run,) = page["runs"]
+        (shown,) = run["toolCalls"]
+        return shown
+
+    path = "/api/agents/demo-agent/suspended-runs"
+    for viewer, allowed in (
+        ("U2", ["approve", "decline"]),
+        ("U1", ["decline"]),
+        ("U7", []),
+        (None, ["approve", "decline"]),
+    ):
+        status, page = await request(bot, "GET", path + (f"?viewer={viewer}" if viewer else ""))
+        assert status == 200
+        assert listed(page)["actions"] == allowed, viewer  # the viewer's, as the rule allows: never edit_args
+    shown = listed(page)
+    assert shown["approvalsRequired"] == 2 and shown["deciders"] == ["U2", "U3"] and shown["requester"] == "U1"
+    assert "Will delete 1 record: #3" in shown["preview"]["result"]
+
+    await bot.sender.click(message, "tool_approve", user="U2")
+    await bot.slack.wait_for("chat.update", lambda c: "1 of 2 approvals" in str(c.params), count=len(copies) + 1)
+    for shown_copy in (message, copies["DU2"]):  # every copy and the API say who approved so far
+        assert "1 of 2 approvals*: <@U2>" in shown_copy.all_text
+    assert copies["DU2"].action_ids() == ["tool_decline", "tool_decline_with_reason"]  # U2 approved already
+    _, page = await request(bot, "GET", path + "?viewer=U2")
+    assert listed(page)["approvals"] == ["U2"] and listed(page)["actions"] == ["decline"]
