@@ -229,12 +229,13 @@ def _cases() -> list[Case]:
             ("hedge", DEPLOY, None, [(m, None) for m in replies["hedge"]]),
             ("question-back", DEPLOY, None, [(m, None) for m in replies["question"]]),
             ("city-name", WEATHER, "city", replies["city"]),
+            ("city-in-sentence", WEATHER, "city", replies.get("sentence", [])),
             ("number", TRIP, "days", replies["days"]),
             ("unrelated", WEATHER, None, [(m, None) for m in replies["unrelated"]]),
         ):
             for index, (message, value) in enumerate(items):
                 expect = None if field is None else (tool.tool, {field: value})
-                held = index == 1 if kind in ("hedge", "city-name", "number") else index == 2
+                held = index == 1 if kind in ("hedge", "city-name", "city-in-sentence", "number") else index == 2
                 add(kind, tool, message, expect, held_out=held, language=language)
 
     # languages the bot has no data file for: all held out
@@ -255,6 +256,7 @@ LANGUAGES: dict[str, dict[str, list]] = {
         "hedge": ["也许吧", "我再想想"],
         "question": ["现在部署安全吗？"],
         "city": [("我在巴黎", "巴黎"), ("北京，谢谢", "北京")],
+        "sentence": [("我想知道上海的天气", "上海"), ("帮我查一下广州的天气", "广州")],
         "days": [("三天", 3), ("5天吧", 5)],
         "unrelated": ["我一会儿要开会"],
     },
@@ -264,6 +266,7 @@ LANGUAGES: dict[str, dict[str, list]] = {
         "hedge": ["不確定", "可能吧"],
         "question": ["現在部署安全嗎？"],
         "city": [("台北，謝謝", "台北"), ("我在高雄", "高雄")],
+        "sentence": [("我想知道台中的天氣", "台中"), ("幫我查一下台南的天氣", "台南")],
         "days": [("十天", 10), ("七天", 7)],
         "unrelated": ["我等一下要開會"],
     },
@@ -273,6 +276,7 @@ LANGUAGES: dict[str, dict[str, list]] = {
         "hedge": ["たぶん", "ちょっと考えさせて"],
         "question": ["今デプロイしても大丈夫ですか？"],
         "city": [("東京でお願いします", "東京"), ("大阪です", "大阪")],
+        "sentence": [("東京の天気を知りたいです", "東京"), ("札幌の天気を教えてください", "札幌")],
         "days": [("三日間", 3), ("5日でお願いします", 5)],
         "unrelated": ["これから会議です"],
     },
@@ -282,6 +286,7 @@ LANGUAGES: dict[str, dict[str, list]] = {
         "hedge": ["글쎄요", "잘 모르겠어요"],
         "question": ["지금 배포해도 안전한가요?"],
         "city": [("서울로 해주세요", "서울"), ("부산이요", "부산")],
+        "sentence": [("서울 날씨를 알고 싶어요", "서울"), ("부산 날씨 알려 주세요", "부산")],
         "days": [("3일로 해주세요", 3), ("7일이요", 7)],
         "unrelated": ["지금 회의 중이에요"],
     },

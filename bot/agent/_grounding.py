@@ -485,6 +485,10 @@ def covers_message(texts: list[str], message: str) -> bool:
     for span in spans(text):
         if not any(marks[span.start : span.end]):
             marks[span.start : span.end] = ["aside"] * (span.end - span.start)
+    for word_start, word in _words_with_positions(text):
+        particle = _hangul_particle(word)  # 날씨를: the 를 says nothing of its own
+        if particle and not any(marks[word_start + len(word) - particle : word_start + len(word)]):
+            marks[word_start + len(word) - particle : word_start + len(word)] = ["aside"] * particle
     said = content = 0.0
     for word_start, word in _words_with_positions(text):
         if word.isdigit() or _numeric(word):
@@ -504,6 +508,17 @@ def covers_message(texts: list[str], message: str) -> bool:
                 content += 0.5
                 said += 0.5 if mark == "said" else 0
     return 2 * said >= content
+
+
+def _hangul_particle(word: str) -> int:
+    """The length of the particle a Hangul word ends with (을, 를, 에서, ...), 0 if none; the word keeps at
+    least one syllable of its own."""
+    if not word or _script(word[-1]) != "HANGUL":
+        return 0
+    for size in (2, 1):
+        if len(word) > size and word[-size:] in _particles():
+            return size
+    return 0
 
 
 def _words_with_positions(text: str) -> Iterator[tuple[int, str]]:

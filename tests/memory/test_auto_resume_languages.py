@@ -42,6 +42,12 @@ NAMED = {  # reply, what the model read, what resumes: the value as the user wro
     "ar": ("أنا في الرياض، شكرا", "الرياض", "الرياض"),
     "full-width": ("ＰＡＲＩＳ、お願いします", "Paris", "PARIS"),
     "accents-added-by-the-model": ("Sao Paulo please", "São Paulo", "Sao Paulo"),
+    # a city inside a longer sentence, in every script ("I want to know Shanghai's weather")
+    "zh-hans-sentence": ("我想知道上海的天气", "上海", "上海"),
+    "zh-hant-sentence": ("我想知道台中的天氣", "台中", "台中"),
+    "ja-sentence": ("東京の天気を知りたいです", "東京", "東京"),
+    "ko-sentence": ("서울 날씨를 알고 싶어요", "서울", "서울"),
+    "en-sentence-weather": ("I'd like to know the weather in Shanghai", "Shanghai", "Shanghai"),
 }
 
 
@@ -78,6 +84,11 @@ NOT_NAMED = {
     "an-unrelated-sentence-de": ("Ich bin gleich in einem Meeting", "Ich bin gleich in einem Meeting"),
     "with-the-particle-ko": ("서울로 해주세요", "서울로"),
     "a-sentence-it": ("riunione in ufficio per tutto il giorno", "riunione in ufficio per tutto il giorno"),
+    # a city met in passing in a sentence about something else waits, in every script
+    "in-passing-zh": ("我下午在巴黎开会一个小时", "巴黎"),
+    "in-passing-ko": ("지금 회의 중이에요 서울에서", "서울"),
+    "in-passing-ja": ("これから大阪で会議があります", "大阪"),
+    "in-passing-en": ("I'll be in a meeting in Paris for an hour", "Paris"),
 }
 
 
