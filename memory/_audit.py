@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, select
 
 from ._reconnect import retried_while_away
-from .tables import AuditRow, utcnow
+from .tables import AuditRow
 
 if TYPE_CHECKING:
     from ._database import Database
@@ -133,7 +133,7 @@ class AuditLog:
                     detail=detail,
                     before=before,
                     after=after,
-                    at=utcnow(),
+                    at=self._storage.clock.now(),
                 )
             )
 

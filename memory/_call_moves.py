@@ -105,7 +105,7 @@ class CallMoves(StorePart):
             )
             if result.rowcount != 1:
                 return False
-            await connection.execute(INSERT_AUDIT, [audit.values(call, {})])
+            await connection.execute(INSERT_AUDIT, [audit.values(call, {}, now)])
             if lease is not None:
                 await connection.execute(UPDATE_RUN, {"b_run": call.run_id, "heartbeat_at": now, "owner": lease})
         for key, value in values.items():
@@ -186,7 +186,7 @@ class CallMoves(StorePart):
         if messages:
             assert run is not None, "messages belong to a run"
             await add_messages(connection, run, messages)
-        audit_rows = [line.values(call, values) for line in ([audit] if isinstance(audit, Audit) else audit or ())]
+        audit_rows = [line.values(call, values, now) for line in ([audit] if isinstance(audit, Audit) else audit or ())]
         if audit_rows:
             await connection.execute(INSERT_AUDIT, audit_rows)
         if lease is not None:

@@ -21,7 +21,7 @@ from sqlalchemy import CursorResult, bindparam, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from .exceptions import GrantNotAllowedError
-from .tables import AuditRow, GrantRow, PolicyRow, utcnow
+from .tables import AuditRow, GrantRow, PolicyRow
 
 if TYPE_CHECKING:
     from ._database import Database
@@ -192,7 +192,7 @@ class GrantStore:
                     args_fingerprint=grant.args_fingerprint,
                     policy_version=grant.policy_version,
                     detail=grant.describe(),
-                    at=utcnow(),
+                    at=now,
                 )
             )
         return grant
@@ -226,7 +226,7 @@ async def end_grants_of_tool(
                 args_fingerprint=grant.args_fingerprint,
                 policy_version=policy_version,
                 detail=f"{grant.describe()}, given under policy version {grant.policy_version}: {reason}",
-                at=utcnow(),
+                at=now,
             )
         )
     return grants

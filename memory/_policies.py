@@ -430,7 +430,7 @@ class PolicyStore:
                 detail=detail,
                 before=before.fields(),
                 after=after.fields(),
-                at=utcnow(),
+                at=self._storage.clock.now(),
             )
         )
         return after

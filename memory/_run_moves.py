@@ -31,7 +31,15 @@ from ._run_sql import (
 )
 from .exceptions import CommitOutcomeUnknownError, RunTakenOverError, ThreadOwnerError
 from .records import RunColumns, StoredRun, StoredToolCall
-from .states import CALL_STARTS_IN, RUN_STARTS_IN, UNFINISHED_RUN_STATUSES, NextMove, RunStatus, run_sources_of
+from .states import (
+    CALL_STARTS_IN,
+    RUN_STARTS_IN,
+    UNFINISHED_RUN_STATUSES,
+    WAITING_STATES,
+    NextMove,
+    RunStatus,
+    run_sources_of,
+)
 from .tables import RunRow, ThreadRow
 
 if TYPE_CHECKING:
@@ -228,12 +236,14 @@ class RunMoves(StorePart):
                     f"step {run.step} is not recorded here"
                 )
             for call in calls:
+                if call.state in WAITING_STATES:  # its wait starts now, on the storage's clock
+                    call.suspended_at = now
                 inserted = await connection.execute(INSERT_CALL, new_row_values(call, now))
                 key = inserted.inserted_primary_key
                 assert key is not None, "an INSERT of one row gives its key"
                 call.id = key[0]
             await add_messages(connection, run, results)
-            audit_rows = [audit.values(call, {}) for call, audit in audits]
+            audit_rows = [audit.values(call, {}, now) for call, audit in audits]
             if audit_rows:
                 await connection.execute(INSERT_AUDIT, audit_rows)
         for key, value in values.items():

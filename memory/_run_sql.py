@@ -137,8 +137,9 @@ class Audit:
     """What the move changed, as it was (an edit: the arguments shown before)."""
     after: Any = None
 
-    def values(self, call: StoredToolCall, moved: dict[str, Any]) -> dict[str, Any]:
-        """The audit row, for `call` as it is after the move (`moved`: the values the move wrote)."""
+    def values(self, call: StoredToolCall, moved: dict[str, Any], at: datetime) -> dict[str, Any]:
+        """The audit row, for `call` as it is after the move (`moved`: the values the move wrote), at `at`
+        (the storage's clock, as every stamp a sweep or the approval analytics compare)."""
         return {
             "run_id": call.run_id,
             "tool_call_id": call.tool_call_id,
@@ -151,7 +152,7 @@ class Audit:
             "detail": self.detail,
             "before": self.before,
             "after": self.after,
-            "at": utcnow(),
+            "at": at,
         }
 
 

@@ -700,7 +700,7 @@ class Agent:
         fields: dict[str, Any] = {
             "decision": kind.recorded_as,
             "decided_by": won.decided_by,
-            "decided_at": utcnow(),
+            "decided_at": self.storage.clock.now(),
             "reason": won.reason,
             **edit,
         }

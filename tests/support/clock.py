@@ -20,3 +20,19 @@ class MovableClock:
         """Move the clock `seconds` forward."""
         assert seconds >= 0, "the clock never goes back"
         self._ahead += timedelta(seconds=seconds)
+
+
+class StoppedClock:
+    """`now()` stands still at a fixed moment and moves only by `advance()`: for numbers that must come out
+    exactly (a time to decision of 2 s, not 2.013 s) however long the test's own steps take."""
+
+    def __init__(self, at: datetime | None = None):
+        self._now = at or datetime.now(UTC)
+
+    def now(self) -> datetime:
+        return self._now
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock `seconds` forward."""
+        assert seconds >= 0, "the clock never goes back"
+        self._now += timedelta(seconds=seconds)
