@@ -148,6 +148,11 @@ def _add_audit_command(commands: Any) -> argparse.ArgumentParser:
     audit.add_argument("--since", metavar="ISO-8601", help="only entries from this date or time on (UTC if no zone)")
     audit.add_argument("--tool", metavar="TOOL", help="only entries about this tool")
     audit.add_argument("--format", choices=["table", "jsonl", "csv"], default="table")
+    audit.add_argument(
+        "--summary",
+        action="store_true",
+        help="how approvals are decided, per tool and per person (quick: BOT_QUICK_APPROVAL_SECONDS)",
+    )
     return audit
 
 
@@ -481,6 +486,7 @@ async def _admin(options: argparse.Namespace, settings: Settings, named: Any = N
     from memory import PolicyChange
 
     from . import admin
+    from .approval_summary import print_summary
     from .assemble import add_tools
 
     since = admin.parse_since(options.since) if options.command == "audit" else None  # a mistake touches nothing
@@ -489,6 +495,10 @@ async def _admin(options: argparse.Namespace, settings: Settings, named: Any = N
     print(f"Database: {without_password(url)} ({_database_origin(options, settings)})", file=sys.stderr)
     storage = await open_storage(url)
     try:
+        if options.command == "audit" and options.summary:
+            quick = settings.bot_quick_approval_seconds
+            await print_summary(storage, since=since, tool_name=options.tool, format=options.format, quick=quick)
+            return
         if options.command == "audit":
             await admin.print_audit(storage, since=since, tool_name=options.tool, format=options.format)
             return

@@ -60,6 +60,11 @@ open there) for an answer stored through another process, on SQLite; PostgreSQL 
 
 LIVE_QUESTION_POLL_NOTIFIED = 5.0
 
+DEFAULT_QUICK_APPROVAL_SECONDS = 5.0
+"""`BOT_QUICK_APPROVAL_SECONDS`: an approval given within this many seconds of its request counts as quick
+in the approval analytics (too quick to have read the arguments, perhaps): reading a tool's name and a few
+arguments takes a person longer than that."""
+
 __all__ = [
     "DEFAULT_DATABASE_MAX_OVERFLOW",
     "DEFAULT_LANGUAGE",
@@ -68,6 +73,7 @@ __all__ = [
     "DEFAULT_MAX_CONCURRENT_TURNS",
     "DEFAULT_MAX_MODEL_REQUESTS",
     "DEFAULT_MODEL",
+    "DEFAULT_QUICK_APPROVAL_SECONDS",
     "DEFAULT_SLACK_API_URL",
     "LIVE_QUESTION_POLL",
     "LIVE_QUESTION_POLL_NOTIFIED",

@@ -23,6 +23,7 @@ from .defaults import (
     DEFAULT_MAX_CONCURRENT_TURNS,
     DEFAULT_MAX_MODEL_REQUESTS,
     DEFAULT_MODEL,
+    DEFAULT_QUICK_APPROVAL_SECONDS,
     DEFAULT_SLACK_API_URL,
     SHIPPED_LANGUAGES,
 )
@@ -91,6 +92,9 @@ class Settings(BaseSettings):
     bot_language: str = DEFAULT_LANGUAGE
     """BOT_LANGUAGE: the language of the bot's own words for a person whose Slack locale gives none the bot
     has (en, zh-TW, zh-CN, ko, ja)."""
+    bot_quick_approval_seconds: float = Field(default=DEFAULT_QUICK_APPROVAL_SECONDS, ge=0, le=3600)
+    """BOT_QUICK_APPROVAL_SECONDS: an approval given within this many seconds of its request counts as quick in
+    the approval analytics (the admin's App Home, `python -m bot audit --summary`)."""
     bot_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """BOT_LOG_LEVEL: the default of `--log-level`."""
     bot_log_format: Literal["text", "json"] = "text"

@@ -4,6 +4,7 @@ calls, tool policies and the audit trail.
 Imports nothing from `bot`; the runtime imports this package.
 """
 
+from ._analytics import ApprovalAnalytics, DecisionStats, approval_analytics
 from ._audit import SYSTEM, AuditAction, AuditEntry, AuditLog, AuditVia
 from ._grants import Grant, GrantStore, new_grant_values
 from ._memory import Memory, pair_tool_results
@@ -41,6 +42,9 @@ from .states import RunStatus, ToolCallState
 
 __all__ = [
     "APPROVALS_LIMIT",
+    "ApprovalAnalytics",
+    "DecisionStats",
+    "approval_analytics",
     "EXPIRY_LIMIT",
     "GRANT_LIMIT",
     "RULES_LIMIT",

@@ -1,0 +1,159 @@
+"""How approvals are really decided (issue 44, approval analytics): a scripted sequence of decisions through
+the Slack emulation and the HTTP API, on a clock that moves only when told, gives exactly the expected
+numbers in `python -m bot audit --summary`, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.clock import StoppedClock
+from tests.support.processes import bot_command
+from tests.support.scripted_model import call, reply, tool_calls
+from tests.support.waiting import until
+
+from .harness import RunningBot, ask_to_delete, decide_path, request, waiting_call
+
+pytestmark = pytest.mark.both_databases
+
+
+@pytest.fixture
+def clock():
+    """Every time to decision below is exact: the clock stands still between the test's `advance` calls."""
+    return StoppedClock()
+
+
+async def decisions(bot: RunningBot) -> int:
+    lines = await bot.storage.audit_log.entries()
+    return sum(1 for line in lines if line.action in ("approved", "declined", "expired"))
+
+
+async def settled(bot: RunningBot, count: int) -> None:
+    """Wait until `count` decisions are in the audit trail and what they set off is done."""
+    await until(lambda: _at_least(bot, count), what=f"{count} decisions")
+    await bot.slack.settle()
+
+
+async def _at_least(bot: RunningBot, count: int) -> bool:
+    return await decisions(bot) >= count
+
+
+def ask_to_refund(model, order: str) -> None:
+    model.chat.push(
+        tool_calls(call("issue-refund", {"order_id": order, "amount": 30}, id="call_r")), reply("Refunded.")
+    )
+
+
+async def scripted_decisions(bot: RunningBot, model, clock: StoppedClock) -> None:
+    """delete-record: approved after 2 s (U2), declined after 30 s (U2), approved after 4 s (U3), expired
+    after 60 s; issue-refund (approver U3): approved after 10 s (U3, HTTP API), one still waiting."""
+    for args in (("delete-record", "--expires", "60"), ("issue-refund", "--approvers", "U3")):
+        assert (await bot_command("policy", "set", *args, database_url=bot.storage.url))[0] == 0
+
+    ask_to_delete(model, 3)
+    await bot.mention("delete record 3", user="U1")
+    message = await bot.approval_message(count=1)
+    clock.advance(2)
+    await bot.sender.click(message, "tool_approve", user="U2")
+    await settled(bot, 1)
+
+    ask_to_delete(model, 4)
+    await bot.mention("delete record 4", user="U1")
+    message = await bot.approval_message(count=2)
+    clock.advance(30)
+    await bot.sender.click(message, "tool_decline", user="U2")
+    await settled(bot, 2)
+
+    ask_to_refund(model, "A-1")
+    await bot.mention("refund order A-1", user="U1")
+    await bot.approval_message(count=3)
+    run_id, call_id = await waiting_call(bot)
+    clock.advance(10)
+    status, _ = await request(bot, "POST", decide_path(run_id, call_id, "approve"), body={"approver": "U3"})
+    assert status == 200
+    await settled(bot, 3)
+
+    ask_to_delete(model, 5)
+    await bot.mention("delete record 5", user="U1")
+    message = await bot.approval_message(count=4)
+    clock.advance(4)
+    await bot.sender.click(message, "tool_approve", user="U3")
+    await settled(bot, 4)
+
+    ask_to_delete(model, 2)
+    await bot.mention("delete record 2", user="U1")
+    await bot.approval_message(count=5)
+    clock.advance(61)
+    assert len(await bot.agent.expire_waiting_approvals()) == 1
+    await settled(bot, 5)
+
+    ask_to_refund(model, "B-2")
+    await bot.mention("refund order B-2", user="U1")
+    await bot.approval_message(count=6)
+
+
+EXPECTED = [
+    {"kind": "tool", "name": "delete-record", "waiting": 0, "decided": 3, "approved": 2, "declined": 1,
+     "expired": 1, "cancelled": 0, "undone": 0, "quick": 2, "p50": 4.0, "p95": 30.0},
+    {"kind": "tool", "name": "issue-refund", "waiting": 1, "decided": 1, "approved": 1, "declined": 0,
+     "expired": 0, "cancelled": 0, "undone": 0, "quick": 0, "p50": 10.0, "p95": 10.0},
+    {"kind": "person", "name": "U2", "waiting": 0, "decided": 2, "approved": 1, "declined": 1,
+     "expired": 0, "cancelled": 0, "undone": 0, "quick": 1, "p50": 2.0, "p95": 30.0},
+    {"kind": "person", "name": "U3", "waiting": 1, "decided": 2, "approved": 2, "declined": 0,
+     "expired": 0, "cancelled": 0, "undone": 0, "quick": 1, "p50": 4.0, "p95": 10.0},
+]  # fmt: skip
+"""Nearest rank: delete-record's times 2, 4, 30 give p50 4 and p95 30; quick is at most 5 s (the default)."""
+
+
+async def test_the_summary_counts_a_scripted_sequence_exactly(admin_bot: RunningBot, model, clock):
+    await scripted_decisions(admin_bot, model, clock)
+    url = admin_bot.storage.url
+
+    code, out, err = await bot_command("audit", "--summary", "--format", "jsonl", database_url=url)
+    assert code == 0, err
+    assert [json.loads(line) for line in out.splitlines()] == EXPECTED
+
+    code, out, err = await bot_command("audit", "--summary", database_url=url)
+    assert code == 0, err
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.strip()}
+    assert rows["TOOL"] == ["TOOL", "WAITING", "DECIDED", "P50", "P95", "DECLINED", "EXPIRED", "CANCELLED",
+                            "UNDONE", "QUICK"]  # fmt: skip
+    assert rows["delete-record"] == ["delete-record", "0", "3", "4", "s", "30", "s", "1", "1", "0", "0", "2"]
+    assert rows["U3"] == ["U3", "1", "2", "4", "s", "10", "s", "0", "0", "0", "0", "1"]
+
+    code, out, err = await bot_command(
+        "audit", "--summary", "--tool", "issue-refund", "--format", "csv", database_url=url
+    )
+    assert code == 0, err
+    assert out.splitlines()[1].startswith("tool,issue-refund,1,1,1,0,0,0,0,0,10.0,10.0")
+
+
+async def test_the_quick_threshold_is_a_setting(admin_bot: RunningBot, model, clock, monkeypatch):
+    await scripted_decisions(admin_bot, model, clock)
+    monkeypatch.setenv("BOT_QUICK_APPROVAL_SECONDS", "1.5")
+    code, out, err = await bot_command("audit", "--summary", "--format", "jsonl", database_url=admin_bot.storage.url)
+    assert code == 0, err
+    assert [json.loads(line)["quick"] for line in out.splitlines()] == [0, 0, 0, 0]
+    monkeypatch.setenv("BOT_QUICK_APPROVAL_SECONDS", "10")
+    code, out, err = await bot_command("audit", "--summary", "--format", "jsonl", database_url=admin_bot.storage.url)
+    assert [json.loads(line)["quick"] for line in out.splitlines()] == [2, 1, 1, 2]
+
+
+async def test_every_mistake_of_the_summary_is_one_line(database_url, monkeypatch):
+    for args, expected in [
+        (("audit", "--summary", "--since", "yesterday"), "not an ISO-8601 date or time"),
+        (("audit", "--summary", "--format", "xml"), "'xml' is not one of table, jsonl, csv"),
+    ]:
+        code, out, err = await bot_command(*args, database_url=database_url)
+        assert code == 2 and expected in err.strip().splitlines()[-1], (args, err)
+        assert "Traceback" not in err and out == ""
+    monkeypatch.setenv("BOT_QUICK_APPROVAL_SECONDS", "soon")
+    code, out, err = await bot_command("audit", "--summary", database_url=database_url)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "BOT_QUICK_APPROVAL_SECONDS" in err, err
+    monkeypatch.setenv("BOT_QUICK_APPROVAL_SECONDS", "-1")
+    code, out, err = await bot_command("audit", "--summary", database_url=database_url)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "BOT_QUICK_APPROVAL_SECONDS" in err, err
+    monkeypatch.delenv("BOT_QUICK_APPROVAL_SECONDS")
+    code, out, err = await bot_command("audit", "--summary", database_url=database_url)
+    assert code == 0 and "TOOL: none yet" in out and "PERSON: none yet" in out, err
