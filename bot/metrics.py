@@ -39,6 +39,15 @@ DECISION_WAIT = Histogram(
     ["kind"],
     buckets=_WAIT_BUCKETS,
 )
+TIME_TO_DECISION = Histogram(
+    "bot_time_to_decision_seconds",
+    "Time a tool call waited for a person, from its request to the decision that settled it, by tool and outcome.",
+    ["tool", "outcome"],
+    buckets=(1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600, 7 * 24 * 3600),
+)
+"""outcome: `approved`, `declined`, `expired`, `answered` (a question), `cancelled`; observed by the process
+that carries the decision out, once per call (a sub-agent's call, not the supervisor's that passes it down).
+The low buckets show the quick approvals (`BOT_QUICK_APPROVAL_SECONDS`, 5 s by default)."""
 MODEL_CALLS = Histogram(
     "bot_model_call_seconds", "Duration of model calls that answered.", ["kind"], buckets=_MODEL_BUCKETS
 )
@@ -65,6 +74,13 @@ def decided(outcome: str, *, kind: str, waiting_since: datetime | None = None) -
     if waiting_since is not None:
         since = waiting_since if waiting_since.tzinfo else waiting_since.replace(tzinfo=UTC)
         DECISION_WAIT.labels(kind).observe(max(0.0, (datetime.now(UTC) - since).total_seconds()))
+
+
+def waited(tool: str, outcome: str, *, since: datetime | None, until: datetime | None) -> None:
+    """A call of `tool` waited for a person from `since` to `until` (the storage's clock) and was settled
+    with `outcome`."""
+    if since is not None and until is not None:
+        TIME_TO_DECISION.labels(tool, outcome).observe(max(0.0, (until - since).total_seconds()))
 
 
 def refused(reason: str) -> None:

@@ -12,7 +12,12 @@ The spans follow OpenTelemetry's GenAI semantic conventions where they name some
 - a tool call: `execute_tool {tool}`, with `gen_ai.tool.name`, `gen_ai.tool.call.id`, the tool's policy
   (`bot.policy.*`), and the human side as events: `bot.approval.requested` when the call starts to wait
   (its span ends there: the wait may outlast the process), `bot.approval.decided` (decision, who, via)
-  on the turn that carries the decision out, `bot.tool.suspended` when the tool suspends itself.
+  on the turn that carries the decision out, `bot.tool.suspended` when the tool suspends itself;
+- the wait for a person: `await_decision {tool}`, from the request to the decision (started at the
+  stored request time, ended at the decision's, under the turn that carries the decision out), with
+  `bot.approval.decision` (the stored word), `bot.approval.outcome` (approved, declined, expired, answered,
+  cancelled), `bot.approval.decided_by`, `bot.approval.via`, `bot.wait.kind` (approval or question) and
+  `bot.wait.seconds`.
 
 The turn span is made current inside the run's own task (`AgentStream` runs each run in a task), so the
 model calls, the tool calls and a sub-agent's turn nest under it. Spans of a model call are never made
@@ -27,6 +32,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from datetime import datetime
 
     from bot.agent.types import Chunk, FinishPayload
     from memory import StoredRun, StoredToolCall, ToolPolicy
@@ -271,21 +277,46 @@ def waits_for_approval(row: StoredToolCall, policy: ToolPolicy | None) -> None:
     span.end()
 
 
-def decided(call: StoredToolCall, *, kind: str, actor: str | None, via: str) -> None:
-    """A decision about a waiting call is carried out in the current turn: the event `bot.approval.decided`."""
+def decided(call: StoredToolCall, *, kind: str, outcome: str, actor: str | None, via: str) -> None:
+    """A decision about a waiting call is carried out in the current turn: the event `bot.approval.decided`,
+    and the wait for a person as a span of its own (`await_decision {tool}`), from the request to the
+    decision, under the turn that carries it out (the wait may have outlasted the process that asked)."""
     if _tracer is None:
         return
     from opentelemetry import trace
 
-    attributes = {
+    attributes: dict[str, Any] = {
         "gen_ai.tool.name": call.tool_name,
         "gen_ai.tool.call.id": call.tool_call_id,
         "bot.approval.decision": kind,
+        "bot.approval.outcome": outcome,
         "bot.approval.via": via,
     }
     if actor:
         attributes["bot.approval.decided_by"] = actor
     trace.get_current_span().add_event("bot.approval.decided", attributes)
+    if call.child_run_id is None and call.suspended_at is not None:  # the inner call's wait is the one
+        _wait_span(call, attributes)
+
+
+def _wait_span(call: StoredToolCall, decision: dict[str, Any]) -> None:
+    start, end = call.suspended_at, call.decided_at
+    assert start is not None
+    end = end if end is not None and end >= start else start
+    name = call.displayed_tool_name
+    attributes = {
+        **decision,
+        "gen_ai.tool.name": name,
+        "bot.run.id": call.run_id,
+        "bot.wait.kind": "approval" if call.requires_approval else "question",
+        "bot.wait.seconds": (end - start).total_seconds(),
+    }
+    span = _tracer.start_span(f"await_decision {name}", attributes=attributes, start_time=_nanoseconds(start))
+    span.end(end_time=_nanoseconds(end))
+
+
+def _nanoseconds(moment: datetime) -> int:
+    return int(moment.timestamp() * 1_000_000_000)
 
 
 def tool_call(row: StoredToolCall, policy: ToolPolicy | None, context: Any = None) -> Any:

@@ -333,7 +333,10 @@ class RunDriver:
                 return
 
     async def _decided(self, call: StoredToolCall, decision: WonDecision, policy: ToolPolicy) -> AsyncIterator[Chunk]:
-        telemetry.decided(call, kind=decision.kind.recorded_as, actor=decision.decided_by, via=decision.via)
+        kind, actor, via = decision.kind, decision.decided_by, decision.via
+        telemetry.decided(call, kind=kind.recorded_as, outcome=kind.outcome, actor=actor, via=via)
+        if call.child_run_id is None:  # a supervisor's call passes the decision down: the inner call counts
+            metrics.waited(call.displayed_tool_name, kind.outcome, since=call.suspended_at, until=call.decided_at)
         for chunk in await self._carry_out_decision(call, decision, policy):
             yield chunk
         async for chunk in self._surface_waits_or_go_on([call]):

@@ -1,6 +1,6 @@
 """How approvals are really decided (issue 44, approval analytics): a scripted sequence of decisions through
 the Slack emulation and the HTTP API, on a clock that moves only when told, gives exactly the expected
-numbers in `python -m bot audit --summary`, on SQLite and PostgreSQL."""
+numbers in `python -m bot audit --summary`, in `/metrics` and in the traces, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from tests.support.processes import bot_command
 from tests.support.scripted_model import call, reply, tool_calls
 from tests.support.waiting import until
 
-from .harness import RunningBot, ask_to_delete, decide_path, request, waiting_call
+from .harness import RunningBot, ask_to_delete, decide_path, request, scrape, value, waiting_call
 
 pytestmark = pytest.mark.both_databases
 
@@ -157,3 +157,67 @@ async def test_every_mistake_of_the_summary_is_one_line(database_url, monkeypatc
     monkeypatch.delenv("BOT_QUICK_APPROVAL_SECONDS")
     code, out, err = await bot_command("audit", "--summary", database_url=database_url)
     assert code == 0 and "TOOL: none yet" in out and "PERSON: none yet" in out, err
+
+
+async def test_metrics_have_the_time_to_decision_by_tool_and_outcome(admin_bot: RunningBot, model, clock):
+    before = await scrape(admin_bot)
+    await scripted_decisions(admin_bot, model, clock)
+    after = await scrape(admin_bot)
+
+    def moved(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    histogram = "bot_time_to_decision_seconds"
+    for tool, outcome, count, total in [
+        ("delete-record", "approved", 2, 6.0),
+        ("delete-record", "declined", 1, 30.0),
+        ("delete-record", "expired", 1, 61.0),
+        ("issue-refund", "approved", 1, 10.0),
+    ]:
+        assert moved(f"{histogram}_count", tool=tool, outcome=outcome) == count, (tool, outcome)
+        assert moved(f"{histogram}_sum", tool=tool, outcome=outcome) == total, (tool, outcome)
+    assert moved(f"{histogram}_bucket", tool="delete-record", outcome="approved", le="2.0") == 1
+    assert moved(f"{histogram}_bucket", tool="delete-record", outcome="approved", le="5.0") == 2
+    assert moved(f"{histogram}_bucket", tool="issue-refund", outcome="approved", le="5.0") == 0
+
+
+async def test_the_wait_for_a_person_is_a_span_of_its_own(admin_bot: RunningBot, model, clock):
+    pytest.importorskip("opentelemetry.sdk.trace", reason="the otel extra is not installed")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from bot import telemetry
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    telemetry.enable(provider)
+    try:
+        await scripted_decisions(admin_bot, model, clock)
+    finally:
+        telemetry.disable()
+        provider.shutdown()
+
+    spans = exporter.get_finished_spans()
+    waits = sorted((s for s in spans if s.name.startswith("await_decision ")), key=lambda s: s.end_time)
+    seen = [
+        (s.name, s.attributes["bot.approval.outcome"], s.attributes.get("bot.approval.decided_by"),
+         s.attributes["bot.approval.via"], s.attributes["bot.wait.seconds"], (s.end_time - s.start_time) / 1e9)
+        for s in waits
+    ]  # fmt: skip
+    assert seen == [
+        ("await_decision delete-record", "approved", "U2", "button", 2.0, 2.0),
+        ("await_decision delete-record", "declined", "U2", "button", 30.0, 30.0),
+        ("await_decision issue-refund", "approved", "U3", "api", 10.0, 10.0),
+        ("await_decision delete-record", "approved", "U3", "button", 4.0, 4.0),
+        ("await_decision delete-record", "expired", None, "expiry", 61.0, 61.0),
+    ]
+    turns = {s.context.span_id: s for s in spans if s.name == "invoke_agent demo-agent"}
+    for wait in waits:
+        assert wait.attributes["bot.approval.decision"] in ("approved", "declined", "expired")
+        assert wait.attributes["bot.wait.kind"] == "approval"
+        assert wait.attributes["gen_ai.tool.call.id"] in ("call_1", "call_r")
+        # under the turn that carried the decision out, in the same run
+        assert wait.parent is not None and wait.parent.span_id in turns
+        assert turns[wait.parent.span_id].attributes["bot.run.id"] == wait.attributes["bot.run.id"]
