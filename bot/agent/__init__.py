@@ -15,6 +15,7 @@ from ._fingerprint import fingerprint
 from ._grounding import yes_or_no
 from ._model import limit_model_requests
 from ._results import AlreadyDecided, Counted, Decided, DecisionResult, Gone, Invalid, Refused
+from ._revoking import GrantEnded, NoGrant, Revoked, RevokeResult, revoke_grant
 from ._stream import AgentStream, wait_for_running_runs
 from ._view import WaitingCallView, offered_actions
 from .exceptions import (
@@ -141,6 +142,11 @@ __all__ = [
     "WaitingCallPayload",
     "WaitingCallView",
     "offered_actions",
+    "GrantEnded",
+    "NoGrant",
+    "RevokeResult",
+    "Revoked",
+    "revoke_grant",
     "yes_or_no",
     "check_condition",
     "rule_line",

@@ -33,13 +33,16 @@ from bot.agent import (
     Decline,
     DeclineQuestion,
     Gone,
+    GrantEnded,
     GrantRequest,
     Invalid,
+    NoGrant,
     RefusalReason,
     Refused,
     Resume,
     ToolCallState,
     offered_actions,
+    revoke_grant,
     waits_instead,
 )
 from memory import SYSTEM, Grant, PolicyChange, ToolPolicy, limits
@@ -303,19 +306,17 @@ class _Api:
         if not user_id:
             raise ApiError(400, "revokedBy is required: the Slack user ID of who revokes the grant")
         await self._identify(user_id)
-        agent = self.front.agent
-        grant_id = _path(request, "grant_id")
-        grant = await agent.storage.grants.get(grant_id)
-        if grant is None or grant.agent_id != agent.id:
-            raise ApiError(404, f"no standing grant {grant_id!r}")
-        if grant.granted_by != user_id and self.front.is_admin is not None and not await self.front.is_admin(user_id):
-            raise ApiError(403, f"only {grant.granted_by}, who gave it, or an admin may revoke this grant")
-        revoked = await agent.storage.grants.revoke(grant.id, by=user_id, via="api")
-        if revoked is None:
-            raise ApiError(409, "this grant already ended (revoked or past its end)")
+        result = await revoke_grant(self.front.agent, _path(request, "grant_id"), actor=user_id, via="api")
+        match result:
+            case NoGrant(grant_id=grant_id):
+                raise ApiError(404, f"no standing grant {grant_id!r}")
+            case Refused():
+                raise ApiError(403, result.text())
+            case GrantEnded():
+                raise ApiError(409, "this grant already ended (revoked or past its end)")
         if self.front.grants_changed is not None:
             self.front.grants_changed()
-        return {"status": "revoked", "grant": _grant_json(revoked)}
+        return {"status": "revoked", "grant": _grant_json(result.grant)}
 
     async def _bulk_decisions(self, request: web.Request) -> dict[str, Any]:
         """Several decisions by one approver, each made as if asked alone (its own policy check, counted

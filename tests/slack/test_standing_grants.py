@@ -161,8 +161,13 @@ async def test_an_admin_sees_and_revokes_every_grant_and_a_stranger_cannot(bot, 
     await open_home(bot, "U9")
     assert "Revoke" in text_of(await home_of(bot, "U9"))
     await home_click(bot, "U3", "grant_revoke", grant.id)  # a forged click by someone else
-    await bot.slack.wait_for("chat.postMessage", lambda c: "You may revoke only" in c.params["text"])
+    refused = "Only <@U2>, who gave it, or an admin may revoke this grant."
+    await bot.slack.wait_for(  # answered where it was made: in the Home, naming the granter as a person
+        "views.publish", lambda c: c.params.get("user_id") == "U3" and refused in str(c.params.get("view"))
+    )
     assert len(await bot.storage.grants.live()) == 1
+    (line,) = [e for e in await bot.storage.audit_log.entries() if e.action == "refused"]
+    assert (line.actor, line.via) == ("U3", "home") and "revoke" in line.detail  # through the one rule
     await home_click(bot, "U9", "grant_revoke", grant.id)
     await bot.slack.wait_for(
         "views.publish", lambda c: c.params.get("user_id") == "U9" and "Revoke" not in str(c.params.get("view"))
@@ -290,6 +295,8 @@ async def test_the_http_api_approves_with_a_grant_lists_and_revokes_it(database_
         assert status == 400 and "revokedBy is required" in body["error"]
         status, body = await request(bot, "POST", "/api/agents/demo-agent/grants/nope/revoke", body={"revokedBy": "U2"})
         assert status == 404
+        status, body = await request(bot, "POST", revoke, body={"revokedBy": "U3"})  # the same rule as the Home's
+        assert (status, body["error"]) == (403, "Only U2, who gave it, or an admin may revoke this grant.")
         status, body = await request(bot, "POST", revoke, body={"revokedBy": "U2"})
         assert (status, body["status"]) == (200, "revoked")
         status, body = await request(bot, "POST", revoke, body={"revokedBy": "U2"})
