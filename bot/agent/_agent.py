@@ -3,8 +3,6 @@ finds suspended runs; the loop itself lives in `_run`."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -13,15 +11,13 @@ import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from bot.defaults import DEFAULT_MODEL, LIVE_QUESTION_POLL, LIVE_QUESTION_POLL_NOTIFIED, MCP_ELICITATION_WAIT
+from bot.defaults import DEFAULT_MODEL
 from bot.redaction import NO_KNOWN_SECRETS, Redactor
 from memory import (
     Audit,
     Memory,
-    RunStatus,
     Storage,
     StoredRun,
     StoredToolCall,
@@ -30,7 +26,6 @@ from memory import (
     new_grant_values,
 )
 from memory.states import (
-    FINISHED_RUN_STATUSES,
     RUN_STARTS_IN,
     WAITING_STATES,
     DecisionKind,
@@ -52,11 +47,12 @@ from tools import (
 
 from ._authorize import Action, Directory, OpenDirectory, authorize, four_eyes_refusal, policy_for, requester_of
 from ._autoresume import find_answer, waiting_note
-from ._background import in_background
 from ._deciding import Landed, asked_of, check_action, decide_as
 from ._fingerprint import fingerprint
+from ._live_questions import LIVE_QUESTIONS_CHANNEL, LiveQuestions
 from ._lookups import Lookups
 from ._model import shared_client, whole_replies
+from ._recovery import Recovery
 from ._results import Decided, DecisionResult, Refused
 from ._run import RequestOptions, RunDeps, RunDriver, SubAgent, WonDecision, declined_message, expired_message
 from ._stream import AgentStream
@@ -80,7 +76,6 @@ from .types import (
     Decision,
     Decline,
     DeclineQuestion,
-    FinishReason,
     Resume,
     RunRecord,
     SuspendedRunsPage,
@@ -159,16 +154,13 @@ class Agent:
         self._request_rules: dict[str, Any] = {}
         self._at_work: Counter[str] = Counter()
         """Run id -> drivers of this process working on it now (`RunDeps.at_work`)."""
-        self._held: dict[tuple[str, str], None] = {}
-        """(run id, tool call id) of the live questions this process holds (see `_keep_held`)."""
-        self._keeper: asyncio.Task[None] | None = None
         self._redact: Callable[[str], str] = NO_KNOWN_SECRETS
-        self._heard: asyncio.Event | None = None
-        """Set when a live question may have been answered (a `NOTIFY`)."""
         self.directory: Directory = OpenDirectory()
         """Who people are, as the front end knows them (`attach(directory=...)`), for the rule of who may act."""
         self._lookups = Lookups(self)
         self._sweeps = Sweeps(self)
+        self._live = LiveQuestions(self)
+        self._recovery = Recovery(self)
         self.attach(storage=storage, memory=memory)
 
     def __repr__(self) -> str:
@@ -265,7 +257,7 @@ class Agent:
             sub_agent_for=self._sub_agent_for,
             hooks=self.hooks,
             forget_request_rule=self._forget_request_rule,
-            hold=self._hold,
+            hold=self._live.hold,
             at_work=self._at_work,
             redact=self._redact,
         )
@@ -286,7 +278,9 @@ class Agent:
         if tool_name not in self._sub_agent_tools:
             return None
         agent = self.agents[tool_name.removeprefix(SUB_AGENT_PREFIX)]
-        return SubAgent(id=agent.id, start=agent._start_child_run, decide=agent.decide, recover=agent._recover_run)
+        return SubAgent(
+            id=agent.id, start=agent._start_child_run, decide=agent.decide, recover=agent._recovery.recover_run
+        )
 
     # --- starting runs ----------------------------------------------------------------------
     async def stream(self, message: str | list[dict[str, Any]], **options: Any) -> AgentStream:
@@ -550,7 +544,7 @@ class Agent:
         # a live question held by another process: the decision is stored here, and that process goes on
         held_elsewhere = call.held_by is not None and call.held_by != self.owner
         key = (run.id, call.tool_call_id)
-        held_here = self._held.pop(key, False) is None  # this caller goes on with it, not the keeper
+        held_here = self._live.let_go(key)  # this caller goes on with it, not the keeper
         try:
             await self._store_decision(
                 run, call, won, edit, policy_version=policy.version, user_messages=user_messages,
@@ -558,7 +552,7 @@ class Agent:
             )  # fmt: skip
         except ToolCallNotSuspendedError as exc:
             if held_here:
-                self._hold_key(key)  # another process decided it: the keeper goes on with it here
+                self._live.hold_key(key)  # another process decided it: the keeper goes on with it here
             if quorum is not None and exc.state == ToolCallState.AWAITING_APPROVAL:
                 # another approval of the same call counted meanwhile: count this one again from there
                 return await self._decide(
@@ -567,12 +561,12 @@ class Agent:
             raise
         except GrantNotAllowedError:  # the policy changed while this was decided: nothing was stored
             if held_here:
-                self._hold_key(key)
+                self._live.hold_key(key)
             raise
         if held_elsewhere:
             await self.storage.notify(LIVE_QUESTIONS_CHANNEL, f"{run.id}:{call.tool_call_id}")
             return Landed(stream=AgentStream(run.id, _handed_over(run.id)), call=call, grant=grant)
-        driver = RunDriver(self._deps(), run, self._stored_options(run))
+        driver = self._driver_for(run)
         # `transition` updated `call` to what was stored
         return Landed(stream=AgentStream(run.id, driver.after_decision(call, won, policy)), call=call, grant=grant)
 
@@ -816,78 +810,6 @@ class Agent:
         return await self.decide(run_id, tool_call_id, decision, decided_by=actor, via=via)
 
     # --- live questions ---------------------------------------------------------------------
-    def _hold(self, row: StoredToolCall) -> None:
-        self._hold_key((row.run_id, row.tool_call_id))
-
-    def _hold_key(self, key: tuple[str, str]) -> None:
-        """Watch over a live question of this process: keep its run's lease fresh, go on with the answer
-        when one is stored through any process, cancel it when it waited too long."""
-        self._held[key] = None
-        if self._keeper is None or self._keeper.done():
-            self._heard = asyncio.Event()
-            self._keeper = asyncio.get_running_loop().create_task(self._keep_held(), name=f"live questions {self.id}")
-
-    async def _keep_held(self) -> None:
-        """While this process holds live questions: look for their answers (told at once by PostgreSQL's
-        `NOTIFY`, else every `LIVE_QUESTION_POLL` seconds), refresh their runs' leases, expire them."""
-        loop = asyncio.get_running_loop()
-        heard = self._heard
-        assert heard is not None
-        async with self.storage.listen(LIVE_QUESTIONS_CHANNEL, lambda _payload: heard.set()) as told:
-            poll = LIVE_QUESTION_POLL_NOTIFIED if told else LIVE_QUESTION_POLL
-            beat_at = loop.time()
-            while self._held:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(heard.wait(), poll)
-                heard.clear()
-                try:
-                    await self._look_at_held()
-                    if loop.time() - beat_at >= float(self.default_options["heartbeat_interval"]):
-                        beat_at = loop.time()
-                        for run_id in {run_id for run_id, _ in self._held}:
-                            await self.storage.runs.heartbeat(run_id, self.owner)
-                except Exception:  # noqa: BLE001 - looked at again at the next poll
-                    log.warning("could not look at the live questions of this process", exc_info=True)
-
-    async def _look_at_held(self) -> None:
-        rows = await self.storage.runs.held_calls(self.owner, list(self._held))
-        now = self.storage.clock.now()
-        for key in list(self._held):
-            row = rows.get(key)
-            if row is None or row.state not in (ToolCallState.SUSPENDED, ToolCallState.APPROVED):
-                self._held.pop(key, None)  # carried on, or no longer this process's
-            elif row.state == ToolCallState.APPROVED and self._held.pop(key, False) is None:
-                in_background(self.hooks, await self._carry_on(row))  # answered through another process
-            elif row.state == ToolCallState.SUSPENDED:
-                policy = await self.storage.policies.get(row.displayed_tool_name)
-                wait = policy.expires_after or MCP_ELICITATION_WAIT
-                if row.suspended_at is not None and now - row.suspended_at >= timedelta(seconds=wait):
-                    decision = CancelQuestion(reason=f"nobody answered within {wait:g} s")
-                    try:
-                        stream = await self.decide(key[0], key[1], decision, via="expiry")
-                    except ToolCallNotSuspendedError:
-                        continue  # answered meanwhile
-                    log.info("the question of %s/%s waited %gs: cancelled", key[0], key[1], wait)
-                    in_background(self.hooks, stream)
-
-    async def _carry_on(self, row: StoredToolCall) -> AgentStream:
-        """Go on, in this process that holds it, with a live question answered through another process."""
-        run = await self.storage.runs.get_run(row.run_id)
-        if run is None:
-            raise SnapshotNotFoundError(row.run_id, storage_configured=True)
-        kind = DecisionKind.of_recorded(row.decision)
-        decision: Decision
-        if kind == DecisionKind.DECLINE_QUESTION:
-            decision = DeclineQuestion(reason=row.reason)
-        elif kind == DecisionKind.CANCEL_QUESTION:
-            decision = CancelQuestion(reason=row.reason)
-        else:
-            decision = Resume(row.resume_data)
-        won = WonDecision(decision=decision, decided_by=row.decided_by)
-        policy = await self.storage.policies.get(row.displayed_tool_name)
-        driver = RunDriver(self._deps(), run, self._stored_options(run))
-        return AgentStream(run.id, driver.after_decision(row, won, policy))
-
     async def _count_approval(
         self, run: StoredRun, call: StoredToolCall, won: WonDecision, policy: ToolPolicy, *, edited: bool
     ) -> tuple[StoredToolCall, bool]:
@@ -954,43 +876,22 @@ class Agent:
 
     async def recover_stale_runs(self, stale_after: float = 30.0) -> list[str]:
         """Take over this agent's runs whose process stopped (their lease is older than `stale_after`
-        seconds) and go on with them; returns the ids of the runs taken over.
+        seconds) and go on with them; returns the ids of the runs taken over (`_recovery.Recovery`).
 
         Calls decided but not started are carried out once; calls whose tool started but stored no
         result become interrupted approvals (never re-run without a human); runs stopped between
         steps continue. Safe to call from several processes at once: each run is taken over once.
         The work goes on after this returns, in streams handed to the `on_background_stream` hook.
         """
-        stale_before = self.storage.clock.now() - timedelta(seconds=stale_after)
-        recovered = []
-        for run_id in await self.storage.runs.stale_runs(self.id, stale_before=stale_before):
-            if self._at_work[run_id] > 0 or any(held == run_id for held, _ in self._held):
-                continue  # this process works on it: a late beat, not a stopped process
-            run = await self.storage.runs.take_over(run_id, stale_before=stale_before, owner=self.owner)
-            if run is None:
-                continue  # another process took it
-            log.info("recovering run %s (%s, step %s)", run.id, run.status, run.step)
-            in_background(self.hooks, await self._recover_run(run))
-            recovered.append(run.id)
-        return recovered
+        return await self._recovery.recover_stale_runs(stale_after)
 
-    async def _recover_run(self, run: StoredRun) -> AgentStream:
-        """Go on with a run this process took over: interrupted calls are turned into approvals first."""
-        if run.status in FINISHED_RUN_STATUSES:
-            return AgentStream(run.id, self._finished_output(run))
-        driver = RunDriver(self._deps(), run, self._stored_options(run))
-        interrupted = await driver.prepare_recovery()
-        return AgentStream(run.id, driver.recover(interrupted))
+    def _works_on(self, run_id: str) -> bool:
+        """Whether this process works on the run now: a driver of it runs here, or it holds its live question."""
+        return self._at_work[run_id] > 0 or self._live.holds_run(run_id)
 
-    async def _finished_output(self, run: StoredRun) -> AsyncIterator[Chunk]:
-        """The chunks of a run that finished before its supervisor heard of it: its last answer, or its error."""
-        messages = await self.storage.runs.run_messages(run.id)
-        answer = next((m["content"] for m in reversed(messages) if m["role"] == "assistant" and m["content"]), "")
-        if run.status == RunStatus.FAILED:
-            yield Chunk.error(run.id, run.error or "the run failed")
-        elif answer:
-            yield Chunk.text_delta(run.id, answer)
-        yield Chunk.finish(run.id, finish_reason_of(run.finish_reason))
+    def _driver_for(self, run: StoredRun) -> RunDriver:
+        """A driver that goes on with a stored run, with the options storage holds for it."""
+        return RunDriver(self._deps(), run, self._stored_options(run))
 
     def _checked_resume_data(self, call: StoredToolCall, resume_data: Any) -> Any:
         """The data to store, text cleaned (tools.plain_json); refused before anything is stored."""
@@ -1062,23 +963,6 @@ class Agent:
         return await self.decide(
             run_id, call_id, Approve() if approved else Decline(reason=reason), decided_by=approver
         )
-
-
-LIVE_QUESTIONS_CHANNEL = "bot_live_questions"
-"""The PostgreSQL `NOTIFY` channel on which a decision about a live question wakes the process holding it."""
-
-
-_FINISH_REASONS: dict[str, FinishReason] = {
-    "stop": "stop",
-    "suspended": "suspended",
-    "length": "length",
-    "error": "error",
-}
-
-
-def finish_reason_of(stored: str | None) -> FinishReason:
-    """A run's stored finish reason as the contract's word ("stop" when none is stored)."""
-    return _FINISH_REASONS.get(stored or "", "stop")
 
 
 async def _handed_over(run_id: str) -> AsyncIterator[Chunk]:
