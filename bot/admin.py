@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from bot.agent import ConditionError, check_condition, rule_line
-from memory import SYSTEM, AuditEntry, PolicyChange, PolicyError, Storage, ToolPolicy, ToolRule, rules_of
+from memory import SYSTEM, AuditEntry, PolicyChange, PolicyError, Storage, ToolPolicy, ToolRule, Worded, rules_of
 
 AUDIT_FIELDS = (
     "at",
@@ -39,7 +39,7 @@ AUDIT_FIELDS = (
 )
 
 
-class AdminInputError(ValueError):
+class AdminInputError(Worded, ValueError):
     """Bad input to an admin command; the message is the one line the user sees."""
 
 
@@ -174,13 +174,16 @@ def rules_from_words(text: str) -> list[dict[str, Any]]:
         found = _RULE_WORDS.match(line)
         if found is None:
             raise PolicyError(
-                f"line {number}: write `if CONDITION then allow|require_approval|refuse`, optionally followed by "
-                "`by U1,S2`, `(named 'NAME')` and `[trial]`"
+                "line {number}: write `if CONDITION then allow|require_approval|refuse`, optionally followed by "
+                "`by U1,S2`, `(named 'NAME')` and `[trial]`",
+                number=number,
             )
         try:
             name = ast.literal_eval(found["name"]) if found["name"] else ""
         except (ValueError, SyntaxError):
-            raise PolicyError(f"line {number}: the name is text in quotes, e.g. (named 'finance')") from None
+            raise PolicyError(
+                "line {number}: the name is text in quotes, e.g. (named 'finance')", number=number
+            ) from None
         rules.append(
             {
                 "condition": found["condition"].strip(),
@@ -232,13 +235,15 @@ async def change_policy(
     tools = agent_tools(agent)
     if tool_name not in tools and (await storage.policies.get(tool_name)).version == 0:
         known = ", ".join(sorted(tools)) or "none"
-        raise AdminInputError(f"unknown tool {tool_name[:100]!r}; the agent's tools are: {known}")
+        raise AdminInputError(
+            "unknown tool {tool!r}; the agent's tools are: {known}", tool=tool_name[:100], known=known
+        )
     try:
         if change.rules is not None:
             change = dataclasses.replace(change, rules=checked_rules(tools.get(tool_name), change.rules))
         return await storage.policies.set(tool_name, change, actor=actor, via=via, detail=detail)
     except PolicyError as exc:
-        raise AdminInputError(str(exc)) from None
+        raise AdminInputError(exc.template, **exc.values) from None
 
 
 def checked_rules(tool: Any, rules: Iterable[ToolRule | dict[str, Any]]) -> tuple[ToolRule, ...]:
@@ -250,7 +255,12 @@ def checked_rules(tool: Any, rules: Iterable[ToolRule | dict[str, Any]]) -> tupl
         try:
             check_condition(rule.condition, schema)
         except ConditionError as exc:
-            raise PolicyError(f"rule {position} ({rule.condition[:60]}): {exc}") from None
+            raise PolicyError(
+                "rule {position} ({condition}): {problem}",
+                position=position,
+                condition=rule.condition[:60],
+                problem=exc,
+            ) from None
     return checked
 
 

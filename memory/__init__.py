@@ -35,6 +35,7 @@ from .exceptions import (
     PolicyError,
     RunTakenOverError,
     ThreadOwnerError,
+    Worded,
 )
 from .protocols import GrantReader, PolicyReader, RunStorage
 from .records import CallColumns, RunColumns, StartColumns, StoredRun, StoredToolCall
@@ -65,6 +66,7 @@ __all__ = [
     "Memory",
     "PolicyChange",
     "PolicyError",
+    "Worded",
     "PolicyMode",
     "PolicyReader",
     "PolicyStore",

@@ -33,14 +33,63 @@ _SLACK_ID = re.compile(r"^[UWS][A-Z0-9]+$")
 
 EXPIRY_LIMIT = 365 * 24 * 3600
 """The longest expiry a policy may set: 365 days, in seconds (the shortest is 1 second)."""
-_EXPIRY_BOUNDS = f"an expiry is 1 second to 365 days ({EXPIRY_LIMIT} seconds), or 0 for none"
-
 APPROVALS_LIMIT = 10
 """The most distinct approvers a policy may require for one call."""
-_APPROVALS_BOUNDS = f"the approvals required are a whole number from 1 to {APPROVALS_LIMIT}"
 
 _ESCALATION_TARGET = re.compile(r"^[SC][A-Z0-9]+$")
-_ESCALATION_BOUNDS = f"an escalation delay is 1 second to 365 days ({EXPIRY_LIMIT} seconds), or 0 for none"
+
+
+def N_(template: str) -> str:
+    """Mark `template` as a message of a `PolicyError` (gettext's name for it): the Slack adapter's catalogs
+    translate it; here it is left as it is."""
+    return template
+
+
+@dataclass(frozen=True)
+class _SecondsWords:
+    """How a bounded number of seconds is refused, one template per way of being wrong."""
+
+    not_seconds: str
+    negative: str
+    not_whole: str
+    digits_too_long: str
+    too_long: str
+
+
+_EXPIRY_WORDS = _SecondsWords(
+    not_seconds=N_(
+        "the expiry must be a whole number of seconds, not {value!r}: "
+        "an expiry is 1 second to 365 days ({limit} seconds), or 0 for none"
+    ),
+    negative=N_("{value} is negative: an expiry is 1 second to 365 days ({limit} seconds), or 0 for none"),
+    not_whole=N_(
+        "{value!r} is not a whole number of seconds: an expiry is 1 second to 365 days ({limit} seconds), or 0 for none"
+    ),
+    digits_too_long=N_(
+        "that is more than 365 days: an expiry is 1 second to 365 days ({limit} seconds), or 0 for none"
+    ),
+    too_long=N_(
+        "{value} seconds is more than 365 days: an expiry is 1 second to 365 days ({limit} seconds), or 0 for none"
+    ),
+)
+_ESCALATION_WORDS = _SecondsWords(
+    not_seconds=N_(
+        "the escalation delay must be a whole number of seconds, not {value!r}: "
+        "an escalation delay is 1 second to 365 days ({limit} seconds), or 0 for none"
+    ),
+    negative=N_("{value} is negative: an escalation delay is 1 second to 365 days ({limit} seconds), or 0 for none"),
+    not_whole=N_(
+        "{value!r} is not a whole number of seconds: "
+        "an escalation delay is 1 second to 365 days ({limit} seconds), or 0 for none"
+    ),
+    digits_too_long=N_(
+        "that is more than 365 days: an escalation delay is 1 second to 365 days ({limit} seconds), or 0 for none"
+    ),
+    too_long=N_(
+        "{value} seconds is more than 365 days: "
+        "an escalation delay is 1 second to 365 days ({limit} seconds), or 0 for none"
+    ),
+)
 
 
 def escalation_target(value: str) -> str | None:
@@ -50,39 +99,49 @@ def escalation_target(value: str) -> str | None:
     if not text:
         return None
     if len(text) > limits.SLACK_ID:  # its column's width: PostgreSQL would refuse it
-        raise PolicyError(f"an escalation target is a Slack ID of at most {limits.SLACK_ID} characters")
+        raise PolicyError("an escalation target is a Slack ID of at most {limit} characters", limit=limits.SLACK_ID)
     if not _ESCALATION_TARGET.match(text):
-        raise PolicyError(f"{text[:40]!r} is not a Slack user-group ID (S…) or channel ID (C…) to escalate to")
+        raise PolicyError(
+            "{value!r} is not a Slack user-group ID (S…) or channel ID (C…) to escalate to", value=text[:40]
+        )
     return text
 
 
 def escalation_seconds(value: str | int) -> int:
     """The escalation delay `value` names, in seconds (0: none), bounded like an expiry."""
-    try:
-        return expiry_seconds(value)
-    except PolicyError as exc:
-        raise PolicyError(
-            str(exc).replace("the expiry", "the escalation delay").replace(_EXPIRY_BOUNDS, _ESCALATION_BOUNDS)
-        ) from None
+    return _bounded_seconds(value, _ESCALATION_WORDS)
 
 
 GRANT_LIMIT = 7 * 24 * 3600
 """The longest standing grant a policy may allow: 7 days, in seconds."""
-_GRANT_BOUNDS = f"a grant lasts 60 seconds to 7 days ({GRANT_LIMIT} seconds), or 0 for no grants"
 
 
 def grant_seconds_of(value: str | int) -> int:
     """The longest standing grant `value` names, in seconds (0: no grants); the one rule of the command
     line, the App Home and storage. Raises `PolicyError` (one line) for anything else."""
     if isinstance(value, bool):
-        raise PolicyError(f"{value!r} is not a number of seconds: {_GRANT_BOUNDS}")
+        raise PolicyError(
+            "{value!r} is not a number of seconds: a grant lasts 60 seconds to 7 days ({limit} seconds), "
+            "or 0 for no grants",
+            value=value,
+            limit=GRANT_LIMIT,
+        )
     if isinstance(value, str):
         text = value.strip()
         if not (text.isascii() and text.isdigit()) or len(text) > 9:
-            raise PolicyError(f"{text[:40]!r} is not a whole number of seconds: {_GRANT_BOUNDS}")
+            raise PolicyError(
+                "{value!r} is not a whole number of seconds: a grant lasts 60 seconds to 7 days ({limit} seconds), "
+                "or 0 for no grants",
+                value=text[:40],
+                limit=GRANT_LIMIT,
+            )
         value = int(text)
     if not isinstance(value, int) or not (value == 0 or 60 <= value <= GRANT_LIMIT):
-        raise PolicyError(f"{value!r}: {_GRANT_BOUNDS}")
+        raise PolicyError(
+            "{value!r}: a grant lasts 60 seconds to 7 days ({limit} seconds), or 0 for no grants",
+            value=value,
+            limit=GRANT_LIMIT,
+        )
     return value
 
 
@@ -90,37 +149,52 @@ def approvals_count(value: str | int) -> int:
     """The number of approvals `value` names (1 to `APPROVALS_LIMIT`); the one rule of the command line,
     the App Home, the HTTP API and storage. Raises `PolicyError` (one line) for anything else."""
     if isinstance(value, bool):
-        raise PolicyError(f"{value!r} is not a number: {_APPROVALS_BOUNDS}")
+        raise PolicyError(
+            "{value!r} is not a number: the approvals required are a whole number from 1 to {limit}",
+            value=value,
+            limit=APPROVALS_LIMIT,
+        )
     if isinstance(value, str):
         text = value.strip()
         if not (text.isascii() and text.isdigit()) or len(text) > 3:
-            raise PolicyError(f"{text[:40]!r} is not a whole number: {_APPROVALS_BOUNDS}")
+            raise PolicyError(
+                "{value!r} is not a whole number: the approvals required are a whole number from 1 to {limit}",
+                value=text[:40],
+                limit=APPROVALS_LIMIT,
+            )
         value = int(text)
     if not isinstance(value, int) or not 1 <= value <= APPROVALS_LIMIT:
-        raise PolicyError(f"{value!r}: {_APPROVALS_BOUNDS}")
+        raise PolicyError(
+            "{value!r}: the approvals required are a whole number from 1 to {limit}", value=value, limit=APPROVALS_LIMIT
+        )
     return value
 
 
 def expiry_seconds(value: str | int) -> int:
     """The expiry `value` names, in seconds (0: none); the one rule of the command line, the App Home
     and storage. Raises `PolicyError` (one line) for anything but a whole number from 0 to 365 days."""
+    return _bounded_seconds(value, _EXPIRY_WORDS)
+
+
+def _bounded_seconds(value: str | int, words: _SecondsWords) -> int:
+    limit = EXPIRY_LIMIT
     if isinstance(value, bool):
-        raise PolicyError(f"the expiry must be a whole number of seconds, not {value!r}: {_EXPIRY_BOUNDS}")
+        raise PolicyError(words.not_seconds, value=value, limit=limit)
     if isinstance(value, str):
         text = value.strip()
         if text.startswith("-") and text[1:].isascii() and text[1:].isdigit():
-            raise PolicyError(f"{text} is negative: {_EXPIRY_BOUNDS}")
+            raise PolicyError(words.negative, value=text[:40], limit=limit)
         if not (text.isascii() and text.isdigit()):  # "²" is a digit to str.isdigit, not to int()
-            raise PolicyError(f"{text[:40]!r} is not a whole number of seconds: {_EXPIRY_BOUNDS}")
+            raise PolicyError(words.not_whole, value=text[:40], limit=limit)
         if len(text.lstrip("0")) > len(str(EXPIRY_LIMIT)):
-            raise PolicyError(f"that is more than 365 days: {_EXPIRY_BOUNDS}")
+            raise PolicyError(words.digits_too_long, limit=limit)
         value = int(text)
     if not isinstance(value, int):
-        raise PolicyError(f"the expiry must be a whole number of seconds, not {value!r}: {_EXPIRY_BOUNDS}")
+        raise PolicyError(words.not_seconds, value=value, limit=limit)
     if value < 0:
-        raise PolicyError(f"{value} is negative: {_EXPIRY_BOUNDS}")
+        raise PolicyError(words.negative, value=value, limit=limit)
     if value > EXPIRY_LIMIT:
-        raise PolicyError(f"{value} seconds is more than 365 days: {_EXPIRY_BOUNDS}")
+        raise PolicyError(words.too_long, value=value, limit=limit)
     return value
 
 
@@ -247,13 +321,14 @@ class PolicyChange:
                 values["mode"] = str(PolicyMode(self.mode))
             except ValueError:
                 modes = ", ".join(m.value for m in PolicyMode)
-                raise PolicyError(f"unknown mode {self.mode!r}: use one of {modes}") from None
+                raise PolicyError("unknown mode {mode!r}: use one of {modes}", mode=self.mode, modes=modes) from None
         if self.approvers is not None:
             approvers = [a.strip() for a in self.approvers if a.strip()]
             bad = [a[:40] for a in approvers if len(a) > limits.SLACK_ID or not _SLACK_ID.match(a)]
             if bad:
                 raise PolicyError(
-                    f"not a Slack user or user-group ID: {', '.join(bad)} (users start with U or W, groups with S)"
+                    "not a Slack user or user-group ID: {ids} (users start with U or W, groups with S)",
+                    ids=", ".join(bad),
                 )
             values["approvers"] = list(dict.fromkeys(approvers))
         if self.self_approval is not None:
@@ -480,8 +555,10 @@ def check_escalation(policy: ToolPolicy) -> None:
     """Refuse (one line) an escalation delay that is not shorter than the policy's expiry."""
     if policy.escalate_after and policy.expires_after and policy.escalate_after >= policy.expires_after:
         raise PolicyError(
-            f"the escalation delay ({policy.escalate_after} s) must be shorter than the expiry "
-            f"({policy.expires_after} s): a call would expire before anyone is asked"
+            "the escalation delay ({delay} s) must be shorter than the expiry ({expiry} s): "
+            "a call would expire before anyone is asked",
+            delay=policy.escalate_after,
+            expiry=policy.expires_after,
         )
 
 

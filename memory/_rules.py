@@ -79,41 +79,55 @@ def rule_of(value: ToolRule | Mapping[str, Any], position: int = 1) -> ToolRule:
     """A rule from its JSON (or a rule, checked again); raises `PolicyError` with one line that names it."""
     if isinstance(value, ToolRule):
         value = value.fields()
-    where = f"rule {position}"
     if not isinstance(value, Mapping):
-        raise PolicyError(f"{where}: a rule is an object with a condition and an effect")
+        raise PolicyError("rule {position}: a rule is an object with a condition and an effect", position=position)
     unknown = sorted(set(value) - {"condition", "effect", "name", "approvers", "trial"})
     if unknown:
         raise PolicyError(
-            f"{where}: unknown field {unknown[0]!r} (a rule has condition, effect, name, approvers, trial)"
+            "rule {position}: unknown field {field!r} (a rule has condition, effect, name, approvers, trial)",
+            position=position,
+            field=unknown[0],
         )
     condition = value.get("condition")
     if not isinstance(condition, str) or not condition.strip():
-        raise PolicyError(f"{where}: a rule needs a condition (a CEL expression, e.g. args.amount > 100.0)")
+        raise PolicyError(
+            "rule {position}: a rule needs a condition (a CEL expression, e.g. args.amount > 100.0)", position=position
+        )
     if len(condition.strip()) > CONDITION_TEXT_LIMIT:
-        raise PolicyError(f"{where}: a condition is at most {CONDITION_TEXT_LIMIT} characters")
+        raise PolicyError(
+            "rule {position}: a condition is at most {limit} characters", position=position, limit=CONDITION_TEXT_LIMIT
+        )
     try:
         effect = RuleEffect(str(value.get("effect")))
     except ValueError:
         effects = ", ".join(e.value for e in RuleEffect)
-        raise PolicyError(f"{where}: unknown effect {value.get('effect')!r}: use one of {effects}") from None
+        raise PolicyError(
+            "rule {position}: unknown effect {effect!r}: use one of {effects}",
+            position=position,
+            effect=value.get("effect"),
+            effects=effects,
+        ) from None
     name = value.get("name") or ""
     if not isinstance(name, str) or len(name.strip()) > NAME_LIMIT:
-        raise PolicyError(f"{where}: a rule's name is text of at most {NAME_LIMIT} characters")
+        raise PolicyError(
+            "rule {position}: a rule's name is text of at most {limit} characters", position=position, limit=NAME_LIMIT
+        )
     approvers = value.get("approvers") or []
     if isinstance(approvers, str):
         approvers = approvers.split(",")
     if not isinstance(approvers, list | tuple) or not all(isinstance(a, str) for a in approvers):
-        raise PolicyError(f"{where}: approvers are a list of Slack user or user-group IDs")
+        raise PolicyError("rule {position}: approvers are a list of Slack user or user-group IDs", position=position)
     approvers = [a.strip() for a in approvers if a.strip()]
     bad = [a for a in approvers if not _SLACK_ID.match(a)]
     if bad:
-        raise PolicyError(f"{where}: not a Slack user or user-group ID: {', '.join(bad)[:100]}")
+        raise PolicyError(
+            "rule {position}: not a Slack user or user-group ID: {ids}", position=position, ids=", ".join(bad)[:100]
+        )
     if approvers and effect != RuleEffect.REQUIRE_APPROVAL:
-        raise PolicyError(f"{where}: only a rule that requires approval names approvers")
+        raise PolicyError("rule {position}: only a rule that requires approval names approvers", position=position)
     trial = value.get("trial", False)
     if not isinstance(trial, bool):
-        raise PolicyError(f"{where}: trial is true or false")
+        raise PolicyError("rule {position}: trial is true or false", position=position)
     return ToolRule(
         condition=condition.strip(),
         effect=effect,
@@ -131,7 +145,7 @@ def rules_of(values: Iterable[ToolRule | Mapping[str, Any]] | None) -> tuple[Too
         raise PolicyError("rules are a list")
     rules = tuple(rule_of(value, position) for position, value in enumerate(values, 1))
     if len(rules) > RULES_LIMIT:
-        raise PolicyError(f"a policy holds at most {RULES_LIMIT} rules")
+        raise PolicyError("a policy holds at most {limit} rules", limit=RULES_LIMIT)
     return rules
 
 

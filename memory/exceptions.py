@@ -17,7 +17,18 @@ class ThreadOwnerError(AgentError, PermissionError):
     """A thread was used with a resource_id other than the one that owns it."""
 
 
-class PolicyError(AgentError, ValueError):
+class Worded(Exception):
+    """An error whose one line a front end may say in its reader's language: `template` is the line in English
+    with named placeholders, `values` what fills them (the Slack adapter looks `template` up in its catalogs);
+    `str(error)` is the English line."""
+
+    def __init__(self, template: str, /, **values: object) -> None:
+        self.template = template
+        self.values = values
+        super().__init__(template.format(**values) if values else template)
+
+
+class PolicyError(AgentError, Worded, ValueError):
     """A policy change that cannot be stored; the message says what is wrong in one line."""
 
 

@@ -22,6 +22,7 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 
 from bot.defaults import DEFAULT_LANGUAGE, SHIPPED_LANGUAGES
+from memory import Worded
 
 LOCALES = Path(__file__).parent / "locales"
 """Where the catalogs are: `<folder>/LC_MESSAGES/messages.po` per language, and `messages.pot`."""
@@ -46,6 +47,11 @@ class Translator:
     def gettext(self, message: str, /, **values: Any) -> str:
         text = self.catalog.gettext(message)
         return text.format(**values) if values else text
+
+    def said(self, error: Worded) -> str:
+        """An error's one line (a policy check's, an admin command's) in this language: its English
+        `template` looked up in the catalog, its values put in."""
+        return self.gettext(error.template, **error.values)
 
     def ngettext(self, singular: str, plural: str, n: int, /, **values: Any) -> str:
         """The form of `n` the language's plural rule picks; `{n}` is `n` unless given."""

@@ -301,10 +301,10 @@ def modal_values(*, mode: str = "inherit", approvers: str = "", expiry: str = ""
     }
 
 
-async def opened_policy_modal(bot: RunningBot, tool: str) -> dict[str, Any]:
-    await open_home(bot, "U1")
-    await home_of(bot, "U1")
-    await home_click(bot, "U1", "policy_edit", tool)
+async def opened_policy_modal(bot: RunningBot, tool: str, user: str = "U1") -> dict[str, Any]:
+    await open_home(bot, user)
+    await home_of(bot, user)
+    await home_click(bot, user, "policy_edit", tool)
     opened = await bot.slack.wait_for("views.open")
     view = opened[-1].params["view"]
     return json.loads(view) if isinstance(view, str) else view

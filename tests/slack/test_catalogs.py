@@ -13,22 +13,25 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from babel.messages.extract import extract_from_dir
+from babel.messages.extract import DEFAULT_KEYWORDS, extract_from_dir
 from babel.messages.pofile import read_po
 
 from bot.defaults import SHIPPED_LANGUAGES
 from bot.slack.translator import LANGUAGES, LOCALES, nearest_language, translator
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ("bot/slack", "bot/playground")
-"""Where the bot writes its own words."""
+SOURCES = ("bot", "memory")
+"""Where the bot writes its own words: `gettext` calls (the Slack adapter, the playground) and the one-line
+errors the adapter shows in its reader's language (`PolicyError`, `AdminInputError`, `N_`-marked templates)."""
+KEYWORDS = {**DEFAULT_KEYWORDS, "PolicyError": None, "AdminInputError": None}
+"""As `pybabel extract -k PolicyError -k AdminInputError` reads them (docs/languages.md)."""
 
 
 def code_messages() -> dict[str, str | None]:
     """Every message id in the code, and its plural id (None for a message without plural)."""
     found: dict[str, str | None] = {}
     for source in SOURCES:
-        for _file, _line, message, _comments, _context in extract_from_dir(ROOT / source):
+        for _file, _line, message, _comments, _context in extract_from_dir(ROOT / source, keywords=KEYWORDS):
             if isinstance(message, tuple):
                 found[message[0]] = message[1]
             else:

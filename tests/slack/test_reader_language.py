@@ -260,3 +260,30 @@ async def test_the_rules_refusal_and_who_may_approve_are_in_the_readers_language
         told[-1].params["text"]
         == "`delete-record`의 정책상 자신의 요청은 승인할 수 없습니다. 다른 사람에게 부탁하세요."
     )
+
+
+# an admin (by BOT_ADMINS) -> the policy form's refusals of "²" as the expiry and of a rule line that does not
+# parse, in that admin's language; the rule's own words stay as typed
+FORM_REFUSALS = {
+    "U1": ("'²' is not a whole number of seconds: an expiry is 1 second to 365 days", "line 1: write `if "),
+    "UTW": ("'²' 不是整數秒數：逾期時間為 1 秒到 365 天", "第 1 行：請寫成 `if "),
+    "UCN": ("'²' 不是整数秒数：过期时间为 1 秒到 365 天", "第 1 行：请写成 `if "),
+    "UKO": ("'²'은(는) 초 단위의 정수가 아닙니다: 만료 시간은 1초에서 365일", "1번째 줄: `if "),
+    "UJA": ("'²' は秒数の整数ではありません：有効期限は 1 秒から 365 日", "1 行目：`if "),
+}
+
+
+@pytest.mark.parametrize("admin", list(FORM_REFUSALS))
+async def test_the_policy_forms_refusals_are_in_the_admins_language(database_url, slack, model, admin):
+    from .harness import modal_values, opened_policy_modal
+
+    expiry_refusal, rule_refusal = FORM_REFUSALS[admin]
+    async with running_bot(database_url=database_url, slack=slack, admins=(admin,)) as bot:
+        view = await opened_policy_modal(bot, "delete-record", user=admin)
+        status, body = await bot.sender.submit(view, modal_values(expiry="²"), user=admin)
+        assert status == 200 and expiry_refusal in json.loads(body)["errors"]["policy_expiry"], body
+
+        rules = {"policy_rules": {"value": {"type": "plain_text_input", "value": "si args.id > 3 alors refuse"}}}
+        status, body = await bot.sender.submit(view, {**modal_values(), **rules}, user=admin)
+        assert status == 200 and rule_refusal in json.loads(body)["errors"]["policy_rules"], body
+        assert (await bot.storage.policies.get("delete-record")).version == 0  # nothing was stored

@@ -56,32 +56,32 @@ async def handle_policy_submission(
     try:
         expiry = expiry_seconds(fields["expiry"] or "0")
     except PolicyError as exc:
-        await ack(response_action="errors", errors={EXPIRY_BLOCK: str(exc)[:150]})
+        await ack(response_action="errors", errors={EXPIRY_BLOCK: tr.said(exc)[:150]})
         return
     try:
         approvals = approvals_count(fields["approvals_required"] or "1")
     except PolicyError as exc:
-        await ack(response_action="errors", errors={APPROVALS_BLOCK: str(exc)[:150]})
+        await ack(response_action="errors", errors={APPROVALS_BLOCK: tr.said(exc)[:150]})
         return
     try:
         grants = grant_seconds_of(fields["grant_seconds"] or "0")
     except PolicyError as exc:
-        await ack(response_action="errors", errors={GRANTS_BLOCK: str(exc)[:150]})
+        await ack(response_action="errors", errors={GRANTS_BLOCK: tr.said(exc)[:150]})
         return
     try:
         escalate_to = escalation_target(fields["escalate_to"]) or ""
     except PolicyError as exc:
-        await ack(response_action="errors", errors={ESCALATE_TO_BLOCK: str(exc)[:150]})
+        await ack(response_action="errors", errors={ESCALATE_TO_BLOCK: tr.said(exc)[:150]})
         return
     try:
         escalate_after = escalation_seconds(fields["escalate_after"] or "0")
     except PolicyError as exc:
-        await ack(response_action="errors", errors={ESCALATE_AFTER_BLOCK: str(exc)[:150]})
+        await ack(response_action="errors", errors={ESCALATE_AFTER_BLOCK: tr.said(exc)[:150]})
         return
     try:
         rules = rules_from_words(fields["rules"])
     except PolicyError as exc:
-        await ack(response_action="errors", errors={RULES_BLOCK: str(exc)[:150]})
+        await ack(response_action="errors", errors={RULES_BLOCK: tr.said(exc)[:150]})
         return
     change = PolicyChange(
         mode=fields["mode"],
@@ -107,7 +107,7 @@ async def handle_policy_submission(
             if "escalation delay" in str(exc)
             else MODE_BLOCK
         )
-        await ack(response_action="errors", errors={block: str(exc)[:150]})
+        await ack(response_action="errors", errors={block: tr.said(exc)[:150]})
         return
     await ack()
     home_changed(services)
