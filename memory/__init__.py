@@ -6,6 +6,7 @@ Imports nothing from `bot`; the runtime imports this package.
 
 from ._analytics import ApprovalAnalytics, DecisionStats, approval_analytics
 from ._audit import SYSTEM, AuditAction, AuditEntry, AuditLog, AuditVia
+from ._delegations import DELEGATION_LIMIT, EVERY_TOOL, Delegation, DelegationStore
 from ._grants import Grant, GrantStore, new_grant_values
 from ._memory import Memory, pair_tool_results
 from ._policies import (
@@ -32,12 +33,13 @@ from .exceptions import (
     AgentError,
     CommitOutcomeUnknownError,
     DatabaseAwayError,
+    DelegationError,
     PolicyError,
     RunTakenOverError,
     ThreadOwnerError,
     Worded,
 )
-from .protocols import GrantReader, PolicyReader, RunStorage
+from .protocols import DelegationReader, GrantReader, PolicyReader, RunStorage
 from .records import CallColumns, RunColumns, StartColumns, StoredRun, StoredToolCall
 from .states import RunStatus, ToolCallState
 
@@ -60,7 +62,13 @@ __all__ = [
     "Clock",
     "CommitOutcomeUnknownError",
     "DatabaseAwayError",
+    "DELEGATION_LIMIT",
+    "Delegation",
+    "DelegationError",
+    "DelegationStore",
+    "EVERY_TOOL",
     "Grant",
+    "DelegationReader",
     "GrantReader",
     "GrantStore",
     "Memory",

@@ -56,6 +56,10 @@ class AuditAction(StrEnum):
     """A trial rule would have let this call run without approval (it waited)."""
     WOULD_REFUSE = "would_refuse"
     """A trial rule would have refused this call."""
+    DELEGATED = "delegated"
+    """Someone's approvals were handed to someone else until a time (`memory._delegations`)."""
+    DELEGATION_ENDED = "delegation_ended"
+    """A delegation was ended early, or its time ran out."""
     ESCALATION_FAILED = "escalation_failed"
     """The escalation could not be delivered for good (a group with no members, an unknown channel)."""
 
@@ -86,6 +90,8 @@ class AuditEntry:
     action: str
     actor: str
     via: str
+    on_behalf_of: str | None = None
+    """Whom the actor stood in for (a delegation in force): "U2 for U1"; None: on their own behalf."""
     args_fingerprint: str | None = None
     policy_version: int | None = None
     """The version of the tool's policy in force (0: the defaults); None where no policy was read."""
@@ -118,6 +124,7 @@ class AuditLog:
         detail: str | None = None,
         before: Any = None,
         after: Any = None,
+        on_behalf_of: str | None = None,
     ) -> None:
         async with self._storage.session() as session:
             session.add(
@@ -127,6 +134,7 @@ class AuditLog:
                     tool_name=tool_name,
                     action=str(action),
                     actor=actor or SYSTEM,
+                    on_behalf_of=on_behalf_of,
                     via=str(via),
                     args_fingerprint=args_fingerprint,
                     policy_version=policy_version,
@@ -194,6 +202,7 @@ def entry_of(row: AuditRow) -> AuditEntry:
         tool_name=row.tool_name,
         action=row.action,
         actor=row.actor or SYSTEM,
+        on_behalf_of=row.on_behalf_of,
         via=row.via or AuditVia.RUNTIME,
         args_fingerprint=row.args_fingerprint,
         policy_version=row.policy_version,

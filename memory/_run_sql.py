@@ -130,6 +130,8 @@ class Audit:
 
     action: str
     actor: str | None = None
+    on_behalf_of: str | None = None
+    """Whom the actor stood in for (a delegation); None: on their own behalf."""
     via: str = "runtime"
     detail: str | None = None
     policy_version: int | None = None
@@ -146,6 +148,7 @@ class Audit:
             "tool_name": moved.get("shown_tool_name") or call.displayed_tool_name,
             "action": self.action,
             "actor": self.actor or SYSTEM,
+            "on_behalf_of": self.on_behalf_of,
             "via": self.via,
             "args_fingerprint": moved.get("fingerprint") or call.fingerprint,
             "policy_version": self.policy_version,

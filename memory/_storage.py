@@ -82,6 +82,7 @@ class Storage:
         self._migrated = False
         self._migrate_lock = asyncio.Lock()
         from ._audit import AuditLog
+        from ._delegations import DelegationStore
         from ._grants import GrantStore
         from ._policies import PolicyStore
         from ._runs import RunStore
@@ -90,6 +91,7 @@ class Storage:
         self.runs = RunStore(self)
         self.policies = PolicyStore(self)
         self.grants = GrantStore(self)
+        self.delegations = DelegationStore(self)
 
     @classmethod
     def temporary(cls) -> Storage:

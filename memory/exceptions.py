@@ -32,6 +32,17 @@ class PolicyError(AgentError, Worded, ValueError):
     """A policy change that cannot be stored; the message says what is wrong in one line."""
 
 
+class DelegationError(AgentError, ValueError):
+    """A delegation that cannot be made or ended (to oneself, an end time out of bounds, one already in
+    force, not the delegator's to end); the message says what is wrong in one line, `kind` which way:
+    `invalid`, `forbidden` (not this person's to make or end), `unknown` (no such delegation) or
+    `conflict` (one already in force, or already ended)."""
+
+    def __init__(self, message: str, *, kind: str = "invalid"):
+        super().__init__(message)
+        self.kind = kind
+
+
 class RunTakenOverError(AgentError):
     """This process asked the model for a step of a run that another process took over meanwhile (this one
     stalled past the run's lease: a paused VM, SIGSTOP): nothing of its step was stored; the run goes on there."""
@@ -64,6 +75,7 @@ __all__ = [
     "AgentError",
     "CommitOutcomeUnknownError",
     "DatabaseAwayError",
+    "DelegationError",
     "GrantNotAllowedError",
     "PolicyError",
     "RunTakenOverError",

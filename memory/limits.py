@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .tables import GrantRow, PolicyRow, RunRow, ThreadRow, ToolCallRow
+from .tables import DelegationRow, GrantRow, PolicyRow, RunRow, ThreadRow, ToolCallRow
 
 
 class TooLongError(ValueError):
@@ -49,5 +49,6 @@ RESOURCE_ID = width(ThreadRow.resource_id)
 PERSON = min(width(ToolCallRow.decided_by), width(GrantRow.granted_by), width(PolicyRow.updated_by))
 """Who decides, grants, revokes or changes a policy, as a front end names them."""
 GRANT_ID = width(GrantRow.id)
+DELEGATION_ID = width(DelegationRow.id)
 SLACK_ID = width(PolicyRow.escalate_to)
 """A Slack user, user-group or channel ID a policy names (its approvers, its escalation target)."""

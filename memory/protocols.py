@@ -199,3 +199,11 @@ class GrantReader(Protocol):
     ) -> Grant | None:
         """A live grant covering a call of `tool_name` in `thread_id` with these arguments, or None."""
         ...
+
+
+class DelegationReader(Protocol):
+    """Delegations, as the runtime's rule looks them up when someone acts on a waiting call."""
+
+    async def delegators_of(self, delegate: str) -> tuple[str, ...]:
+        """Whose approvals `delegate` holds now (delegations in force), oldest first."""
+        ...

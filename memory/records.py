@@ -61,6 +61,7 @@ class StoredToolCall:
     is_error: bool = False
     decision: str | None = None
     decided_by: str | None = None
+    decided_for: str | None = None
     decided_at: datetime | None = None
     reason: str | None = None
     child_run_id: str | None = None
@@ -113,6 +114,8 @@ class CallColumns(StartColumns, total=False):
 
     decision: str | None
     decided_by: str | None
+    decided_for: str | None
+    """Whom `decided_by` stood in for (a delegation in force at the decision)."""
     decided_at: datetime | None
     reason: str | None
     args: Any

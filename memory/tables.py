@@ -135,6 +135,8 @@ class ToolCallRow(Base):
     is_error: Mapped[bool] = mapped_column(Boolean, default=False)
     decision: Mapped[str | None] = mapped_column(String(16))
     decided_by: Mapped[str | None] = mapped_column(String(255))
+    decided_for: Mapped[str | None] = mapped_column(String(255))
+    """Whom `decided_by` stood in for (a delegation in force at the decision); None: their own decision."""
     decided_at: Mapped[datetime | None]
     reason: Mapped[str | None] = mapped_column(Text)
     # A supervisor's call to a sub-agent shows, and passes decisions down to, the inner call that waits.
@@ -188,6 +190,8 @@ class AuditRow(Base):
     tool_name: Mapped[str] = mapped_column(String(255))
     action: Mapped[str] = mapped_column(String(32))
     actor: Mapped[str | None] = mapped_column(String(255))
+    on_behalf_of: Mapped[str | None] = mapped_column(String(255))
+    """Whom the actor stood in for (a delegation in force); None: on their own behalf."""
     detail: Mapped[str | None] = mapped_column(Text)
     at: Mapped[datetime] = mapped_column(default=utcnow)
     via: Mapped[str | None] = mapped_column(String(16))
@@ -248,3 +252,22 @@ class GrantRow(Base):
     revoked_by: Mapped[str | None] = mapped_column(String(255))
 
     __table_args__ = (Index("ix_tool_grants_scope", "agent_id", "tool_name", "thread_id", "expires_at"),)
+
+
+class DelegationRow(Base):
+    """An approver's "@bob decides for me until Friday": while it is in force (not ended, not past
+    `ends_at`), `delegate` may decide what `delegator` may decide, never more, and never on their own request."""
+
+    __tablename__ = "delegations"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    delegator: Mapped[str] = mapped_column(String(255))
+    delegate: Mapped[str] = mapped_column(String(255))
+    created_by: Mapped[str] = mapped_column(String(255))
+    """Who made it: the delegator, or an admin for them."""
+    starts_at: Mapped[datetime] = mapped_column()
+    ends_at: Mapped[datetime] = mapped_column()
+    ended_at: Mapped[datetime | None] = mapped_column()
+    """When it was revoked, or (written by the sweep) when its time ran out; None: not ended yet."""
+    ended_by: Mapped[str | None] = mapped_column(String(255))
+
+    __table_args__ = (Index("ix_delegations_delegate", "delegate", "ends_at"),)

@@ -45,7 +45,15 @@ from tools import (
     to_jsonable,
 )
 
-from ._authorize import Action, Directory, OpenDirectory, authorize, four_eyes_refusal, policy_for, requester_of
+from ._authorize import (
+    Action,
+    Directory,
+    OpenDirectory,
+    authorize,
+    four_eyes_refusal,
+    policy_for,
+    requester_of,
+)
 from ._autoresume import find_answer, waiting_note
 from ._deciding import Landed, asked_of, check_action, decide_as
 from ._fingerprint import fingerprint
@@ -507,7 +515,7 @@ class Agent:
 
     async def actions_for(self, view: WaitingCallView, viewer: str | None) -> frozenset[Action]:
         """What the rule lets `viewer` do to the call of `view`: the actions a surface offers them."""
-        return await actions_for(view, viewer, self.directory)
+        return await actions_for(view, viewer, self.directory, self.storage.delegations)
 
     async def _decide(
         self,
@@ -516,6 +524,7 @@ class Agent:
         decision: Decision,
         *,
         decided_by: str | None = None,
+        decided_for: str | None = None,
         via: str = "runtime",
         user_messages: Sequence[dict[str, Any]] = (),
         read: tuple[StoredRun, StoredToolCall] | None = None,
@@ -533,7 +542,7 @@ class Agent:
         decision, edit = self._checked_decision(call, decision)
         policy = await self.storage.policies.get(call.displayed_tool_name)  # in force at the decision
         grant = self._new_grant(run, call, decision, policy, decided_by, edit)  # None unless one is asked for
-        won = WonDecision(decision=decision, decided_by=decided_by, via=via)
+        won = WonDecision(decision=decision, decided_by=decided_by, decided_for=decided_for, via=via)
         quorum: tuple[int, int] | None = None  # four eyes, the last approval: (approvals counted before it, needed)
         if isinstance(decision, Approve) and policy.approvals_required > 1:
             call, last = await self._count_approval(run, call, won, policy, edited=bool(edit))
@@ -556,8 +565,9 @@ class Agent:
             if quorum is not None and exc.state == ToolCallState.AWAITING_APPROVAL:
                 # another approval of the same call counted meanwhile: count this one again from there
                 return await self._decide(
-                    run_id, call.tool_call_id, decision, decided_by=decided_by, via=via, user_messages=user_messages
-                )
+                    run_id, call.tool_call_id, decision, decided_by=decided_by, decided_for=decided_for, via=via,
+                    user_messages=user_messages,
+                )  # fmt: skip
             raise
         except GrantNotAllowedError:  # the policy changed while this was decided: nothing was stored
             if held_here:
@@ -694,20 +704,22 @@ class Agent:
         fields: dict[str, Any] = {
             "decision": kind.recorded_as,
             "decided_by": won.decided_by,
+            "decided_for": won.decided_for,
             "decided_at": self.storage.clock.now(),
             "reason": won.reason,
             **edit,
         }
         if isinstance(won.decision, Resume):
             fields["resume_data"] = won.decision.data
-        audit = [Audit(action=kind.recorded_as, actor=won.decided_by, via=won.via, detail=won.reason,
+        by, for_ = won.decided_by, won.decided_for
+        audit = [Audit(action=kind.recorded_as, actor=by, on_behalf_of=for_, via=won.via, detail=won.reason,
                        policy_version=policy_version)]  # fmt: skip
         if edit:
-            audit.insert(0, Audit(action="edited", actor=won.decided_by, via=won.via, policy_version=policy_version,
-                                  before=call.args, after=edit["args"]))  # fmt: skip
+            audit.insert(0, Audit(action="edited", actor=by, on_behalf_of=for_, via=won.via,
+                                  policy_version=policy_version, before=call.args, after=edit["args"]))  # fmt: skip
         if grant is not None:
             scope = "same arguments only" if grant["args_fingerprint"] else "any arguments"
-            audit.append(Audit(action="granted", actor=won.decided_by, via=won.via, policy_version=policy_version,
+            audit.append(Audit(action="granted", actor=by, on_behalf_of=for_, via=won.via, policy_version=policy_version,
                                detail=f"grant {grant['id']}: {grant['tool_name']} in this thread, {scope}, "
                                f"until {grant['expires_at'].isoformat(timespec='seconds')}"))  # fmt: skip
         approvals_seen = None
@@ -825,14 +837,15 @@ class Agent:
         needed = policy.approvals_required
         requester = requester_of(run)
         while True:
-            refused = four_eyes_refusal(call, won.decided_by, requester, edited=edited)
+            refused = four_eyes_refusal(call, won.decided_by, requester, edited=edited, on_behalf_of=won.decided_for)
             if refused is not None:
                 reason, why = refused
                 raise ApprovalNotCountedError(call.displayed_tool_name, needed, why, reason=reason)
             seen = call.approval_count or 0
             if seen + 1 >= needed:
                 return call, True
-            audit = Audit(action="approved", actor=won.decided_by, via=won.via, policy_version=policy.version,
+            audit = Audit(action="approved", actor=won.decided_by, on_behalf_of=won.decided_for, via=won.via,
+                          policy_version=policy.version,
                           detail=f"approval {seen + 1} of {needed}; waits for {needed - seen - 1} more")  # fmt: skip
             if await self.storage.runs.count_approval(call, _approval(won, call), audit=audit):
                 return call, False
@@ -973,7 +986,8 @@ async def _handed_over(run_id: str) -> AsyncIterator[Chunk]:
 
 def _approval(won: WonDecision, call: StoredToolCall) -> dict[str, Any]:
     """One approval as a four-eyes call keeps it: who, when, and the arguments it approved."""
-    return {"by": won.decided_by, "at": utcnow().isoformat(), "fingerprint": call.fingerprint}
+    approval = {"by": won.decided_by, "at": utcnow().isoformat(), "fingerprint": call.fingerprint}
+    return approval | ({"for": won.decided_for} if won.decided_for else {})
 
 
 async def _still_waiting(run_id: str) -> AsyncIterator[Chunk]:

@@ -12,7 +12,12 @@ for the next click) and asks the front end's `Directory` about people and groups
   the same person, nor one given for other arguments, and the arguments cannot be edited;
 - with approvers named, only they may decide (and answer): the named users, and the members of the named
   user groups (a group's own ID is never a person who decides);
-- otherwise anyone in the conversation may decide; answering stays the requester's.
+- otherwise anyone in the conversation may decide; answering stays the requester's;
+- someone the rule refuses may still decide (approve, edit, grant, decline) for a person whose approvals they
+  hold (a delegation in force, `memory._delegations`), weighed as that person, live: never a right the
+  delegator lacks, one step only (what they hold for others is not theirs to pass on), never on their own
+  request, and under four eyes a person counts once, whoever they stand in for (the delegate and the
+  delegator both count as having approved).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from memory import StoredRun, StoredToolCall, ToolPolicy
+from memory import DelegationReader, StoredRun, StoredToolCall, ToolPolicy
 
 from ._conditions import rule_approvers
 from .exceptions import DirectoryUnavailableError
@@ -101,6 +106,8 @@ class RefusalReason(StrEnum):
     DIRECTORY_UNAVAILABLE = "directory_unavailable"
     HELD_ELSEWHERE = "held_elsewhere"
     """A sub-agent's live question held by another process, which a decision here cannot reach yet."""
+    OWN_REQUEST_AS_DELEGATE = "own_request_as_delegate"
+    """A delegate may not approve their own request for the person they stand in for."""
 
 
 _TEMPLATES: dict[RefusalReason, str] = {
@@ -125,6 +132,8 @@ _TEMPLATES: dict[RefusalReason, str] = {
     "Nothing was changed; try again.",
     RefusalReason.HELD_ELSEWHERE: "This question waits inside a sub-agent's MCP call that another bot process "
     "holds, and this answer could not reach it, so nothing was decided. Try again in a moment, or decline it.",
+    RefusalReason.OWN_REQUEST_AS_DELEGATE: "You decide for {detail} while they are away, but not on your own "
+    "request: ask someone else.",
 }
 
 
@@ -185,7 +194,7 @@ class Asked:
     requester: str | None
     thread_id: str | None
     approvals: tuple[str, ...] = ()
-    """Who approved it so far (four eyes)."""
+    """Who counted so far (four eyes): who approved, and whom they stood in for."""
     approvals_for_other_args: bool = False
     """Whether an earlier approval was given for other arguments than those waiting now."""
 
@@ -203,18 +212,39 @@ def requester_of(run: StoredRun) -> str | None:
     return (run.request_context or {}).get("requester") or run.resource_id
 
 
+@dataclass(frozen=True, kw_only=True)
+class Permitted:
+    """The rule lets the actor act: on their own right, or standing in for `on_behalf_of` (a delegation)."""
+
+    on_behalf_of: str | None = None
+
+
 def other_args_approved(call: StoredToolCall) -> bool:
     """Four eyes: whether an earlier approval was given for other arguments than those waiting now."""
     return any(a.get("fingerprint") != call.fingerprint for a in call.approvals or () if isinstance(a, dict))
 
 
 def approvers_so_far(call: StoredToolCall) -> tuple[str, ...]:
-    """Who approved a four-eyes call so far, in order."""
-    return tuple(a.get("by", "") for a in call.approvals or () if isinstance(a, dict))
+    """Who counted for a four-eyes call so far, in order: who approved, and whom a delegate stood in for."""
+    return tuple(
+        person
+        for a in call.approvals or ()
+        if isinstance(a, dict)
+        for person in (a.get("by", ""), a.get("for"))
+        if person is not None
+    )
+
+
+def stood_in_for(call: StoredToolCall) -> tuple[tuple[str, str], ...]:
+    """(delegate, delegator) of each approval or decision of `call` made standing in for someone."""
+    pairs = [(a["by"], a["for"]) for a in call.approvals or () if isinstance(a, dict) and a.get("by") and a.get("for")]
+    if call.decided_by and call.decided_for:
+        pairs.append((call.decided_by, call.decided_for))
+    return tuple(dict.fromkeys(pairs))
 
 
 def four_eyes_refusal(
-    call: StoredToolCall, actor: str | None, requester: str | None, *, edited: bool
+    call: StoredToolCall, actor: str | None, requester: str | None, *, edited: bool, on_behalf_of: str | None = None
 ) -> tuple[RefusalReason, str] | None:
     """Why an approval of a four-eyes call cannot count, as the call stands now (read again after a lost
     race), with the words of `ApprovalNotCountedError`; None when it counts."""
@@ -226,8 +256,11 @@ def four_eyes_refusal(
         return RefusalReason.NO_ACTOR, "name the approver (approver=...)"
     if actor == requester:
         return RefusalReason.REQUESTER_CANNOT_COUNT, "the requester's own approval does not count; ask someone else"
-    if actor in approvers_so_far(call):
-        return RefusalReason.ALREADY_APPROVED_BY_YOU, f"{actor} already approved it; it waits for someone else"
+    if on_behalf_of is not None and on_behalf_of == requester:
+        return RefusalReason.REQUESTER_CANNOT_COUNT, "the requester's own approval does not count; ask someone else"
+    for person in (actor, on_behalf_of):
+        if person is not None and person in approvers_so_far(call):
+            return RefusalReason.ALREADY_APPROVED_BY_YOU, f"{person} already approved it; it waits for someone else"
     if other_args_approved(call):
         return RefusalReason.ARGS_CHANGED, (
             "its arguments are not those the earlier approvals were given for; decline it"
@@ -245,8 +278,42 @@ def answerers(policy: ToolPolicy, requester: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*([requester] if requester else []), *policy.approvers]))
 
 
-async def authorize(asked: Asked, policy: ToolPolicy, directory: Directory) -> Refusal | None:
+async def authorize(
+    asked: Asked, policy: ToolPolicy, directory: Directory, delegations: DelegationReader | None = None
+) -> Refusal | None:
     """None if `asked.actor` may do `asked.action` under `policy`, else why not (see the module docstring)."""
+    verdict = await permit(asked, policy, directory, delegations)
+    return verdict if isinstance(verdict, Refusal) else None
+
+
+async def permit(
+    asked: Asked, policy: ToolPolicy, directory: Directory, delegations: DelegationReader | None = None
+) -> Permitted | Refusal:
+    """Whether `asked.actor` may do `asked.action` under `policy`: on their own right, else for someone whose
+    approvals they hold (`delegations`); a `Refusal` says why not (see the module docstring)."""
+    refusal = await _own_right(asked, policy, directory)
+    actor = asked.actor
+    if refusal is None:
+        return Permitted()
+    if delegations is None or not actor or asked.action not in DECIDING:
+        return refusal
+    if refusal.reason in (RefusalReason.TOOL_DISABLED, RefusalReason.DIRECTORY_UNAVAILABLE):
+        return refusal  # nobody may approve a disabled tool's call; a directory that failed fails for both
+    for delegator in await delegations.delegators_of(actor):
+        if delegator == actor:
+            continue
+        if asked.action in APPROVING and actor == asked.requester:
+            return dataclasses.replace(refusal, reason=RefusalReason.OWN_REQUEST_AS_DELEGATE, detail=delegator)
+        if asked.action in APPROVING and policy.approvals_required > 1 and actor in asked.approvals:
+            return dataclasses.replace(refusal, reason=RefusalReason.ALREADY_APPROVED_BY_YOU)
+        # weighed as the delegator, without their own delegations: one step only
+        if await _own_right(dataclasses.replace(asked, actor=delegator), policy, directory) is None:
+            return Permitted(on_behalf_of=delegator)
+    return refusal
+
+
+async def _own_right(asked: Asked, policy: ToolPolicy, directory: Directory) -> Refusal | None:
+    """None if `asked.actor` may do `asked.action` under `policy` on their own right, else why not."""
     actor, action = asked.actor, asked.action
 
     def refused(reason: RefusalReason, may_instead: tuple[str, ...] = (), detail: str = "") -> Refusal:
@@ -305,14 +372,17 @@ __all__ = [
     "Directory",
     "Naming",
     "OpenDirectory",
+    "Permitted",
     "Refusal",
     "RefusalReason",
     "answerers",
     "approvers_so_far",
     "four_eyes_refusal",
     "other_args_approved",
+    "permit",
     "policy_for",
     "requester_of",
+    "stood_in_for",
     "authorize",
     "deciders",
 ]

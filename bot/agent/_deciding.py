@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memory import Grant, Storage, StoredRun, StoredToolCall
+from memory import DelegationReader, Grant, Storage, StoredRun, StoredToolCall
 from memory.states import waiting_state_for
 
 from ._authorize import (
@@ -18,8 +18,9 @@ from ._authorize import (
     Directory,
     Refusal,
     RefusalReason,
-    authorize,
+    approvers_so_far,
     other_args_approved,
+    permit,
     policy_for,
     requester_of,
 )
@@ -71,6 +72,7 @@ class DecidingAgent(Protocol):
         decision: Decision,
         *,
         decided_by: str | None = None,
+        decided_for: str | None = None,
         via: str = "runtime",
         user_messages: Sequence[dict[str, Any]] = (),
         read: tuple[StoredRun, StoredToolCall] | None = None,
@@ -99,7 +101,7 @@ def asked_of(run: StoredRun, call: StoredToolCall, actor: str | None, action: Ac
         tool_name=call.displayed_tool_name,
         requester=requester_of(run),
         thread_id=run.thread_id,
-        approvals=tuple(a.get("by", "") for a in call.approvals or () if isinstance(a, dict)),
+        approvals=approvers_so_far(call),
         approvals_for_other_args=other_args_approved(call),
     )
 
@@ -124,13 +126,13 @@ async def decide_as(
         return AlreadyDecided(record=agent._record_of(call))  # only a live question can be dismissed
     action = action_of(decision)
     policy = policy_for(await agent.storage.policies.get(call.displayed_tool_name), call)
-    refusal = await authorize(asked_of(run, call, actor, action), policy, agent.directory)
-    if refusal is not None:
-        return await _refused(agent, call, refusal, actor=actor, action=action, via=via)
+    verdict = await permit(asked_of(run, call, actor, action), policy, agent.directory, delegations_of(agent))
+    if isinstance(verdict, Refusal):
+        return await _refused(agent, call, verdict, actor=actor, action=action, via=via)
     try:
         landed = await agent._decide(
-            run.id, call.tool_call_id, decision, decided_by=actor, via=via, user_messages=user_messages,
-            read=(run, call),
+            run.id, call.tool_call_id, decision, decided_by=actor, decided_for=verdict.on_behalf_of, via=via,
+            user_messages=user_messages, read=(run, call),
         )  # fmt: skip
     except SnapshotNotFoundError:
         return Gone(run_id=run_id, tool_call_id=tool_call_id)
@@ -172,12 +174,17 @@ async def check_action(
     if run is None or call is None or run.agent_id != agent.id:
         return None  # nothing to refuse: the decision itself finds it gone
     policy = policy_for(await agent.storage.policies.get(call.displayed_tool_name), call)
-    refusal = await authorize(asked_of(run, call, actor, action), policy, agent.directory)
-    if refusal is None:
+    refusal = await permit(asked_of(run, call, actor, action), policy, agent.directory, delegations_of(agent))
+    if not isinstance(refusal, Refusal):
         return None
     if not audit:
         return Refused(refusal=refusal, record=agent._record_of(call))
     return await _refused(agent, call, refusal, actor=actor, action=action, via=via)
+
+
+def delegations_of(agent: DecidingAgent) -> DelegationReader:
+    """Where the rule reads who holds whose approvals: the agent's storage."""
+    return agent.storage.delegations
 
 
 async def _refused(
@@ -195,4 +202,4 @@ async def _refused(
     return Refused(refusal=refusal, record=agent._record_of(call))
 
 
-__all__ = ["Landed", "action_of", "check_action", "decide_as"]
+__all__ = ["Landed", "action_of", "check_action", "decide_as", "delegations_of"]

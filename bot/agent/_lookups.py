@@ -11,6 +11,7 @@ from memory import RunStatus, Storage, StoredToolCall, ToolCallState
 from memory.states import DecisionKind, shown_suspend_payload
 from tools import Tool
 
+from ._authorize import stood_in_for
 from ._conditions import rule_approvers, rule_line
 from .exceptions import AmbiguousSuspendedRunsError, NoSuspendedRunError
 from .types import RunRecord, SuspendedRun, SuspendedRunsPage, SuspendedToolCall, ToolCallRecord, ToolPreview
@@ -96,6 +97,7 @@ class Lookups:
             resume_data=row.resume_data,
             decision=DecisionKind.of_recorded(row.decision),
             decided_by=row.decided_by,
+            decided_for=row.decided_for,
             decided_at=row.decided_at,
             reason=row.reason,
             suspended_at=row.suspended_at,
@@ -107,6 +109,7 @@ class Lookups:
             preview=ToolPreview.of(row.preview),
             live_question=row.held_by is not None and row.state == ToolCallState.SUSPENDED,
             approvals=tuple(a.get("by", "") for a in row.approvals or () if isinstance(a, dict)),
+            stood_in_for=stood_in_for(row),
             interrupted=row.interrupted,
             escalated_at=escalated_at(row),
             rule=rule_line(row.rule),

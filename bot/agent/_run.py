@@ -111,6 +111,8 @@ class WonDecision:
     decision: Decision
     """`Approve`, `Decline`, `Resume` or `Expire`; a resume's data as it was validated and stored."""
     decided_by: str | None = None
+    decided_for: str | None = None
+    """Whom `decided_by` stood in for (a delegation in force); None: their own decision."""
     via: str = "runtime"
     """Through what it was decided, for the audit trail: button, home, api, thread, expiry, recovery, runtime."""
 

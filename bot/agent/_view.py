@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from memory import StoredRun, StoredToolCall, ToolPolicy
+from memory import DelegationReader, StoredRun, StoredToolCall, ToolPolicy
 
 from ._authorize import (
     Action,
@@ -73,7 +73,7 @@ class WaitingCallView:
     def asked(self, viewer: str | None, action: Action) -> Asked:
         return Asked(
             actor=viewer, action=action, tool_name=self.record.tool_name, requester=self.requester,
-            thread_id=self.thread_id, approvals=self.approvals,
+            thread_id=self.thread_id, approvals=(*self.approvals, *(d for _, d in self.record.stood_in_for)),
             approvals_for_other_args=self.approvals_for_other_args,
         )  # fmt: skip
 
@@ -118,11 +118,14 @@ def _possible(view: WaitingCallView) -> list[Action]:
     return possible
 
 
-async def actions_for(view: WaitingCallView, viewer: str | None, directory: Directory) -> frozenset[Action]:
-    """The actions the rule allows `viewer` on the call of `view` (those a surface offers them)."""
+async def actions_for(
+    view: WaitingCallView, viewer: str | None, directory: Directory, delegations: DelegationReader | None = None
+) -> frozenset[Action]:
+    """The actions the rule allows `viewer` on the call of `view` (those a surface offers them), on their own
+    right or for someone whose approvals they hold (`delegations`)."""
     allowed = set()
     for action in _possible(view):
-        if await authorize(view.asked(viewer, action), view.policy, directory) is None:
+        if await authorize(view.asked(viewer, action), view.policy, directory, delegations) is None:
             allowed.add(action)
     return frozenset(allowed)
 

@@ -297,6 +297,8 @@ class ToolCallRecord:
     """What a human decided about it, None before any decision."""
     decided_by: str | None = None
     """Who decided (a user id, as the front end named them), None for the runtime itself."""
+    decided_for: str | None = None
+    """Whom `decided_by` stood in for (a delegation in force at the decision); None: their own decision."""
     decided_at: datetime | None = None
     """When it was decided."""
     reason: str | None = None
@@ -324,8 +326,16 @@ class ToolCallRecord:
     approvals: tuple[str, ...] = ()
     """Who approved it so far, in order, when its policy needs several distinct approvers (four eyes);
     empty before the first (and for a call decided by one approval)."""
+    stood_in_for: tuple[tuple[str, str], ...] = ()
+    """(delegate, delegator) for each decision or approval of it made by someone standing in for another
+    (a delegation): a surface names them "@bob for @alice"."""
     escalated_at: datetime | None = None
     """When its current wait was escalated (its policy's `escalate_to`); None: not escalated."""
+
+    def named(self, person: str) -> tuple[str, str | None]:
+        """`person` and whom they stood in for on this call (None: on their own behalf)."""
+        return person, dict(self.stood_in_for).get(person)
+
     rule: str | None = None
     """The admin's rule that decided it when it was proposed, in one line ("rule 1: Needs finance:
     args.amount > 100.0", or why its condition could not be evaluated); None: no rule decided."""

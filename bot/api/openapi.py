@@ -113,6 +113,69 @@ def _call_operation(summary: str, body: dict[str, Any], required: list[str]) -> 
     }
 
 
+_DELEGATION = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "delegator": {"type": "string", "description": "Whose approvals are handed over (a Slack user ID)."},
+        "delegate": {"type": "string", "description": "Who decides them meanwhile."},
+        "createdBy": {"type": "string"},
+        "startsAt": {"type": "string", "format": "date-time"},
+        "endsAt": {"type": "string", "format": "date-time"},
+        "endedAt": {"type": ["string", "null"], "format": "date-time"},
+        "endedBy": {"type": ["string", "null"]},
+    },
+}
+
+
+def _delegation_paths() -> dict[str, Any]:
+    one = {"type": "object", "properties": {"status": {"type": "string"}, "delegation": _DELEGATION}}
+    answer = {"description": "Done.", "content": {"application/json": {"schema": one}}}
+    person = {"type": "string", "description": "A Slack user ID."}
+
+    def body(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+        schema = {"type": "object", "properties": properties, "required": required}
+        return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+    errors = {code: _ERROR for code in ("400", "401", "403", "404", "409")}
+    listed = {"type": "object", "properties": {"delegations": {"type": "array", "items": _DELEGATION}}}
+    return {
+        "/api/delegations": {
+            "get": {
+                "summary": "Every delegation in force, soonest to end first (`person`: those one person gave or holds)",
+                "parameters": [{"name": "person", "in": "query", "schema": {"type": "string"}}],
+                "responses": {
+                    "200": {"description": "In force.", "content": {"application/json": {"schema": listed}}},
+                    "401": _ERROR,
+                },
+            },
+            "post": {
+                "summary": "Hand the delegator's approvals to the delegate until a time (by the delegator, or an "
+                "admin as `actor`); audited delegated",
+                "requestBody": body(
+                    {
+                        "delegator": person,
+                        "delegate": person,
+                        "until": {"type": "string", "description": "An ISO time or date (its end, UTC), or 3d, 8h."},
+                        "actor": person,
+                    },
+                    ["delegator", "delegate", "until"],
+                ),
+                "responses": {"200": answer, **errors},
+            },
+        },
+        "/api/delegations/{delegationId}/end": {
+            "post": {
+                "summary": "End a delegation now (by its delegator, its delegate or an admin); audited "
+                "delegation_ended",
+                "parameters": [{"name": "delegationId", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "requestBody": body({"endedBy": person}, ["endedBy"]),
+                "responses": {"200": answer, **errors},
+            }
+        },
+    }
+
+
 def openapi_document() -> dict[str, Any]:
     approver = {"type": "string", "description": "Slack user ID of who decides; the tool's policy is applied to it."}
     return {
@@ -375,6 +438,7 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
+            **_delegation_paths(),
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "BOT_API_TOKEN"}},

@@ -48,6 +48,7 @@ from bot.agent import (
 from memory import SYSTEM, Grant, PolicyChange, ToolPolicy, limits
 from tools import JsonValueError, clean_text, read_json
 
+from .delegations import ApiDelegations
 from .openapi import camel, json_type, openapi_document
 
 log = logging.getLogger("bot.api")
@@ -111,6 +112,7 @@ def add_api_routes(web_app: web.Application, front: ApiFront) -> None:
     web_app.router.add_post(PREFIX + "/grants/{grant_id}/revoke", api.revoke_grant)
     web_app.router.add_get("/api/policies", api.policies)
     web_app.router.add_patch("/api/policies/{tool}", api.change_policy)
+    ApiDelegations(front, answer=api._answer, error=ApiError, body=_json_object).add_routes(web_app)
     web_app.on_cleanup.append(api.finish)
 
 
@@ -279,14 +281,17 @@ class _Api:
             action=action, user_id=user_id, run_id=run_id, tool_call_id=tool_call_id, tool_name=record.tool_name,
             args=record.args,
         )  # fmt: skip
+        for_whom = record.named(user_id)[1] if user_id else None  # a delegate: whom they stood in for
         if isinstance(result, Counted):  # four eyes: this approval counted; the call waits for more
             self._show(asked, None)
             return {"runId": run_id, "toolCallId": tool_call_id, "status": "waiting",
-                    "approvals": list(result.approvals)}  # fmt: skip
+                    "approvals": list(result.approvals)} | ({"onBehalfOf": for_whom} if for_whom else {})  # fmt: skip
         self._show(asked, result.stream)
         refused = isinstance(decision, DeclineQuestion | CancelQuestion)  # said as the question's outcome
         status = decision.kind.outcome if refused else decision.kind.recorded_as
         answer: dict[str, Any] = {"runId": run_id, "toolCallId": tool_call_id, "status": status}
+        if for_whom:
+            answer["onBehalfOf"] = for_whom
         if isinstance(decision, Approve) and decision.grant is not None:
             answer["grant"] = _grant_json(result.grant) if result.grant is not None else None
         return answer

@@ -76,6 +76,8 @@ class ApprovalView:
     """On a copy posted by the escalation sweep: why it is brought here (mrkdwn); None elsewhere."""
     approvals: tuple[str, ...] = ()
     """Who approved so far (Slack user IDs), when several approvals are needed."""
+    stood_in_for: tuple[tuple[str, str], ...] = ()
+    """(delegate, delegator) of each approval made standing in for someone: "<@bob> for <@alice>"."""
     grant_seconds: int | None = None
     """The standing grant the tool's policy allows now, in seconds (None: no grant buttons)."""
     rule: str | None = None
@@ -110,6 +112,8 @@ class DecisionView:
     """Nobody decided before the tool policy's expiry: declined as expired."""
     approvals: tuple[str, ...] = ()
     """Four eyes: everyone who approved it, in order (the last of them is `decided_by` once approved)."""
+    stood_in_for: tuple[tuple[str, str], ...] = ()
+    """(delegate, delegator) of each decision or approval made standing in for someone."""
 
 
 def format_args(args: Any, tr: Translator, *, limit: int = ARGS_LIMIT, value_limit: int = VALUE_LIMIT) -> str:
@@ -214,7 +218,7 @@ def approvals_line(view: ApprovalView, tr: Translator) -> str:
     )  # fmt: skip
     line = f":busts_in_silhouette: *{count}*"
     if view.approvals:
-        line += ": " + ", ".join(f"<@{user}>" for user in view.approvals)
+        line += ": " + ", ".join(person_words(user, view.stood_in_for, tr) for user in view.approvals)
     runs = tr.gettext(
         "It runs once {required} different people approve (not {requester}, who asked).",
         required=view.approvals_required,
@@ -259,9 +263,9 @@ def build_decided_approval_blocks(view: ApprovalView, decision: DecisionView, tr
         headline = tr.gettext("*Declined*: {tool}", tool=tool)
     emoji = ":white_check_mark:" if decision.approved else ":no_entry_sign:"
     blocks = _describe(view, tr, headline=f"{emoji} {headline}")
-    who = f"<@{decision.decided_by}>" if decision.decided_by else None
+    who = person_words(decision.decided_by, decision.stood_in_for, tr) if decision.decided_by else None
     if decision.approved and len(decision.approvals) > 1:  # four eyes: every approver, not only the last
-        who = ", ".join(f"<@{user}>" for user in decision.approvals)
+        who = ", ".join(person_words(user, decision.stood_in_for, tr) for user in decision.approvals)
     if decision.approved:
         line = (
             tr.gettext("Approved by {user} on {date}", user=who, date=date)
@@ -278,6 +282,15 @@ def build_decided_approval_blocks(view: ApprovalView, decision: DecisionView, tr
         line += "\n" + tr.gettext("Reason: {reason}", reason=escape(decision.reason))
     blocks.append(SectionBlock(text=MarkdownTextObject(text=line)))
     return blocks
+
+
+def person_words(user: str, stood_in_for: tuple[tuple[str, str], ...], tr: Translator) -> str:
+    """A person who decided or approved, in mrkdwn: "<@bob>", or "<@bob> for <@alice>" when they stood in
+    for someone (a delegation)."""
+    delegator = dict(stood_in_for).get(user)
+    if delegator is None:
+        return f"<@{user}>"
+    return tr.gettext("{delegate} for {delegator}", delegate=f"<@{user}>", delegator=f"<@{delegator}>")
 
 
 def decided_text(view: ApprovalView, decision: DecisionView, tr: Translator) -> str:

@@ -129,6 +129,7 @@ class HomePublisher:
                 note="" if refused is None else refusal_text(refused.refusal, tr),
                 fingerprint=record.fingerprint,
                 approvals=record.approvals,
+                stood_in_for=record.stood_in_for,
                 approvals_required=policy.approvals_required,
                 rule=record.rule,
                 actions=frozenset(str(action) for action in actions),

@@ -42,6 +42,7 @@ from .approval_builder import (
     PreviewView,
     date_or_now,
     format_args,
+    person_words,
     preview_section,
 )
 from .modal_builder import REASON_ACTION, REASON_BLOCK_ID
@@ -100,6 +101,8 @@ class HomeApproval:
     """The fingerprint of the call as shown; a bulk selection carries it, so that it decides only this."""
     approvals: tuple[str, ...] = ()
     """Four eyes: who approved it so far."""
+    stood_in_for: tuple[tuple[str, str], ...] = ()
+    """(delegate, delegator) of each approval made standing in for someone."""
     approvals_required: int = 1
     rule: str | None = None
     """The admin's rule that made it wait ("rule 1: Needs finance: ..."); None: no rule."""
@@ -418,7 +421,8 @@ def approvals_so_far(approval: HomeApproval, tr: Translator) -> str:
         count=len(approval.approvals),
     )  # fmt: skip
     line = f":busts_in_silhouette: {count}"
-    return line + (": " + ", ".join(f"<@{user}>" for user in approval.approvals) if approval.approvals else "")
+    people = [person_words(user, approval.stood_in_for, tr) for user in approval.approvals]
+    return line + (": " + ", ".join(people) if people else "")
 
 
 def _mention(approver: str) -> str:

@@ -81,4 +81,9 @@ def refusal_text(refusal: Refusal, tr: Translator) -> str:
                 "This question waits inside a sub-agent's MCP call that another bot process holds, and this "
                 "answer could not reach it, so nothing was decided. Try again in a moment, or decline it."
             )
+        case RefusalReason.OWN_REQUEST_AS_DELEGATE:
+            return tr.gettext(
+                "You decide for {delegator} while they are away, but not on your own request: ask someone else.",
+                delegator=f"<@{refusal.detail}>",
+            )
     return refusal.text(SLACK_NAMING)  # a reason this adapter has no words for yet: the runtime's English

@@ -204,6 +204,7 @@ def approval_view_of(row: ToolCallMessageRow, record: ToolCallRecord | None, arg
         preview=preview_view_of(record),
         rule=record.rule if record is not None else None,
         approvals=record.approvals if record is not None else (),
+        stood_in_for=record.stood_in_for if record is not None else (),
     )
 
 
@@ -364,6 +365,7 @@ def _settled_approval(row: ToolCallMessageRow, record: ToolCallRecord | None, tr
         edited=shown != row.args,
         expired=record.outcome == "expired",
         approvals=record.approvals,
+        stood_in_for=record.stood_in_for,
     )
     return decided_text(view, decision, tr), build_decided_approval_blocks(view, decision, tr)
 
