@@ -369,6 +369,7 @@ def _slack_app(command: str, agent: Any, storage: Any, settings: Settings) -> An
         stale_after=settings.bot_stale_after,
         admins=settings.bot_admins,
         language=settings.bot_language,
+        quick_approval_seconds=settings.bot_quick_approval_seconds,
     )
 
 

@@ -191,6 +191,7 @@ class Playground:
             signing_secret=signing_secret,
             api_url=f"{self.url}/api/",
             language=self.settings.bot_language,
+            quick_approval_seconds=self.settings.bot_quick_approval_seconds,
         )
         self._bolt_app = bolt_app
         web_app = build_web_app(bolt_app)

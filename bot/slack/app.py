@@ -19,7 +19,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
-from bot.defaults import DEFAULT_MAX_CONCURRENT_TURNS, DEFAULT_SLACK_API_URL
+from bot.defaults import DEFAULT_MAX_CONCURRENT_TURNS, DEFAULT_QUICK_APPROVAL_SECONDS, DEFAULT_SLACK_API_URL
 from memory import Storage
 
 from .directory import Directory
@@ -86,6 +86,7 @@ def create_slack_app(
     queued_notice_after: float = 10.0,
     stale_after: float = 30.0,
     language: str = DEFAULT_LANGUAGE,
+    quick_approval_seconds: float = DEFAULT_QUICK_APPROVAL_SECONDS,
 ) -> AsyncApp:
     """The bot's Bolt app. `signing_secret` is needed over HTTP (requests are verified with it) and
     not over Socket Mode. `agent` must already have storage and memory attached. Who may decide is
@@ -97,7 +98,8 @@ def create_slack_app(
     seconds behind earlier ones in its thread is told so; a thread's turn held by a replica silent for
     `stale_after` seconds is taken over (see `turn_queue`). Serve the app with `build_web_app` or
     `serve_socket`, which start and stop its background work. `language` (`BOT_LANGUAGE`, one of
-    `translator.LANGUAGES`) is the bot's words for a person whose Slack locale it has no catalog for."""
+    `translator.LANGUAGES`) is the bot's words for a person whose Slack locale it has no catalog for;
+    `quick_approval_seconds` (`BOT_QUICK_APPROVAL_SECONDS`) what the admin's approval analytics count as quick."""
     logger = logger or logging.getLogger("bot.slack")
     # The token, not a client: given a client, Bolt also reads SLACK_BOT_TOKEN itself and warns that it
     # is unused. The client Bolt builds is then pointed at `api_url`, with retries.
@@ -118,6 +120,7 @@ def create_slack_app(
         directory=directory,
         streaming=streaming,
         logger=logger,
+        quick_approval_seconds=quick_approval_seconds,
     )
     services.languages = ReaderLanguages(directory, services.stores.conversations, default=language)
     services.home = HomePublisher(services, app.client)

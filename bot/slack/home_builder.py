@@ -34,6 +34,7 @@ from bot.admin import rule_words
 from memory import PolicyMode, ToolPolicy
 from tools import JsonValueError, read_json
 
+from .analytics_builder import analytics_button
 from .approval_builder import (
     APPROVE,
     DECLINE,
@@ -204,6 +205,7 @@ def build_home_view(home: HomeView, tr: Translator) -> dict[str, Any]:
         blocks.append(HeaderBlock(text=tr.gettext("Tool policies")))
         admin = tr.gettext("You are an admin: you can change who approves each tool.")
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=admin)]))
+        blocks.append(analytics_button(tr))
         for item in home.policies:
             blocks.append(
                 SectionBlock(

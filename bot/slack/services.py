@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from bot.defaults import DEFAULT_QUICK_APPROVAL_SECONDS
+
 from .directory import Directory
 from .stores import SlackStores
 
@@ -38,6 +40,8 @@ class SlackServices:
     home: Any = None
     """The App Home publisher (`home.HomePublisher`), told when something a Home shows changes."""
     streaming: bool = True
+    quick_approval_seconds: float = DEFAULT_QUICK_APPROVAL_SECONDS
+    """An approval within this many seconds of its request is quick in the analytics (`BOT_QUICK_APPROVAL_SECONDS`)."""
     """Stream replies with chat.startStream; False posts and updates instead."""
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("bot.slack"))
     turns: TurnQueue = field(init=False)

@@ -1,6 +1,7 @@
 """How approvals are really decided (issue 44, approval analytics): a scripted sequence of decisions through
 the Slack emulation and the HTTP API, on a clock that moves only when told, gives exactly the expected
-numbers in `python -m bot audit --summary`, in `/metrics` and in the traces, on SQLite and PostgreSQL."""
+numbers in the admin's App Home, `python -m bot audit --summary`, `/metrics` and the traces, on SQLite and
+PostgreSQL."""
 
 from __future__ import annotations
 
@@ -13,7 +14,20 @@ from tests.support.processes import bot_command
 from tests.support.scripted_model import call, reply, tool_calls
 from tests.support.waiting import until
 
-from .harness import RunningBot, ask_to_delete, decide_path, request, scrape, value, waiting_call
+from .harness import (
+    API_TOKEN,
+    RunningBot,
+    ask_to_delete,
+    decide_path,
+    home_click,
+    home_of,
+    open_home,
+    request,
+    running_bot,
+    scrape,
+    value,
+    waiting_call,
+)
 
 pytestmark = pytest.mark.both_databases
 
@@ -22,6 +36,15 @@ pytestmark = pytest.mark.both_databases
 def clock():
     """Every time to decision below is exact: the clock stands still between the test's `advance` calls."""
     return StoppedClock()
+
+
+@pytest.fixture
+async def analytics_bot(database_url, slack, model, clock):
+    """U1 (English) and UKO (Korean) are admins."""
+    async with running_bot(
+        database_url=database_url, slack=slack, admins=("U1", "UKO"), api_token=API_TOKEN, clock=clock
+    ) as running:
+        yield running
 
 
 async def decisions(bot: RunningBot) -> int:
@@ -221,3 +244,58 @@ async def test_the_wait_for_a_person_is_a_span_of_its_own(admin_bot: RunningBot,
         # under the turn that carried the decision out, in the same run
         assert wait.parent is not None and wait.parent.span_id in turns
         assert turns[wait.parent.span_id].attributes["bot.run.id"] == wait.attributes["bot.run.id"]
+
+
+def table_of(view: dict) -> dict[str, dict[str, str]]:
+    """The modal's rows: each section's text -> its fields, "*Name*\\nvalue" read as name -> value."""
+    rows = {}
+    for block in view["blocks"]:
+        if block["type"] == "section" and block.get("fields"):
+            cells = (field["text"].split("\n", 1) for field in block["fields"])
+            rows[block["text"]["text"]] = {name.strip("*"): cell for name, cell in cells}
+    return rows
+
+
+async def opened_analytics(bot: RunningBot, user: str, count: int) -> dict:
+    await open_home(bot, user)
+    home = await home_of(bot, user)
+    buttons = [e["action_id"] for b in home["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert "approval_analytics" in buttons
+    await home_click(bot, user, "approval_analytics", "open")
+    opened = await bot.slack.wait_for("views.open", count=count)
+    view = opened[count - 1].params["view"]
+    return json.loads(view) if isinstance(view, str) else view
+
+
+async def test_the_admin_opens_the_numbers_from_the_home_in_their_language(analytics_bot: RunningBot, model, clock):
+    bot = analytics_bot
+    await scripted_decisions(bot, model, clock)
+
+    view = await opened_analytics(bot, "U1", 1)
+    assert view["title"]["text"] == "Approval analytics"
+    assert table_of(view) == {
+        "*delete-record*": {"Waiting": "0", "Decided": "3", "Time to decision": "p50 4 s · p95 30 s",
+                            "Quick approvals": "2", "Declined": "1", "Expired": "1", "Cancelled": "0", "Undone": "0"},
+        "*issue-refund*": {"Waiting": "1", "Decided": "1", "Time to decision": "p50 10 s · p95 10 s",
+                           "Quick approvals": "0", "Declined": "0", "Expired": "0", "Cancelled": "0", "Undone": "0"},
+        "<@U2>": {"Waiting": "0", "Decided": "2", "Time to decision": "p50 2 s · p95 30 s",
+                  "Quick approvals": "1", "Declined": "1", "Expired": "0", "Cancelled": "0", "Undone": "0"},
+        "<@U3>": {"Waiting": "1", "Decided": "2", "Time to decision": "p50 4 s · p95 10 s",
+                  "Quick approvals": "1", "Declined": "0", "Expired": "0", "Cancelled": "0", "Undone": "0"},
+    }  # fmt: skip
+    assert "within 5 s of the request" in json.dumps(view)
+
+    korean = await opened_analytics(bot, "UKO", 2)
+    assert korean["title"]["text"] == "승인 분석"
+    assert table_of(korean)["*delete-record*"]["결정까지 걸린 시간"] == "p50 4초 · p95 30초"
+    assert table_of(korean)["<@U3>"]["빠른 승인"] == "1"
+
+
+async def test_no_one_but_an_admin_sees_the_numbers(analytics_bot: RunningBot, model, clock):
+    bot = analytics_bot
+    await open_home(bot, "U2")
+    home = await home_of(bot, "U2")
+    assert "approval_analytics" not in json.dumps(home)
+    await home_click(bot, "U2", "approval_analytics", "open")  # a forged click
+    await bot.slack.settle()
+    assert bot.slack.calls_of("views.open") == []

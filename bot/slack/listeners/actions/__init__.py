@@ -1,10 +1,11 @@
 """Block actions: the approval buttons (in a thread or the App Home), the Answer, Decline, Cancel and
 "Show the whole question" buttons of a question, an admin's Edit button next to a tool policy, the feedback buttons under an
-answer, the App Home's bulk decisions (its checkboxes, "Approve selected", "Decline selected") and the
+answer, the admin's Approval analytics button, the App Home's bulk decisions (its checkboxes, "Approve selected", "Decline selected") and the
 Revoke button next to a standing grant in the App Home."""
 
 from slack_bolt.async_app import AsyncApp
 
+from ...analytics_builder import APPROVAL_ANALYTICS
 from ...approval_builder import (
     APPROVE,
     APPROVE_AND_GRANT,
@@ -16,6 +17,7 @@ from ...approval_builder import (
 from ...feedback_builder import FEEDBACK
 from ...home_builder import BULK_APPROVE, BULK_DECLINE, BULK_DECLINE_WITH_REASON, BULK_PICK, EDIT_POLICY, REVOKE_GRANT
 from ...question_builder import ANSWER, CANCEL_QUESTION, DECLINE_QUESTION, OPEN_URL, SHOW_QUESTION
+from .analytics import handle_approval_analytics_button
 from .answer import (
     handle_answer_button,
     handle_question_cancel_button,
@@ -54,6 +56,7 @@ def register(app: AsyncApp) -> None:
     app.action(OPEN_URL)(handle_question_url_button)
     app.action(SHOW_QUESTION)(handle_show_question_button)
     app.action(EDIT_POLICY)(handle_policy_edit_button)
+    app.action(APPROVAL_ANALYTICS)(handle_approval_analytics_button)
     app.action(REVOKE_GRANT)(handle_grant_revoke_button)
     app.action(FEEDBACK)(handle_feedback_button)
     app.action(BULK_PICK)(handle_bulk_pick)
