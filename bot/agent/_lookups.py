@@ -114,6 +114,7 @@ class Lookups:
             escalated_at=escalated_at(row),
             rule=rule_line(row.rule),
             rule_approvers=rule_approvers(row.rule),
+            rule_fields=row.rule if isinstance(row.rule, dict) else None,
         )
 
     def _shown_tool(self, name: str) -> Tool | None:

@@ -7,6 +7,7 @@ end (Slack, the HTTP API, the playground) reads these fields and nothing else.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -342,6 +343,9 @@ class ToolCallRecord:
     rule_approvers: tuple[str, ...] = ()
     """Who may decide it, when the rule that made it wait names its own approvers (instead of the
     policy's); empty: the policy's approvers."""
+    rule_fields: Mapping[str, Any] | None = None
+    """The rule of `rule` as stored (its `position`, `condition`, `effect`, `name`, or `failed`: why its
+    condition could not be evaluated), for a front end that words it in its reader's language."""
 
     @property
     def outcome(self) -> str | None:

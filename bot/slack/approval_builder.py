@@ -7,6 +7,7 @@ thread is built in the conversation's language, a DM copy in its reader's.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -21,6 +22,7 @@ from slack_sdk.models.blocks import (
 )
 
 from .mrkdwn import escape, slack_date
+from .rules_builder import call_rule_line
 from .translator import Translator
 
 APPROVE = "tool_approve"
@@ -82,6 +84,8 @@ class ApprovalView:
     """The standing grant the tool's policy allows now, in seconds (None: no grant buttons)."""
     rule: str | None = None
     """The admin's rule that made it wait, in one line ("rule 1: Needs finance: args.amount > 100.0")."""
+    rule_fields: Mapping[str, Any] | None = None
+    """The same rule as stored, worded in the reader's language (`rule` is shown when it is None)."""
     actions: frozenset[str] = frozenset({"approve", "decline", "edit_args", "grant"})
     """What the runtime's rule allows the message's readers (`bot.agent.Action` values): the message offers
     only these buttons (a four-eyes call: no edit and no grant; a disabled tool's: only decline)."""
@@ -310,8 +314,9 @@ def _describe(view: ApprovalView, tr: Translator, *, headline: str) -> list[Bloc
     blocks.append(SectionBlock(text=MarkdownTextObject(text=format_args(view.args, tr))))
     if view.preview is not None:
         blocks.append(SectionBlock(text=MarkdownTextObject(text=preview_section(view.preview, tr))))
-    if view.rule:
-        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f":scroll: {escape(view.rule[:300])}")]))
+    rule = call_rule_line(view.rule_fields, tr) or view.rule
+    if rule:
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f":scroll: {escape(rule[:300])}")]))
     requester = f"<@{view.requester}>"
     if view.request_text:
         request = view.request_text.strip()
@@ -334,7 +339,7 @@ def preview_section(preview: PreviewView, tr: Translator) -> str:
     if len(text) > PREVIEW_LIMIT:
         text = text[:PREVIEW_LIMIT] + _more(len(text) - PREVIEW_LIMIT, tr)
     if not preview.ok:
-        failed = tr.gettext("*Preview failed*: {why}", why=escape(text))
+        failed = tr.gettext("*Preview failed*: {why}", why=escape(text)) if text else tr.gettext("*Preview failed*")
         return f":warning: {failed}\n" + tr.gettext("You can still approve or decline.")
     return ":mag: " + tr.gettext("*Preview* (a dry run; nothing was changed):") + f"\n{_quote(escape(text))}"
 

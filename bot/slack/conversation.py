@@ -180,7 +180,7 @@ async def relay(
     finish = None
     try:
         async for chunk in stream.full_stream:
-            step = step_of(chunk)
+            step = step_of(chunk, tr)
             if step is not None:
                 # A call's start and its wait are shown in an answer already under way; otherwise its
                 # end opens the answer (the loading status says what runs, the approval message what waits).
@@ -228,8 +228,9 @@ _STEP_OF_CHUNK = {
 }
 
 
-def step_of(chunk: Any) -> Step | None:
-    """The thinking step a runtime chunk shows (a tool call started, waits, ended), or None."""
+def step_of(chunk: Any, tr: Translator) -> Step | None:
+    """The thinking step a runtime chunk shows (a tool call started, waits, ended), or None; the bot's own
+    words (under whose grant a call ran) in those of `tr`."""
     payload = chunk.payload
     if chunk.type == "tool-result":
         failed = bool(payload.get("is_error"))
@@ -241,18 +242,21 @@ def step_of(chunk: Any) -> Step | None:
         return None
     details = payload.get("reason") if chunk.type == "tool-output-denied" else args_line(payload.get("args"))
     if chunk.type == "tool-call" and isinstance(payload.get("grant"), dict):
-        details = granted_line(payload["grant"])  # it runs without asking: say under whose grant
+        details = granted_line(payload["grant"], tr)  # it runs without asking: say under whose grant
     return Step(id=payload["tool_call_id"], tool_name=payload["tool_name"], state=state, details=details or None)
 
 
-def granted_line(grant: dict[str, Any]) -> str:
-    """A call run under a standing grant, in words: "ran under <@U2>'s grant, until <date>"."""
+def granted_line(grant: dict[str, Any], tr: Translator) -> str:
+    """A call run under a standing grant, in the reader's words: "ran under <@U2>'s grant, until <date>"."""
+    user = f"<@{grant.get('granted_by')}>"
     until = grant.get("expires_at")
     try:
-        when = slack_date(datetime.fromisoformat(until)) if isinstance(until, str) else "its end"
+        when = datetime.fromisoformat(until) if isinstance(until, str) else None
     except ValueError:
-        when = "its end"
-    return f"ran under <@{grant.get('granted_by')}>'s grant, until {when}"
+        when = None
+    if when is None:
+        return tr.gettext("ran under {user}'s grant", user=user)
+    return tr.gettext("ran under {user}'s grant, until {date}", user=user, date=slack_date(when))
 
 
 def _short(result: Any) -> str | None:

@@ -132,6 +132,7 @@ class HomePublisher:
                 stood_in_for=record.stood_in_for,
                 approvals_required=policy.approvals_required,
                 rule=record.rule,
+                rule_fields=record.rule_fields,
                 actions=frozenset(str(action) for action in actions),
                 preview=preview_view_of(record),
             )

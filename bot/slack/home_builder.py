@@ -9,6 +9,7 @@ its policy and an Edit button that opens the policy modal.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -48,7 +49,7 @@ from .approval_builder import (
 )
 from .modal_builder import REASON_ACTION, REASON_BLOCK_ID
 from .mrkdwn import escape, slack_date
-from .rules_builder import rules_lines
+from .rules_builder import call_rule_line, rules_lines
 from .stores.answer_feedback import NO_TOOL, ToolFeedback
 from .translator import N_, Translator
 
@@ -107,6 +108,8 @@ class HomeApproval:
     approvals_required: int = 1
     rule: str | None = None
     """The admin's rule that made it wait ("rule 1: Needs finance: ..."); None: no rule."""
+    rule_fields: Mapping[str, Any] | None = None
+    """The same rule as stored, worded in the reader's language (`rule` is shown when it is None)."""
     actions: frozenset[str] = frozenset({"approve", "decline", "edit_args"})
     """What the rule lets the viewer do (`bot.agent.Action` values): the card offers only these."""
     preview: PreviewView | None = None
@@ -374,8 +377,9 @@ def _approvals(
         )
         if approval.note:
             line += f"\n_{escape(approval.note)}_"
-        if approval.rule:
-            line += f"\n:scroll: {escape(approval.rule[:300])}"
+        rule = call_rule_line(approval.rule_fields, tr) or approval.rule
+        if rule:
+            line += f"\n:scroll: {escape(rule[:300])}"
         if approval.approvals_required > 1:
             line += "\n" + approvals_so_far(approval, tr)
         text = line + "\n" + format_args(approval.args, tr, limit=600)

@@ -203,6 +203,7 @@ def approval_view_of(row: ToolCallMessageRow, record: ToolCallRecord | None, arg
         interrupted=row.interrupted,
         preview=preview_view_of(record),
         rule=record.rule if record is not None else None,
+        rule_fields=record.rule_fields if record is not None else None,
         approvals=record.approvals if record is not None else (),
         stood_in_for=record.stood_in_for if record is not None else (),
     )
@@ -214,7 +215,7 @@ def preview_view_of(record: ToolCallRecord | None) -> PreviewView | None:
     if preview is None:
         return None
     if not preview.ok:
-        return PreviewView(ok=False, text=preview.error or "the preview failed")
+        return PreviewView(ok=False, text=preview.error or "")  # the builder says it failed
     result = preview.result
     text = result if isinstance(result, str) else json.dumps(result, indent=2, ensure_ascii=False, default=str)
     return PreviewView(ok=True, text=text)

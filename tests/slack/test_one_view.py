@@ -141,3 +141,22 @@ async def test_every_copy_of_a_four_eyes_call_offers_no_edit_and_shows_the_previ
     assert copies["DU2"].action_ids() == ["tool_decline", "tool_decline_with_reason"]  # U2 approved already
     _, page = await request(bot, "GET", path + "?viewer=U2")
     assert listed(page)["approvals"] == ["U2"] and listed(page)["actions"] == ["decline"]
+
+
+async def test_the_rule_and_the_grant_a_call_ran_under_are_said_in_the_conversations_language(bot: RunningBot, model):
+    finance = {"condition": "args.id > 2", "effect": "require_approval", "name": "finance"}
+    await bot.storage.policies.set("delete-record", PolicyChange(rules=[finance], grant_seconds=3600))
+    ask_to_delete(model)
+    event = await bot.mention("レコード3を削除して", user="UJA")  # a conversation in Japanese
+    message = await bot.approval_message()
+    assert "ルール 1: finance の承認が必要: args.id &gt; 2" in message.all_text  # not "rule 1: Needs finance"
+    await bot.sender.click(message, "tool_approve_grant", user="U2")
+    await bot.slack.wait_for("chat.stopStream")
+    (grant,) = await bot.storage.grants.live()
+
+    model.chat.push(tool_calls(call("delete-record", {"id": 4}, id="call_2")), reply("レコード4を削除しました。"))
+    await bot.say("レコード4も削除して", user="UJA", thread_ts=event["ts"])
+    stops = await bot.slack.wait_for("chat.stopStream", count=2)
+    shown = str(bot.slack.message("C1", stops[-1].params["ts"]).blocks)
+    date = "<!date^" + str(int(grant.expires_at.timestamp()))
+    assert "<@U2> の継続許可で実行（" + date in shown and "ran under" not in shown
