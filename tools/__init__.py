@@ -4,6 +4,7 @@ This package imports nothing from `bot` or `memory`.
 """
 
 from ._json_values import JsonValueError, clean_text, plain_json, read_json
+from ._progress import PROGRESS, PROGRESS_LIMIT, ProgressSink
 from ._schema import (
     InvalidSchemaError,
     Schema,
@@ -21,6 +22,9 @@ __all__ = [
     "ApprovalRule",
     "InvalidSchemaError",
     "JsonValueError",
+    "PROGRESS",
+    "PROGRESS_LIMIT",
+    "ProgressSink",
     "Schema",
     "SchemaError",
     "SchemaValidationError",

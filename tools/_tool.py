@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from ._progress import report_progress
 from ._schema import Schema, SchemaValidationError, to_jsonable
 
 
@@ -98,6 +99,15 @@ class ToolContext:
     idempotency_key: str = ""
     """The same every time this one call executes (after a resume, a recovery, an interrupted call approved
     again): pass it to an external API (an `Idempotency-Key` header) so an effect is never applied twice."""
+    tool_name: str = ""
+    """The name of the tool this call runs."""
+
+    def progress(self, message: str) -> None:
+        """Say how far the call has come ("copied 30 of 120 rows"): a `tool-progress` chunk of the run's
+        stream, shown live as the call's step (its task card in Slack and the playground) until the next line
+        or its result. Cheap and never raises; call it as often as you like (a front end shows at most about
+        one line a second). A line is one line of at most 300 characters."""
+        report_progress(self.tool_call_id, self.tool_name, message)
 
 
 @dataclass(kw_only=True)

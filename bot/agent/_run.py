@@ -692,6 +692,7 @@ class RunDriver:
                         request_context=self.options.request_context,
                         agent=context,
                         idempotency_key=f"{self.run.id}:{row.tool_call_id}",
+                        tool_name=row.tool_name,
                     ),
                 )
 

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any, cast
 
 from bot import telemetry
+from tools import PROGRESS
 
 from .types import (
     AgentOutput,
@@ -55,6 +56,7 @@ class AgentStream:
         return output_of(self.run_id, self._chunks)
 
     async def _pump(self, source: AsyncIterator[Chunk]) -> None:
+        PROGRESS.set(self._progress)  # this task's: the tools the run starts from here report to this stream
         with telemetry.turn(self.run_id) as turn:  # off: a no-op
             try:
                 async for chunk in source:
@@ -68,6 +70,13 @@ class AgentStream:
             finally:
                 self._done = True
                 self._wake()
+
+    def _progress(self, tool_call_id: str, tool_name: str, message: str) -> None:
+        """A running tool's progress line (`ctx.progress`), between the chunks the run itself yields."""
+        if not self._done:
+            self._chunks.append(Chunk.tool_progress(self.run_id, tool_call_id=tool_call_id, tool_name=tool_name,
+                                                    message=message))  # fmt: skip
+            self._wake()
 
     def _wake(self) -> None:
         arrived, self._arrived = self._arrived, asyncio.Event()

@@ -22,6 +22,7 @@ ChunkType = Literal[
     "tool-call-approval",
     "tool-call-suspended",
     "tool-output-denied",
+    "tool-progress",
     "step-finish",
     "finish",
     "error",
@@ -81,6 +82,13 @@ class DeniedPayload(TypedDict):
     reason: str | None
 
 
+class ProgressPayload(TypedDict):
+    tool_call_id: str
+    tool_name: str
+    message: str
+    """What the tool said of how far it has come (`ctx.progress`), one line."""
+
+
 class FinishPayload(TypedDict):
     finish_reason: FinishReason
     usage: dict[str, int]
@@ -99,6 +107,7 @@ ChunkPayload = (
     | ToolResultPayload
     | WaitingCallPayload
     | DeniedPayload
+    | ProgressPayload
     | FinishPayload
     | ErrorPayload
     | dict[str, Any]
@@ -142,6 +151,11 @@ class Chunk:
     def denied(cls, run_id: str, *, tool_call_id: str, tool_name: str, reason: str | None) -> Chunk:
         payload = DeniedPayload(tool_call_id=tool_call_id, tool_name=tool_name, reason=reason)
         return cls(type="tool-output-denied", run_id=run_id, payload=payload)
+
+    @classmethod
+    def tool_progress(cls, run_id: str, *, tool_call_id: str, tool_name: str, message: str) -> Chunk:
+        payload = ProgressPayload(tool_call_id=tool_call_id, tool_name=tool_name, message=message)
+        return cls(type="tool-progress", run_id=run_id, payload=payload)
 
     @classmethod
     def step_finish(cls, run_id: str) -> Chunk:

@@ -181,7 +181,9 @@ async def relay(
     try:
         async for chunk in stream.full_stream:
             step = step_of(chunk, tr)
-            if step is not None:
+            if step is not None and chunk.type == "tool-progress":
+                await reply.progress(step)
+            elif step is not None:
                 # A call's start and its wait are shown in an answer already under way; otherwise its
                 # end opens the answer (the loading status says what runs, the approval message what waits).
                 await reply.step(step, only_if_open=step.state in ("running", *WAITING_STEPS))
@@ -237,6 +239,9 @@ def step_of(chunk: Any, tr: Translator) -> Step | None:
         details = _short(payload.get("result")) if failed else None
         return Step(id=payload["tool_call_id"], tool_name=payload["tool_name"], state="failed" if failed else "done",
                     details=details)  # fmt: skip
+    if chunk.type == "tool-progress":  # how far a running call has come, in the tool's words
+        return Step(id=payload["tool_call_id"], tool_name=payload["tool_name"], state="running",
+                    details=payload.get("message") or None)  # fmt: skip
     state = _STEP_OF_CHUNK.get(chunk.type)
     if state is None:
         return None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,10 @@ STEP_STATES = {
 """A thinking step's states, and how Slack (pending, in_progress, complete, error) and the line show each."""
 DETAIL_LIMIT = 256
 """Characters of a task's details or output that are shown."""
+
+
+PROGRESS_PACE = 1.0
+"""Seconds between two progress lines of one call shown in Slack."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,6 +119,7 @@ class ThreadReply:
         self._ts: str | None = None
         self._steps: dict[str, Step] = {}
         self._steps_ts: str | None = None  # the context line's message, where Slack does not stream
+        self._progress_shown: dict[str, float] = {}  # call id -> when its last progress line was shown
 
     async def append(self, text: str) -> None:
         self._text += text
@@ -129,6 +135,16 @@ class ThreadReply:
     def is_open(self) -> bool:
         """Whether this answer is under way: text written (sent or not yet), or a steps line."""
         return self._ts is not None or self._steps_ts is not None or bool(self._text.strip())
+
+    async def progress(self, step: Step) -> None:
+        """A running call's progress line as its step's details: shown at once (opening the answer with the
+        step if need be), then at most one line a second per call, which keeps a chatty tool within Slack's
+        rate limits; a line that comes sooner is left out (the next one, or the call's result, follows)."""
+        now = time.monotonic()
+        if now - self._progress_shown.get(step.id, -PROGRESS_PACE) < PROGRESS_PACE:
+            return
+        self._progress_shown[step.id] = now
+        await self.step(step)
 
     async def step(self, step: Step, *, only_if_open: bool = False) -> None:
         """Show a tool call's step (or its new state): a task in the streamed answer, else the steps line.
