@@ -9,7 +9,7 @@ request (a rubber stamp, perhaps). It is computed when asked, never on a decisio
 A wait starts at a call's `requested` line (or `interrupted`: it waits for a human again) and ends at
 the decision that settles it: `approved` (the last approval a four-eyes call needs), `declined`,
 `cancelled`, or `expired` (nobody decided). Time to decision is measured for decisions by people only;
-an expiry is counted, not timed. A person's row counts the lines they wrote: each approval they gave
+an expiry (or a cancel by `system`) is counted, not timed. A person's row counts the lines they wrote: each approval they gave
 (four eyes: every one, not only the last), each decline, cancel and undo. A supervisor's call that passes
 its decision down to a sub-agent's call is counted once, as the inner call.
 """
@@ -149,7 +149,7 @@ def summarize(
         line, seconds = decision
         tally = tools[line.tool_name]
         tally.counts[line.action] += 1
-        if line.action in BY_PEOPLE:
+        if line.action in BY_PEOPLE and line.actor != SYSTEM:
             tally.counts["decided"] += 1
             if seconds is not None:
                 tally.times.append(seconds)

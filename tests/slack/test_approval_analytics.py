@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from memory import Storage
 from tests.support.clock import StoppedClock
 from tests.support.processes import bot_command
 from tests.support.scripted_model import call, reply, tool_calls
@@ -299,3 +300,90 @@ async def test_no_one_but_an_admin_sees_the_numbers(analytics_bot: RunningBot, m
     await home_click(bot, "U2", "approval_analytics", "open")  # a forged click
     await bot.slack.settle()
     assert bot.slack.calls_of("views.open") == []
+
+
+async def test_four_eyes_count_each_approver_and_the_call_once(admin_bot: RunningBot, model, clock):
+    """Two approvals needed: each person's row has their own approval; the tool's row has the call once,
+    timed to its last approval, and a call that has one approval of two still waits."""
+    bot = admin_bot
+    code, _, err = await bot_command(
+        "policy", "set", "delete-record", "--approvals-required", "2", database_url=bot.storage.url
+    )
+    assert code == 0, err
+    ask_to_delete(model, 3)
+    await bot.mention("delete record 3", user="U1")
+    message = await bot.approval_message(count=1)
+    clock.advance(3)
+    await bot.sender.click(message, "tool_approve", user="U2")
+    await settled(bot, 1)
+    clock.advance(5)
+    await bot.sender.click(message, "tool_approve", user="U3")
+    await settled(bot, 2)
+
+    ask_to_delete(model, 4)
+    await bot.mention("delete record 4", user="U1")
+    message = await bot.approval_message(count=2)
+    clock.advance(1)
+    await bot.sender.click(message, "tool_approve", user="U2")
+    await settled(bot, 3)
+
+    code, out, err = await bot_command("audit", "--summary", "--format", "jsonl", database_url=bot.storage.url)
+    assert code == 0, err
+    rows = {(row["kind"], row["name"]): row for row in map(json.loads, out.splitlines())}
+    tool = rows["tool", "delete-record"]
+    assert (tool["waiting"], tool["decided"], tool["approved"], tool["quick"], tool["p50"], tool["p95"]) == (
+        1, 1, 1, 2, 8.0, 8.0,
+    )  # fmt: skip
+    u2, u3 = rows["person", "U2"], rows["person", "U3"]
+    assert (u2["decided"], u2["approved"], u2["quick"], u2["p50"], u2["p95"]) == (2, 2, 2, 1.0, 3.0)
+    assert (u3["decided"], u3["approved"], u3["quick"], u3["p50"], u3["p95"]) == (1, 1, 0, 8.0, 8.0)
+
+
+async def test_cancels_undos_and_interruptions_are_counted(database_url):
+    """The audit actions of cancel and undo (`cancelled`, `undone`) are counted as they are written; a call
+    interrupted after its approval waits again, timed from the interruption."""
+    clock = StoppedClock()
+    storage = Storage(database_url, clock=clock)
+    try:
+
+        async def line(call_id: str, action: str, actor: str, tool: str = "issue-refund", after: float = 0) -> None:
+            clock.advance(after)
+            await storage.audit_log.record(
+                run_id="run_" + call_id, tool_call_id=call_id, tool_name=tool, action=action, actor=actor,
+                via="button",
+            )  # fmt: skip
+
+        await line("c1", "requested", "U1")
+        await line("c1", "approved", "U2", after=20)
+        await line("c1", "executed", "system")
+        await line("c1", "undone", "U2", after=60)
+        await line("c2", "requested", "U1")
+        await line("c2", "cancelled", "U1", after=7)
+        await line("c3", "requested", "U1")
+        await line("c3", "approved", "U3", after=2)
+        await line("c3", "interrupted", "system", after=1)
+        await line("c3", "declined", "U3", after=40)
+        await line("c4", "requested", "U1", tool="delete-record")
+        await line("c4", "cancelled", "system", tool="delete-record", after=9)
+    finally:
+        await storage.close()
+
+    code, out, err = await bot_command("audit", "--summary", "--format", "jsonl", database_url=database_url)
+    assert code == 0, err
+    rows = {(row["kind"], row["name"]): row for row in map(json.loads, out.splitlines())}
+    refund = rows["tool", "issue-refund"]
+    # c1 approved after 20 s, c2 cancelled after 7 s, c3 approved after 2 s, then declined 40 s after it waited again
+    assert {k: refund[k] for k in ("decided", "approved", "declined", "cancelled", "undone", "quick")} == {
+        "decided": 4, "approved": 2, "declined": 1, "cancelled": 1, "undone": 1, "quick": 1,
+    }  # fmt: skip
+    assert (refund["p50"], refund["p95"]) == (7.0, 40.0)
+    deletes = rows["tool", "delete-record"]  # cancelled by the system, not by a person: counted, not timed
+    assert (deletes["cancelled"], deletes["decided"], deletes["p50"]) == (1, 0, None)
+    assert (rows["person", "U2"]["approved"], rows["person", "U2"]["undone"]) == (1, 1)
+    assert (rows["person", "U1"]["cancelled"], rows["person", "U1"]["decided"], rows["person", "U1"]["p50"]) == (
+        1, 1, 7.0,
+    )  # fmt: skip
+    assert (rows["person", "U3"]["decided"], rows["person", "U3"]["p50"], rows["person", "U3"]["p95"]) == (
+        2, 2.0, 40.0,
+    )  # fmt: skip
+    assert ("person", "system") not in rows
