@@ -27,7 +27,7 @@ from .directory import DirectoryError
 from .home_builder import HomeApproval, HomeGrant, HomePolicy, HomeView, build_home_view
 from .permissions import refusal_text
 from .threads import channel_of_thread
-from .waiting_messages import preview_view_of, still_waits
+from .waiting_messages import preview_view_of, still_waits, who_may_decide
 
 if TYPE_CHECKING:
     from .services import SlackServices
@@ -128,9 +128,11 @@ class HomePublisher:
                 may_decide=refused is None,
                 note="" if refused is None else refusal_text(refused.refusal, tr),
                 fingerprint=record.fingerprint,
-                approvals=record.approvals,
+                approvals=shown.approvals,
                 stood_in_for=record.stood_in_for,
-                approvals_required=policy.approvals_required,
+                approvals_required=shown.approvals_required,
+                who_may_approve=who_may_decide(shown, row.requester, tr),
+                expires_at=shown.expires_at,
                 rule=record.rule,
                 rule_fields=record.rule_fields,
                 actions=frozenset(str(action) for action in actions),

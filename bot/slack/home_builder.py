@@ -114,6 +114,10 @@ class HomeApproval:
     """What the rule lets the viewer do (`bot.agent.Action` values): the card offers only these."""
     preview: PreviewView | None = None
     """What the tool's dry run said, as the thread's message shows it."""
+    who_may_approve: str = ""
+    """Who may decide it (mrkdwn, in the reader's words), as the thread's message says; empty: not said."""
+    expires_at: datetime | None = None
+    """When it is declined as expired (None: never)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -382,6 +386,12 @@ def _approvals(
             line += f"\n:scroll: {escape(rule[:300])}"
         if approval.approvals_required > 1:
             line += "\n" + approvals_so_far(approval, tr)
+        if approval.who_may_approve:  # who may decide and until when, as the thread's message says
+            line += "\n" + tr.gettext("Who may approve: {who}", who=approval.who_may_approve) + " · "
+            if approval.expires_at is not None:
+                line += tr.gettext("Expires {date}", date=slack_date(approval.expires_at))
+            else:
+                line += tr.gettext("Does not expire")
         text = line + "\n" + format_args(approval.args, tr, limit=600)
         if approval.preview is not None:  # what the tool's dry run said, as the thread's message shows it
             text += "\n" + preview_section(approval.preview, tr)

@@ -109,7 +109,7 @@ async def post_recorded(
     else:
         if answerable_by_form is None:
             answerable_by_form = record is not None and record.resume_schema is not None
-        question = question_view_of(row, answerable_by_form=answerable_by_form, record=record)
+        question = await waiting_question_view(services, row, record, answerable_by_form=answerable_by_form)
         tr = await services.languages.of_thread(row.thread_id, row.requester)
         text, blocks = question_text(question, tr), build_question_blocks(question, tr)
     ts = await deliver(services, client, row, text=text, blocks=blocks, search_first=search_first)
@@ -171,16 +171,21 @@ async def waiting_approval_view(
     return approval_view_from(row, shown, actions, tr)
 
 
+def who_may_decide(shown: WaitingCallView, requester: str, tr: Translator) -> str:
+    """Who may decide the call of `shown`, in mrkdwn and the words of `tr`, with the self-approval rule."""
+    who = people_in(shown.deciders, tr)
+    if not shown.self_approval:
+        who = tr.gettext("{who} (not {requester}, who asked)", who=who, requester=f"<@{requester}>")
+    return who
+
+
 def approval_view_from(
     row: ToolCallMessageRow, shown: WaitingCallView, actions: frozenset[Action], tr: Translator
 ) -> ApprovalView:
     """`ApprovalView` of the runtime's `WaitingCallView` (see `waiting_approval_view`)."""
-    who = people_in(shown.deciders, tr)
-    if not shown.self_approval:
-        who = tr.gettext("{who} (not {requester}, who asked)", who=who, requester=f"<@{row.requester}>")
     return dataclasses.replace(
         approval_view_of(row, shown.record),
-        who_may_approve=who,
+        who_may_approve=who_may_decide(shown, row.requester, tr),
         expires_at=shown.expires_at,
         approvals_required=shown.approvals_required,
         approvals=shown.approvals,
@@ -219,6 +224,22 @@ def preview_view_of(record: ToolCallRecord | None) -> PreviewView | None:
     result = preview.result
     text = result if isinstance(result, str) else json.dumps(result, indent=2, ensure_ascii=False, default=str)
     return PreviewView(ok=True, text=text)
+
+
+async def waiting_question_view(
+    services: SlackServices, row: ToolCallMessageRow, record: ToolCallRecord | None, *, answerable_by_form: bool
+) -> QuestionView:
+    """The question message of `row`, with the buttons the rule offers someone on the runtime's one view of
+    the call (`offered_actions`): Answer (with a form, when the tool says what data it takes), and Decline
+    and Cancel of a live question; none once the call no longer waits."""
+    question = question_view_of(row, answerable_by_form=answerable_by_form, record=record)
+    shown = await services.agent.waiting_call_view(row.run_id, row.tool_call_id)
+    offered = await offered_actions(shown) if shown is not None else frozenset()
+    return dataclasses.replace(
+        question,
+        answerable_by_form=answerable_by_form and Action.ANSWER in offered,
+        declinable=question.declinable and Action.CANCEL in offered,
+    )
 
 
 def question_view_of(

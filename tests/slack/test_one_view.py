@@ -114,6 +114,8 @@ async def test_every_copy_of_a_four_eyes_call_offers_no_edit_and_shows_the_previ
     assert "tool_approve" in message.action_ids()  # the thread's message, for whoever may
     assert home_buttons(home) == ["tool_approve", "tool_decline", "tool_decline_with_reason"]
     assert "Will delete 1 record: #3" in text_of(home)
+    who = next(line for line in message.all_text.split("\n") if line.startswith("Who may approve: "))
+    assert "<@U2> or <@U3>" in who and who in text_of(home)  # who may decide, until when: as the thread says
 
     def listed(page: dict[str, Any]) -> dict[str, Any]:
         (run,) = page["runs"]
