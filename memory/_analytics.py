@@ -9,9 +9,9 @@ request (a rubber stamp, perhaps). It is computed when asked, never on a decisio
 A wait starts at a call's `requested` line (or `interrupted`: it waits for a human again) and ends at
 the decision that settles it: `approved` (the last approval a four-eyes call needs), `declined`,
 `cancelled`, or `expired` (nobody decided). Time to decision is measured for decisions by people only;
-an expiry (or a cancel by `system`) is counted, not timed. A person's row counts the lines they wrote: each approval they gave
-(four eyes: every one, not only the last), each decline, cancel and undo. A supervisor's call that passes
-its decision down to a sub-agent's call is counted once, as the inner call.
+an expiry (or a cancel by `system`) is counted, not timed. A person's row counts the lines they wrote:
+each approval they gave (four eyes: every one, not only the last), each decline, cancel and undo. A
+supervisor's call that passes its decision down to a sub-agent's call is counted once, as the inner call.
 """
 
 from __future__ import annotations

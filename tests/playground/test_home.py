@@ -157,3 +157,26 @@ async def test_bob_approves_two_of_three_at_once_from_his_home(page, playground)
     state = await page.wait_for(lambda s: s if approved_threads(s) == 2 else None, what="two threads approved")
     waiting = [ts for ts in asked if any("tool_approve" in action_ids(m) for m in thread(state, ts))]
     assert len(waiting) == 1  # the third still waits, with its buttons
+
+
+async def test_alice_opens_the_approval_analytics_from_her_home(page, playground):
+    await playground.storage.policies.set("delete-record", PolicyChange(approvers=["UBOB"]))
+    await page.post("/play/home/open", {"user": BOB})
+    await page.wait_for(lambda s: s.get("home"), user=BOB, what="Bob's Home")
+    ts = await page.say("@bot delete record 2")  # Alice asks, Bob approves from his Home
+    state = await page.wait_for(
+        lambda s: s if home_button(s, "tool_approve") else None, user=BOB, what="the approval in Bob's Home"
+    )
+    await page.post("/play/home/actions", {"user": BOB, **home_button(state, "tool_approve")})
+    await page.wait_for(
+        lambda s: [m for m in thread(s, ts) if "record 2 is deleted" in m["text"]], what="the bot's summary"
+    )
+
+    await page.post("/play/home/open", {"user": ALICE})
+    state = await page.wait_for(lambda s: s if home_button(s, "approval_analytics") else None, what="the button")
+    status, body = await page.post("/play/home/actions", {"user": ALICE, **home_button(state, "approval_analytics")})
+    assert status == 200 and body["bot_status"] == 200
+    modal = await page.wait_for(lambda s: s.get("modal"), what="the analytics")
+    sections = {b["text"]["text"]: b["fields"] for b in modal["view"]["blocks"] if b.get("fields")}
+    assert set(sections) == {"*delete-record*", "<@UBOB>"}
+    assert {"text": "*Decided*\n1", "type": "mrkdwn"} in sections["<@UBOB>"]
