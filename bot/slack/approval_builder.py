@@ -314,7 +314,7 @@ def _describe(view: ApprovalView, tr: Translator, *, headline: str) -> list[Bloc
     blocks.append(SectionBlock(text=MarkdownTextObject(text=format_args(view.args, tr))))
     if view.preview is not None:
         blocks.append(SectionBlock(text=MarkdownTextObject(text=preview_section(view.preview, tr))))
-    rule = call_rule_line(view.rule_fields, tr) or view.rule
+    rule = (call_rule_line(view.rule_fields, tr) if view.rule_fields else None) or view.rule
     if rule:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f":scroll: {escape(rule[:300])}")]))
     requester = f"<@{view.requester}>"

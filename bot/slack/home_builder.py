@@ -381,7 +381,7 @@ def _approvals(
         )
         if approval.note:
             line += f"\n_{escape(approval.note)}_"
-        rule = call_rule_line(approval.rule_fields, tr) or approval.rule
+        rule = (call_rule_line(approval.rule_fields, tr) if approval.rule_fields else None) or approval.rule
         if rule:
             line += f"\n:scroll: {escape(rule[:300])}"
         if approval.approvals_required > 1:
