@@ -226,6 +226,7 @@ def snapshot(workspace: Workspace, user_id: str) -> dict[str, Any]:
         "channels": [
             {"id": c.id, "name": c.name, "is_im": c.is_im} for c in workspace.channels.values() if c.visible_to(user_id)
         ],
+        "usergroups": [{"id": g.id, "handle": g.handle} for g in workspace.usergroups.values()],
         "messages": [m.to_json() for m in workspace.visible_messages(user_id)],
         "statuses": [
             {"channel": channel, "thread_ts": ts, "status": status}

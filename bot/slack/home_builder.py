@@ -180,6 +180,9 @@ def build_home_view(home: HomeView, tr: Translator) -> dict[str, Any]:
         pick=True,
     )
     if any(approval.may_decide for approval in home.waiting_for_you[:HOME_LIMIT]):
+        # set apart from the last card's own buttons, so "Approve selected" is never read as one of them
+        blocks.append(DividerBlock())
+        blocks.append(SectionBlock(text=MarkdownTextObject(text=tr.gettext("*The requests you ticked*"))))
         approve, decline = tr.gettext("Approve selected"), tr.gettext("Decline selected")
         with_reason = tr.gettext("Decline selected with reason")
         blocks.append(
@@ -371,7 +374,9 @@ def _approvals(
     if not approvals:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=empty)]))
         return blocks
-    for approval in approvals[:HOME_LIMIT]:
+    for index, approval in enumerate(approvals[:HOME_LIMIT]):
+        if index and pick:
+            blocks.append(DividerBlock())  # one card's buttons apart from the next card
         line = tr.gettext(
             "{tool} requested by {user} in {channel}, waiting since {date}",
             tool=f"`{escape(approval.tool_name)}`",

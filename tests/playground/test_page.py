@@ -159,3 +159,31 @@ def test_the_page_draws_the_homes_bulk_checkboxes(tmp_path):
         {"type": "checkbox", "value": f"ref{i}:{i:064d}", "actionId": "home_bulk_pick", "disabled": False}
         for i in range(3)
     ]
+
+
+async def test_a_user_group_is_shown_by_its_handle_as_slack_shows_it(page, tmp_path):
+    """ "Who may approve: @S0LEADS" showed the group's raw ID; Slack shows `<!subteam^S0LEADS>` as @leads. The
+    page gets the workspace's groups with its state and draws a mention by the group's handle."""
+    import json
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    import pytest
+
+    state = await page.state()
+    assert {"id": "S0LEADS", "handle": "leads"} in state["usergroups"]
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    script = tmp_path / "draw.js"
+    script.write_text(
+        NODE_DOM.replace("nameOf: (id) => id,", "nameOf: (id) => id, groupHandle: (id) => (id === 'S0LEADS' ? 'leads' : id),")
+        .replace('if (n.tag === "input")', 'if (n.innerHTML) found.push({ html: n.innerHTML });\n  if (n.tag === "input")')
+    )  # fmt: skip
+    blockkit = Path(__file__).resolve().parents[2] / "bot" / "playground" / "static" / "blockkit.js"
+    blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": "Who may approve: <!subteam^S0LEADS>"}}]
+    drawn = subprocess.run([node, str(script), str(blockkit)], input=json.dumps(blocks), capture_output=True, text=True)
+    assert drawn.returncode == 0, drawn.stderr
+    html = " ".join(item.get("html", "") for item in json.loads(drawn.stdout))
+    assert '<span class="mention">@leads</span>' in html and "S0LEADS" not in html, html

@@ -61,6 +61,10 @@ const ctx = {
     const person = ui.data && ui.data.people.find((p) => p.id === id);
     return person ? person.real_name : id;
   },
+  groupHandle(id) {
+    const group = ui.data && (ui.data.usergroups || []).find((g) => g.id === id);
+    return group ? group.handle : id;
+  },
   channelName(id) {
     const channel = ui.data && ui.data.channels.find((c) => c.id === id);
     return channel ? channel.name : id;
@@ -145,7 +149,11 @@ function renderChannel(data) {
   if (ui.home) {
     $("channel-title").textContent = `${botName()} · Home`;
     $("channel-hint").textContent = "your approvals; tool policies if you are an admin";
-    if (data.home) list.appendChild(BlockKit.blocks(data.home.blocks, ctx, (block, element, value) => clickHome(block, element, value)));
+    if (data.home) {
+      const view = BlockKit.blocks(data.home.blocks, ctx, (block, element, value) => clickHome(block, element, value));
+      view.classList.add("home-view");  // a margin as Slack's Home tab has, so nothing touches the pane's edges
+      list.appendChild(view);
+    }
     // the ticked bulk checkboxes survive the page's re-rendering, as a Slack client keeps a view's state
     for (const box of list.querySelectorAll("input[type=checkbox][data-action-id]")) {
       box.checked = ui.ticked.has(box.value);

@@ -39,7 +39,9 @@ const BlockKit = (() => {
       const [, seconds, format] = target.split("^");
       return formatDate(seconds, format || "{date}", label);
     }
-    if (target.startsWith("!subteam^")) return `<span class="mention">@${esc(label || target.slice(9))}</span>`;
+    if (target.startsWith("!subteam^")) {  // as Slack shows a user group: by its handle
+      return `<span class="mention">@${esc(label || (ctx.groupHandle ? ctx.groupHandle(target.slice(9)) : target.slice(9)))}</span>`;
+    }
     if (target.startsWith("!")) return `<span class="mention">@${esc(target.slice(1).split("^")[0])}</span>`;
     const url = unescapeSlack(target);
     const safe = /^(https?:|mailto:)/i.test(url) ? url : "#";

@@ -67,6 +67,13 @@ async def three_waiting(bot: RunningBot, model):
     assert ["Approve selected", "Decline selected", "Decline selected with reason"] == [
         e["text"]["text"] for b in view["blocks"] if b.get("block_id") == "home_bulk" for e in b["elements"]
     ]
+    # each card apart from the next, and the bulk buttons apart from the last card's own, under their heading
+    kinds = [b["type"] if b["type"] != "section" or "accessory" not in b else "card" for b in view["blocks"]]
+    cards = [i for i, kind in enumerate(kinds) if kind == "card"]
+    assert [kinds[i + 1 : i + 3] for i in cards[:-1]] == [["actions", "divider"]] * 2
+    bulk = next(i for i, b in enumerate(view["blocks"]) if b.get("block_id") == "home_bulk")
+    assert kinds[bulk - 2 : bulk] == ["divider", "section"] and cards[-1] + 2 == bulk - 2
+    assert view["blocks"][bulk - 1]["text"]["text"] == "*The requests you ticked*"
     return first, second, refund, view
 
 
