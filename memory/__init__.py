@@ -26,6 +26,7 @@ from ._policies import (
 )
 from ._reconnect import retried_while_away
 from ._rules import RULES_LIMIT, RuleEffect, ToolRule, rule_of, rules_of
+from ._run_sql import with_source_id
 from ._runs import Audit, RunStore
 from ._storage import Storage
 from .clock import Clock, SystemClock
@@ -34,6 +35,7 @@ from .exceptions import (
     CommitOutcomeUnknownError,
     DatabaseAwayError,
     DelegationError,
+    MessageTakenError,
     PolicyError,
     RunTakenOverError,
     ThreadOwnerError,
@@ -84,6 +86,8 @@ __all__ = [
     "RunStorage",
     "RunStore",
     "RunTakenOverError",
+    "MessageTakenError",
+    "with_source_id",
     "StartColumns",
     "Storage",
     "StoredRun",

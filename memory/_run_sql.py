@@ -13,9 +13,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, bindparam, exists, func, insert, literal_column, or_, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._audit import SYSTEM
+from .exceptions import MessageTakenError
 from .records import StoredRun, StoredToolCall, values_of
 from .states import SETTLED_STATES, WAITING_STATES, NextMove, RunStatus, ToolCallState, run_sources_of
 from .tables import AuditRow, GrantRow, MessageRow, PolicyRow, RunRow, ThreadRow, ToolCallRow, utcnow
@@ -168,7 +170,24 @@ def same_time(stored: datetime | None, written: datetime) -> bool:
     return abs((stored - written).total_seconds()) < 1e-3
 
 
+SOURCE_ID = "source_id"
+"""The key of a user message (as given to `add_messages`) naming the front end's message it came from; stored in
+`messages.source_id`, never sent to the model (messages read back are built from their columns)."""
+
+
+def with_source_id(messages: Iterable[dict[str, Any]], source_id: str | None) -> list[dict[str, Any]]:
+    """`messages` to store, their last user message naming `source_id` (the front end's id of the message it came
+    from: a thread stores each source once); a copy, so what the model is sent carries no such key."""
+    marked = [dict(message) for message in messages]
+    users = [message for message in marked if message.get("role") == "user"]
+    if source_id is not None and users:
+        users[-1][SOURCE_ID] = source_id
+    return marked
+
+
 async def add_messages(connection: AsyncConnection, run: StoredRun, messages: Iterable[dict[str, Any]]) -> None:
+    """Store `messages` of `run` (in its thread, with memory). A message with a `SOURCE_ID` already taken in the
+    thread raises `MessageTakenError`, and the caller's transaction stores nothing."""
     thread_id = run.thread_id if run.uses_memory else None
     now = utcnow()
     rows = [
@@ -179,12 +198,20 @@ async def add_messages(connection: AsyncConnection, run: StoredRun, messages: It
             "content": message.get("content"),
             "tool_calls": message.get("tool_calls"),
             "tool_call_id": message.get("tool_call_id"),
+            "source_id": message.get(SOURCE_ID) if thread_id is not None else None,
             "created_at": now,
         }
         for message in messages
     ]
-    if rows:
+    if not rows:
+        return
+    sources = [row["source_id"] for row in rows if row["source_id"] is not None]
+    try:
         await connection.execute(INSERT_MESSAGES, rows)
+    except IntegrityError as exc:
+        if sources and "source" in str(exc.orig):
+            raise MessageTakenError(thread_id, sources[0]) from exc
+        raise
 
 
 def new_row_values(row: StoredRun | StoredToolCall, now: datetime | None = None) -> dict[str, Any]:

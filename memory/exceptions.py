@@ -48,6 +48,20 @@ class RunTakenOverError(AgentError):
     stalled past the run's lease: a paused VM, SIGSTOP): nothing of its step was stored; the run goes on there."""
 
 
+class MessageTakenError(AgentError):
+    """A thread's message was already taken by another run or decision: nothing of this try was stored.
+
+    A message (`message_id` on `Agent.stream`) starts one run or answers one waiting call, once. A second
+    taker is a process that stalled past its lease while another answered the same message (a paused VM,
+    SIGSTOP), or a delivery of the message handled twice: it says and stores nothing, the first taker's
+    answer stands."""
+
+    def __init__(self, thread_id: str | None, message_id: str):
+        self.thread_id = thread_id
+        self.message_id = message_id
+        super().__init__(f"message {message_id} of thread {thread_id} was already taken by another run or decision")
+
+
 class GrantNotAllowedError(AgentError, PermissionError):
     """An approval that asked for a standing grant the tool's policy does not allow (no `grant_seconds`,
     several approvals required, a longer grant than the policy's, no approver named, a sub-agent's call,
@@ -77,6 +91,7 @@ __all__ = [
     "DatabaseAwayError",
     "DelegationError",
     "GrantNotAllowedError",
+    "MessageTakenError",
     "PolicyError",
     "RunTakenOverError",
     "ThreadOwnerError",

@@ -104,11 +104,15 @@ class MessageRow(Base):
     content: Mapped[str | None] = mapped_column(Text)
     tool_calls: Mapped[Any | None] = mapped_column(JSON)
     tool_call_id: Mapped[str | None] = mapped_column(String(255))
+    source_id: Mapped[str | None] = mapped_column(String(255))
+    """A user message's own id in the front end it came from (a Slack message's ts); None when it has none.
+    Unique per thread: one run or one decision takes a thread message, once (`MessageTakenError`)."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
     __table_args__ = (
         Index("ix_messages_thread", "thread_id", "id"),
         Index("ix_messages_run", "run_id", "id"),
+        Index("uq_messages_thread_source", "thread_id", "source_id", unique=True),
     )
 
 

@@ -24,6 +24,7 @@ from memory import (
     ToolCallState,
     ToolPolicy,
     new_grant_values,
+    with_source_id,
 )
 from memory.states import (
     RUN_STARTS_IN,
@@ -292,9 +293,14 @@ class Agent:
 
     # --- starting runs ----------------------------------------------------------------------
     async def stream(self, message: str | list[dict[str, Any]], **options: Any) -> AgentStream:
-        """Start a run on `message` and return its stream."""
+        """Start a run on `message` and return its stream.
+
+        `message_id` (optional): the front end's id of the message in the thread (a Slack message's ts). The
+        run it starts, or the waiting call it answers, takes it once: a second taker (a replica that stalled
+        past its lease while another answered the message) gets `MessageTakenError` and nothing is stored."""
         request = self._request_options(options)
         thread_id, resource_id = options.get("thread_id"), options.get("resource_id")
+        message_id = options.get("message_id")  # a thread message is taken once: MessageTakenError
         uses_memory = self.memory is not None and thread_id is not None
         notes: list[str] = []
         new_thread = False
@@ -316,21 +322,25 @@ class Agent:
             if parked and request.auto_resume_suspended_tools:
                 parked = await self._answerable_by(speaker, parked)  # anyone else's message is a turn of its own
             if parked and request.auto_resume_suspended_tools:
-                resumed, unclear = await self._auto_resume(parked, message, speaker)
+                resumed, unclear = await self._auto_resume(parked, message, speaker, message_id)
                 if resumed is not None:
                     return resumed
             if waiting:
                 notes.append(waiting_note(waiting, unclear))
         run = self._new_run(thread_id=thread_id, resource_id=resource_id, uses_memory=uses_memory, options=request)
         messages = _user_messages(message)
-        await self.storage.runs.create_run(run, messages, new_thread=new_thread)
+        await self.storage.runs.create_run(run, with_source_id(messages, message_id), new_thread=new_thread)
         # a new thread holds only these messages, so its first step needs no read of the thread
         first_messages = messages if new_thread or not uses_memory else None
         driver = RunDriver(self._deps(), run, request, messages=first_messages)
         return AgentStream(run.id, driver.loop(notes))
 
     async def _auto_resume(
-        self, parked: list[StoredToolCall], message: str | list[dict[str, Any]], speaker: str | None
+        self,
+        parked: list[StoredToolCall],
+        message: str | list[dict[str, Any]],
+        speaker: str | None,
+        message_id: str | None = None,
     ) -> tuple[AgentStream | None, list[str]]:
         """Resume the parked call the message answers, with the message kept in the thread, decided by its
         `speaker`; else None and what the message left unclear."""
@@ -347,7 +357,7 @@ class Agent:
             Resume(answer.resume_data),
             actor=speaker,
             via="thread",
-            user_messages=_user_messages(message),
+            user_messages=with_source_id(_user_messages(message), message_id),
         )
         if isinstance(result, Decided):
             return result.stream, []

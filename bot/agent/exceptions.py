@@ -1,8 +1,8 @@
 """Every error the agent runtime raises on purpose, each saying what to do about it.
 
-All are `AgentError`s. Seven are defined in `memory.exceptions` and re-exported here: `AgentError`
-itself, and `ThreadOwnerError`, `PolicyError`, `RunTakenOverError`, `GrantNotAllowedError`,
-`DatabaseAwayError` and `CommitOutcomeUnknownError`, which storage raises; `memory`
+All are `AgentError`s. Eight are defined in `memory.exceptions` and re-exported here: `AgentError`
+itself, and `ThreadOwnerError`, `PolicyError`, `RunTakenOverError`, `MessageTakenError`,
+`GrantNotAllowedError`, `DatabaseAwayError` and `CommitOutcomeUnknownError`, which storage raises; `memory`
 cannot import `bot`, so the root of the hierarchy lives in the lower layer and this module is still the
 one place that lists them all.
 """
@@ -16,6 +16,7 @@ from memory.exceptions import (
     CommitOutcomeUnknownError,
     DatabaseAwayError,
     GrantNotAllowedError,
+    MessageTakenError,
     PolicyError,
     RunTakenOverError,
     ThreadOwnerError,
@@ -190,6 +191,7 @@ __all__ = [
     "ResumeDataInvalidError",
     "ResumeSchemaInvalidError",
     "RunTakenOverError",
+    "MessageTakenError",
     "SnapshotNotFoundError",
     "SubAgentNotFoundError",
     "ThreadOwnerError",

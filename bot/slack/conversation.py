@@ -15,7 +15,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.agent import AgentError, AgentStream, DatabaseAwayError
+from bot.agent import AgentError, AgentStream, DatabaseAwayError, MessageTakenError
 
 from .feedback_builder import build_feedback_block
 from .mrkdwn import slack_date
@@ -44,9 +44,12 @@ async def answer_message(
     text: str,
     owner: str | None = None,
     new: bool = False,
+    message_id: str | None = None,
 ) -> None:
     """Run the agent on `user`'s message in `thread` and write its answer there; `new`: the message
-    started the conversation (the thread holds no message of the bot's yet).
+    started the conversation (the thread holds no message of the bot's yet); `message_id`: the message's
+    ts, which one run or one answered question takes, once (a replica that stalled past its lease while
+    another answered the message says nothing).
 
     The memory thread belongs to the conversation's `owner` (who started it; the runtime refuses a
     thread to any other resource), so that is the `resource_id`; others in the thread speak in it too,
@@ -64,6 +67,7 @@ async def answer_message(
             resource_id=owner,
             auto_resume_suspended_tools=True,
             request_context=request_context_of(thread, user),
+            message_id=message_id,
         )
 
     await run_turn(services, client, start, thread=thread, requester=user, request_text=text, new=new)
@@ -122,6 +126,10 @@ async def run_turn(
         )
         context = {"run_id": stream.run_id, "thread_id": thread.thread_id, "outcome": finish}
         services.logger.info("turn %s", finish or "ended", extra=context)
+    except MessageTakenError as exc:
+        # this replica stalled past the thread's lease and another answered the message meanwhile: its
+        # answer stands, and anything said here would be a second one
+        services.logger.warning("a message in %s was answered elsewhere: %s", thread.thread_id, exc)
     except DatabaseAwayError as exc:
         # longer than the storage waits for it: what was stored (the run) is picked up by recovery, and a
         # notice that the turn failed would be false

@@ -38,6 +38,7 @@ async def take_turn(services: SlackServices, client: Any, message: QueuedMessage
         text=text,
         owner=conversation.started_by,
         new=message.new_conversation,
+        message_id=event.get("ts"),
     )
 
 
