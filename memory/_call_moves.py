@@ -21,6 +21,7 @@ from ._run_sql import (
     INSERT_AUDIT,
     INSERT_GRANT,
     NOT_ESCALATED,
+    UNMOVED_SINCE,
     UPDATE_RUN,
     WHY_NOT_STARTED,
     Audit,
@@ -52,6 +53,7 @@ class CallMoves(StorePart):
         lease: str | None = None,
         approvals_seen: int | None = None,
         grant: dict[str, Any] | None = None,
+        since: datetime | None = None,
         **fields: Unpack[CallColumns],
     ) -> bool:
         """Move `call` to `to` if it is still in a state that may go there; True if this caller won.
@@ -65,6 +67,10 @@ class CallMoves(StorePart):
         On success the in-memory `call` is updated too, so the caller goes on with what was stored.
         Raises `GrantNotAllowedError`, storing nothing, when `grant`'s policy is no longer at the version
         it was checked against (a grant holds only under the policy it was given under).
+
+        `since`: the call moves only if nothing moved it after that time (its `updated_at`): a result is
+        stored with the time of the caller's own "started" mark, so an execution whose process stalled while
+        the recovery interrupted the call (and it was approved and run again) stores nothing when it wakes.
         """
         async with self._storage.transaction() as connection:
             if grant is not None:
@@ -80,6 +86,7 @@ class CallMoves(StorePart):
                 lease=lease,
                 fields=fields,
                 approvals_seen=approvals_seen,
+                since=since,
             )
             if won and grant is not None:
                 await connection.execute(INSERT_GRANT, [grant])
@@ -140,13 +147,17 @@ class CallMoves(StorePart):
         audit: Audit,
         owner: str,
         holds_run: bool,
+        since: datetime | None = None,
         **fields: Unpack[CallColumns],
     ) -> tuple[bool, NextMove | None]:
         """`transition` a call to its result, and in the same transaction decide what follows
         (`memory._run_sql.next_move`): (True, the `NextMove`), or (False, None) when it was settled elsewhere."""
         async with self._storage.transaction() as connection:
             await take_turn(self._storage, connection, run)
-            if not await self._transition(connection, call, to, messages=messages, run=run, audit=audit, fields=fields):
+            moved = await self._transition(
+                connection, call, to, messages=messages, run=run, audit=audit, fields=fields, since=since
+            )
+            if not moved:
                 return False, None
             return True, await next_move(self._storage, connection, run, owner, holds_run=holds_run)
 
@@ -164,6 +175,7 @@ class CallMoves(StorePart):
         fields: CallColumns | StartColumns,
         unless_disabled: bool = False,
         approvals_seen: int | None = None,
+        since: datetime | None = None,
     ) -> bool:
         sources = sources_of(to, frozenset(allowed_from) if allowed_from is not None else None)
         now = self._storage.clock.now()
@@ -173,6 +185,7 @@ class CallMoves(StorePart):
         if "suspend_payload" in fields and "interrupted" not in fields:
             values["interrupted"] = False  # a new wait is an interruption only when the move says so
         messages = list(messages)
+        params: dict[str, Any]
         if unless_disabled:
             statement, params = start_call(frozenset(sources)), {"b_id": call.id, "b_tool": call.tool_name}
         else:
@@ -180,6 +193,9 @@ class CallMoves(StorePart):
         if approvals_seen is not None:
             statement = statement.where(APPROVALS_AS_SEEN)
             params.update(b_seen=approvals_seen, b_fp=call.fingerprint)
+        if since is not None:
+            statement = statement.where(UNMOVED_SINCE)
+            params["b_since"] = since
         result = await connection.execute(statement, {**params, **values})
         if result.rowcount != 1:
             return False

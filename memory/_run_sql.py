@@ -90,8 +90,19 @@ STEP_UNSETTLED = select(
         ~one_of(CALLS.c.state, SETTLED_STATES),
     )
 )
-PARK_RUN = UPDATE_RUN.where(one_of(RUNS.c.status, run_sources_of(RunStatus.SUSPENDED)), UNSETTLED)
-"""A worker parks its run while a call of the run's current step is not settled."""
+HELD_BY = select(
+    exists().where(
+        RUNS.c.id == bindparam("b_run"),
+        RUNS.c.owner == bindparam("b_owner"),
+        RUNS.c.status == literal_column(f"'{RunStatus.RUNNING}'"),
+    )
+)
+"""The run is still at work on behalf of `b_owner` (no other process took it over)."""
+PARK_RUN = UPDATE_RUN.where(
+    one_of(RUNS.c.status, run_sources_of(RunStatus.SUSPENDED)), RUNS.c.owner == bindparam("b_owner"), UNSETTLED
+)
+"""A worker parks its run while a call of the run's current step is not settled (and the run is still its own:
+a worker that stalled while another took the run over parks nothing)."""
 CLAIM_SETTLED_RUN = UPDATE_RUN.where(one_of(RUNS.c.status, run_sources_of(RunStatus.RUNNING)), ~UNSETTLED)
 """A settler claims a parked run once every call of its current step is settled."""
 
@@ -105,6 +116,8 @@ APPROVALS_AS_SEEN = and_(
     func.coalesce(CALLS.c.approval_count, 0) == bindparam("b_seen"), CALLS.c.fingerprint == bindparam("b_fp")
 )
 """A four-eyes call still has exactly the approvals and the arguments its approver read."""
+UNMOVED_SINCE = CALLS.c.updated_at == bindparam("b_since")
+"""Nothing moved the call since the time this caller's own move left on it (see `RunStore.transition`'s `since`)."""
 COUNT_APPROVAL = move_call(frozenset({str(ToolCallState.AWAITING_APPROVAL)})).where(APPROVALS_AS_SEEN)
 """Count one approval of a call that waits for several (see `RunStore.count_approval`)."""
 
@@ -271,14 +284,17 @@ async def next_move(
         to = {"status": str(RunStatus.SUSPENDED), "suspended_at": now, "owner": None}
     else:  # claim the run if every call of its step is settled
         to = {"status": str(RunStatus.RUNNING), "owner": owner, "heartbeat_at": now}
-    statement = PARK_RUN if holds_run else CLAIM_SETTLED_RUN
-    moved = await connection.execute(statement, {"b_run": run.id, "updated_at": now, **to})
+    statement, params = (PARK_RUN, {"b_owner": owner}) if holds_run else (CLAIM_SETTLED_RUN, {})
+    moved = await connection.execute(statement, {"b_run": run.id, "updated_at": now, **params, **to})
     if moved.rowcount == 1:
         for key, value in to.items():
             setattr(run, key, value)
         return NextMove.SUSPENDED if holds_run else NextMove.CONTINUE
     if holds_run:
-        return NextMove.CONTINUE
+        # not parked: every call of the step is settled, so go on; unless the run was taken over while this
+        # worker stalled (it would ask the model for a step the new worker asks for too, and show that reply)
+        still_held = await connection.scalar(HELD_BY, {"b_run": run.id, "b_owner": owner})
+        return NextMove.CONTINUE if still_held else NextMove.HANDED_OFF
     # not claimed: a call of the step is left, or another process claimed the run first
     unsettled = await connection.scalar(STEP_UNSETTLED, {"b_run": run.id, "b_step": run.step})
     return NextMove.SUSPENDED if unsettled else NextMove.HANDED_OFF

@@ -137,12 +137,14 @@ class RunStorage(Protocol):
         lease: str | None = None,
         approvals_seen: int | None = None,
         grant: dict[str, Any] | None = None,
+        since: datetime | None = None,
         **fields: Unpack[CallColumns],
     ) -> bool:
         """Move `call` to `to` if it is still in a state that may go there; True if this caller won. With
         `approvals_seen` (four eyes, the last approval): only while exactly that many approvals are counted
         and the arguments are still those of `call.fingerprint`. With `grant`: a standing grant's row,
-        stored in the same transaction only if this caller won."""
+        stored in the same transaction only if this caller won. With `since`: only while the call was not
+        moved since then (its `updated_at`, as this caller's own start of it left it)."""
         ...
 
     async def count_approval(
@@ -166,9 +168,11 @@ class RunStorage(Protocol):
         audit: Audit,
         owner: str,
         holds_run: bool,
+        since: datetime | None = None,
         **fields: Unpack[CallColumns],
     ) -> tuple[bool, NextMove | None]:
-        """Store a call's result and, in the same transaction, decide what follows (as `after_work`)."""
+        """Store a call's result and, in the same transaction, decide what follows (as `after_work`); `since`
+        as in `transition`."""
         ...
 
 

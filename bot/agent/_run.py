@@ -17,6 +17,7 @@ import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from bot import metrics, telemetry
@@ -205,6 +206,9 @@ class RunDriver:
         """Tool call id -> what a trial rule would have done to it (`would_require`...) and that rule."""
         self._holds_run = run.status == RunStatus.RUNNING
         """True while this driver is the run's worker (the run is `running` on its behalf)."""
+        self._started: dict[str, datetime] = {}
+        """Tool call id -> the time of this driver's own "started" mark: its result is stored only if nothing
+        moved the call since (a stalled process's execution, interrupted and run again elsewhere, is not)."""
 
     # --- entry points -----------------------------------------------------------------------
     def loop(self, notes: list[str] | None = None) -> AsyncIterator[Chunk]:
@@ -676,6 +680,8 @@ class RunDriver:
             return await self._blocked(row, disabled_by, decides_next=decides_next)
         if not started:
             return []  # someone else took it: a call runs once
+        if sub_agent is None and row.updated_at is not None:
+            self._started[row.tool_call_id] = row.updated_at
         return None
 
     async def _call_tool(self, row: StoredToolCall, tool: Tool, policy: ToolPolicy, context: AgentToolContext) -> Any:
@@ -722,6 +728,9 @@ class RunDriver:
     async def _store_suspension(self, row: StoredToolCall, tool: Tool, context: AgentToolContext) -> None:
         """The call waits for resume data with what the tool suspended with; a live suspension (its call
         stays open here, an MCP server's question) is held by this process."""
+        self._started.pop(
+            row.tool_call_id, None
+        )  # its answer may be decided elsewhere: what follows is not this mark's
         await self.runs.transition(
             row,
             ToolCallState.SUSPENDED,
@@ -783,13 +792,16 @@ class RunDriver:
             action = "executed" if to == ToolCallState.DONE else "failed"
             audit = Audit(action=action, detail=error and str(error)[:500])
         stored = {"result": result, "is_error": is_error}
+        since = self._started.pop(row.tool_call_id, None)
         if decides_next:
             won, self._next_move = await self.runs.store_result_and_next_move(
                 row, to, run=self.run, messages=[message], audit=audit, owner=self.deps.owner,
-                holds_run=self._holds_run, **stored,
+                holds_run=self._holds_run, since=since, **stored,
             )  # fmt: skip
         else:
-            won = await self.runs.transition(row, to, messages=[message], run=self.run, audit=audit, **stored)
+            won = await self.runs.transition(
+                row, to, messages=[message], run=self.run, audit=audit, since=since, **stored
+            )
         if not won:
             log.warning("run %s: call %s was settled elsewhere; its result here is dropped", self.run.id, row.id)
             return []

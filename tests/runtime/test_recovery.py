@@ -376,3 +376,54 @@ async def test_a_model_that_hangs_fails_the_run_and_the_thread_goes_on(model, st
     again = await agent.generate("are you there?", thread_id="t-hang", resource_id="u1")
     assert again.finish_reason == "stop"
     assert again.text == "Hello again."
+
+
+async def test_a_process_that_stalled_while_its_tool_ran_stores_nothing_of_it_when_it_wakes(model, storage, clock):
+    """A process stalls while its tool runs, for longer than its lease; another takes the run over, which turns
+    the call into an interrupted approval, and a person approves it there, so it runs again. The stalled
+    process wakes while that second execution still runs, and its own execution ends: what it got is not
+    stored (the call moved since its "started" mark), and it asks the model nothing (the run is not its
+    own any more). The thread hears one answer, from the execution that was approved again."""
+    gates = {"stalled": asyncio.Event(), "approved again": asyncio.Event()}
+    started: list[str] = []
+
+    async def listing(input, ctx):
+        who = "stalled" if not started else "approved again"
+        started.append(who)
+        await gates[who].wait()
+        return {"listed_by": who}
+
+    tool = create_tool(
+        id="list-records", description="List the records.", input_schema={"type": "object"}, execute=listing
+    )
+    model.chat.push(tool_calls(call("list-records", {}, id="call_list")), reply("Listé une fois."))
+    stalled_agent = make_agent([tool], storage=storage, default_options={"heartbeat_interval": 60})
+    work = asyncio.create_task(stalled_agent.generate("列出记录", resource_id="u1"))
+    await until_true(lambda: started == ["stalled"])
+    clock.advance(30)  # no beat came: the run looks abandoned
+    taker = make_agent([tool], storage=storage)
+    [run_id], [interrupted] = await recover(taker, stale_after=2)
+    assert interrupted.finish_reason == "suspended"
+    approved = asyncio.create_task(taker.approve_tool_call_generate(run_id=run_id, tool_call_id="call_list"))
+    await until_true(lambda: started == ["stalled", "approved again"])
+
+    gates["stalled"].set()  # the stalled process wakes: its execution ends
+    stalled_output = await asyncio.wait_for(work, 10)
+    gates["approved again"].set()
+    output = await asyncio.wait_for(approved, 10)
+
+    assert not stalled_output.text
+    assert (output.finish_reason, output.text) == ("stop", "Listé une fois.")
+    assert len(model.chat.requests) == 2 and not model.unexpected
+    messages = await storage.runs.run_messages(run_id)
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+    assert "approved again" in messages[2]["content"]
+    assert (await storage.runs.get_run(run_id)).status == "completed"
+
+
+async def until_true(check, timeout: float = 10.0) -> None:
+    for _ in range(int(timeout / 0.02)):
+        if check():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("not reached in time")
