@@ -70,7 +70,9 @@ async def answer_message(
             message_id=message_id,
         )
 
-    await run_turn(services, client, start, thread=thread, requester=user, request_text=text, new=new)
+    await run_turn(
+        services, client, start, thread=thread, requester=user, request_text=text, new=new, taken_again_if_away=True
+    )
 
 
 async def continue_run(
@@ -93,6 +95,7 @@ async def run_turn(
     requester: str,
     request_text: str | None,
     new: bool = False,
+    taken_again_if_away: bool = False,
 ) -> None:
     """Show the thinking status, get the run's stream from `start`, relay it, and tell the thread if it
     failed; then close the messages of calls settled meanwhile (a question answered by this message).
@@ -104,11 +107,15 @@ async def run_turn(
 
     A `new` conversation that ended in an answer has no such messages: the thread held none of the bot's
     before this turn, and a run that posts one stops at its waiting call. Its thread is not read for them.
+
+    `taken_again_if_away`: a turn of the thread's queue, which raises `DatabaseAwayError` (after saying nothing)
+    when the database stayed away, so the queue takes the message again instead of marking it answered.
     """
     tr = await services.languages.of_thread(thread.thread_id, requester)
     status = ThinkingStatus(client, thread, tr)
     showing = asyncio.ensure_future(status.show())
     finish = None
+    away: DatabaseAwayError | None = None
     try:
         try:
             stream = await start()
@@ -131,14 +138,20 @@ async def run_turn(
         # answer stands, and anything said here would be a second one
         services.logger.warning("a message in %s was answered elsewhere: %s", thread.thread_id, exc)
     except DatabaseAwayError as exc:
-        # longer than the storage waits for it: what was stored (the run) is picked up by recovery, and a
-        # notice that the turn failed would be false
+        # longer than the storage waits for it: a notice that the turn failed would be false. What was stored
+        # (the run) is picked up by recovery; the turn is taken again (`turn_queue`), so a message that never
+        # reached the runtime is answered once the database is back, and one that did is not answered twice
         services.logger.warning("the database went away during a turn in %s: %s", thread.thread_id, exc)
+        away = exc
     except Exception as exc:  # the thread must hear about it; the log gets the details
         services.logger.exception("the agent failed in %s", thread.thread_id)
         await _say_failed(client, thread, exc, status, tr)
     finally:
         await status.clear()  # only if no message posted since took it away
+    if away is not None and taken_again_if_away:
+        raise away
+    if away is not None:
+        return
     if not (new and finish == "stop"):
         await refresh_open_messages(services, client, thread.thread_id)
 

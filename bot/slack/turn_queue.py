@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.agent import DatabaseAwayError
 from bot.concurrency import WorkSlots
 from bot.defaults import DEFAULT_MAX_CONCURRENT_TURNS
 
@@ -122,10 +123,14 @@ class TurnQueue:
             try:
                 while message is not None:
                     message = await self._take_turn(message)
+            except DatabaseAwayError as exc:
+                # longer than the storage waits for it: the turn is not marked done, and its message is taken
+                # again (by the sweep, as one a stopped replica started) once the database is back
+                self.logger.warning("the database went away during a turn in %s; taken again later: %s", thread_id, exc)
             finally:
                 heartbeat.cancel()
                 if message is not None:  # stopped (cancelled, or the database failed) while holding the thread
-                    await self.stores.thread_turns.release(thread_id, self.holder)
+                    await self._let_go(thread_id)
 
     async def _take_turn(self, message: QueuedMessage) -> QueuedMessage | None:
         """Answer `message` (its turn is started); the thread's next message, started, or None."""
@@ -141,9 +146,18 @@ class TurnQueue:
             return following
         try:
             await self.answer(message)
+        except DatabaseAwayError:
+            raise  # not answered, and nothing said: not done (see `_take_turns`)
         except Exception:  # the turn's own failures are told in the thread by `answer`
             self.logger.exception("the turn of event %s failed", message.event_id)
         return await self.stores.finish_turn(message, self.holder)
+
+    async def _let_go(self, thread_id: str) -> None:
+        """Release the thread of a turn cut off; if the database is still away, its lease goes stale instead."""
+        try:
+            await self.stores.thread_turns.release(thread_id, self.holder)
+        except DatabaseAwayError as exc:
+            self.logger.warning("could not let go of %s (its lease goes stale): %s", thread_id, exc)
 
     async def _reached_agent(self, message: QueuedMessage) -> bool:
         """For a turn a stopped replica started: whether the runtime took the message. When it did not (the

@@ -10,6 +10,7 @@ closed, or a server still starting.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -17,7 +18,8 @@ import pytest
 
 from memory import Storage
 from tests.support.databases import migrate_every_package
-from tests.support.scripted_model import call, reply, tool_calls
+from tests.support.scripted_model import call, reply, structured, tool_calls
+from tests.support.waiting import until
 
 from .harness import record_ids, running_bot
 
@@ -117,4 +119,49 @@ async def test_an_approval_clicked_after_a_restart_runs_once(postgres_cluster, c
         await slack.settle()
         assert_one_answer(slack, answer)
         assert await record_ids(bot) == [1, 2, 4, 5]
+    assert await run_statuses(cluster_url) == ["completed"]
+
+
+class _StartWhenTheTurnFails(logging.Handler):
+    """Starts the stopped cluster as soon as the bot logs that a turn met the database away: the database is
+    back before the turn's end is stored, the moment a turn cut off used to be marked answered."""
+
+    def __init__(self, cluster):
+        super().__init__(logging.WARNING)
+        self.cluster, self.fired = cluster, False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.fired and "the database went away during a turn" in record.getMessage():
+            self.fired = True
+            self.cluster.start()
+
+
+async def test_a_turn_the_database_cut_off_before_it_reached_the_agent_is_answered_once_it_is_back(
+    postgres_cluster, cluster_url, slack, model
+):
+    """The database goes away while the model reads a reply against a waiting question, for longer than the
+    storage waits for it: nothing of the turn is stored. The turn says nothing false, is not marked answered,
+    and is taken again once the database is back: the question resumes once, the thread gets one answer."""
+    model.chat.push(tool_calls(call("get-weather", {}, id="call_weather")), reply("Oslo: 晴れ, sunny."))
+
+    def reading_while_the_database_goes(_body):
+        postgres_cluster.stop("fast")
+        return structured({"city": "Oslo"})
+
+    model.structured.push(reading_while_the_database_goes, structured({"city": "Oslo"}))
+    starter = _StartWhenTheTurnFails(postgres_cluster)
+    logging.getLogger("bot.slack").addHandler(starter)
+    try:
+        async with running_bot(database_url=cluster_url, slack=slack) as bot:
+            event = await bot.mention("天気は? what's the weather?")
+            question = await bot.question_message()
+            bot.storage.reconnect_for = 1.0  # the database stays away longer than this
+            await bot.say("Oslo", thread_ts=event["ts"])
+            await until(lambda: any("sunny" in m.all_text for m in slack.messages.values()), 60, what="the answer")
+            await slack.settle()
+            assert starter.fired
+            assert_one_answer(slack, "Oslo: 晴れ, sunny.")
+            assert question.action_ids() == []
+    finally:
+        logging.getLogger("bot.slack").removeHandler(starter)
     assert await run_statuses(cluster_url) == ["completed"]
