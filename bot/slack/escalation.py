@@ -8,6 +8,11 @@ the call once and updates every copy; the thread gets a short note.
 A post Slack refused for now (429 after the client's retries, 5xx, no answer) gives the escalation back
 to a later sweep, which posts only to whom it has not reached (the copies say whom); a group with no
 members or an unknown channel cannot be reached and is reported as failed (audited, logged once).
+
+Each post is recorded before it is made (`note_escalation_post`): one whose answer was lost (the connection
+dropped after Slack posted it, the process died) is looked for in its DM or channel, right away and before
+any later try, and adopted as a copy instead of being posted twice; when the call is settled, a post still
+unaccounted for is looked for again (`posting.adopt_escalation_copies`), so no copy keeps live buttons.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from bot.agent import Escalation, EscalationOutcome, EscalationResult
 
 from .approval_builder import approval_text, build_approval_blocks, duration_words
 from .directory import is_user_id
-from .posting import UNCLEAR, careful_client
+from .posting import UNCLEAR, adopt_escalated_copy, careful_client
 from .services import SlackServices
 from .waiting_messages import reader_of, refresh_message, waiting_approval_view
 
@@ -84,6 +89,10 @@ async def escalate(services: SlackServices, client: AsyncWebClient, escalation: 
         policy_view = await waiting_approval_view(services, row, call, tr, viewer=reader_of(recipient))
         view = dataclasses.replace(policy_view, escalated=f":rotating_light: {escalated}")
         text, blocks = approval_text(view, tr), build_approval_blocks(view, tr)
+        tried_before = not await messages.note_escalation_post(row.id, recipient)
+        if tried_before and await adopt_escalated_copy(services, client, row.id, recipient):
+            reached.add(recipient)  # an earlier try's post landed: it is the copy
+            continue
         try:
             response = await poster.chat_postMessage(channel=recipient, text=text, blocks=blocks)
         except SlackApiError as exc:
@@ -99,6 +108,11 @@ async def escalate(services: SlackServices, client: AsyncWebClient, escalation: 
             services.logger.warning(
                 "escalating %s/%s to %s ended without an answer", row.run_id, row.tool_call_id, recipient
             )
+            if await adopt_escalated_copy(
+                services, client, row.id, recipient
+            ):  # Slack posted it before the answer was lost
+                reached.add(recipient)
+                continue
             return EscalationOutcome(result=EscalationResult.RETRY, detail=f"chat.postMessage to {recipient}: {exc!r}")
         await messages.add_copy(
             row.id, str(response["ts"]), channel=str(response.get("channel") or recipient), escalated_to=recipient

@@ -18,6 +18,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from .directory import is_user_id
 from .services import SlackServices
 from .tables import ToolCallMessageRow
 
@@ -119,6 +120,36 @@ async def find_copies(services: SlackServices, client: AsyncWebClient, row: Tool
     for ts in found:
         await services.stores.messages.set_ts(row.id, ts)
     return found
+
+
+async def adopt_escalation_copies(services: SlackServices, client: AsyncWebClient, ref: str) -> None:
+    """Record every copy of `ref`'s message that an escalation's post left in Slack unrecorded (its answer was
+    lost), so that a settled call's copies all show the decision."""
+    for recipient in await services.stores.messages.unconfirmed_escalation_posts(ref):
+        await adopt_escalated_copy(services, client, ref, recipient)
+
+
+async def adopt_escalated_copy(services: SlackServices, client: AsyncWebClient, ref: str, recipient: str) -> bool:
+    """Look in `recipient`'s DM (or channel) for messages of `ref`'s call an escalation posted, and record them
+    as its copies; whether any was found (False, too, when Slack could not be asked)."""
+    try:
+        channel = recipient
+        if is_user_id(recipient):  # a DM is read by its channel's ID
+            channel = str((await client.conversations_open(users=recipient))["channel"]["id"])
+        found = await find_in_channel(client, ref, channel)
+    except (SlackApiError, *UNCLEAR) as exc:
+        services.logger.warning("could not look for the escalated copy of %s sent to %s: %r", ref, recipient, exc)
+        return False
+    for ts in found:
+        await services.stores.messages.add_copy(ref, ts, channel=channel, escalated_to=recipient)
+    return bool(found)
+
+
+async def find_in_channel(client: AsyncWebClient, ref: str, channel: str) -> list[str]:
+    """The ts of the latest messages of `channel` (a DM's or a channel's history, not a thread) whose buttons carry
+    `ref`; raises what Slack raised when the history could not be read."""
+    page = await client.conversations_history(channel=channel, limit=100)
+    return [str(m["ts"]) for m in page.get("messages") or [] if carries(m, ref)]
 
 
 def carries(message: dict[str, Any], ref: str) -> bool:

@@ -161,6 +161,23 @@ class ToolCallMessageCopyRow(SlackTable):
     so a retried escalation never posts to them twice."""
 
 
+class EscalationPostRow(SlackTable):
+    """An escalation's post of an approval to one person (a DM) or channel, recorded before it is posted.
+
+    A post can be carried out by Slack and its answer lost (a dropped connection, a process killed): its copy
+    is then not recorded, and a retried escalation would post a second one. A post recorded here without a
+    copy (`ToolCallMessageCopyRow.escalated_to`) is looked for in its channel first, by the retry and when the
+    call is settled, so every copy in Slack is known and shows the decision."""
+
+    __tablename__ = "slack_escalation_posts"
+    message_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("slack_tool_call_messages.id", ondelete="CASCADE"), primary_key=True
+    )
+    escalated_to: Mapped[str] = mapped_column(String(32), primary_key=True)
+    """A member's user ID (a DM) or a channel's ID."""
+    tried_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class AnswerFeedbackRow(SlackTable):
     """One person's thumbs up or down on an answer of the agent: one row per run and person, so a second
     click changes the rating and never counts twice. `tool_names` are the tools the run used, read when

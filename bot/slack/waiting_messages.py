@@ -38,7 +38,7 @@ from .approval_builder import (
 )
 from .directory import is_user_id
 from .permissions import people_in
-from .posting import UNCLEAR, deliver, find_copies
+from .posting import UNCLEAR, adopt_escalation_copies, deliver, find_copies
 from .question_builder import (
     AnswerView,
     QuestionView,
@@ -296,6 +296,7 @@ async def refresh_message(
         return False
     if row.maybe_copies:
         await find_copies(services, client, row)
+        await adopt_escalation_copies(services, client, row.id)
     shown = await services.stores.messages.every_message(await services.stores.messages.get(row.id) or row)
     if not shown:
         return False

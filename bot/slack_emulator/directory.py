@@ -50,6 +50,18 @@ class DirectoryMethods(ApiMethods):
         members = list(channel.members) or [person.id for person in self.workspace.people.values()]
         return {"ok": True, "members": members, "response_metadata": {"next_cursor": ""}}
 
+    def conversations_open(self, p: dict[str, Any]) -> Answer:
+        """The bot's DM with one person (`users`: their ID); a group DM of several is not emulated."""
+        users = [user for user in str(p.get("users") or "").split(",") if user]
+        if not users:
+            raise SlackError("users_list_not_supplied")
+        if len(users) > 1:
+            raise SlackError("not_supported")
+        dm = self.workspace.dm_of(users[0])
+        if dm is None:
+            raise SlackError("user_not_found")
+        return {"ok": True, "channel": {"id": dm.id}}
+
     def conversations_replies(self, p: dict[str, Any]) -> Answer:
         channel = self._channel(p)
         ts = required(p, "ts")

@@ -98,6 +98,7 @@ class SlackWebApi(ChatMethods, StreamMethods, ViewMethods, DirectoryMethods):
             "conversations.members": self.conversations_members,
             "conversations.replies": self.conversations_replies,
             "conversations.history": self.conversations_history,
+            "conversations.open": self.conversations_open,
         }
 
     def add_routes(self, web_app: web.Application) -> None:

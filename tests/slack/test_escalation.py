@@ -242,3 +242,49 @@ async def test_the_http_api_sets_the_escalation_and_refuses_a_delay_past_the_exp
     assert status == 200, body
     policy = await bot.storage.policies.get("delete-record")
     assert (policy.escalate_to, policy.escalate_after) == ("C2", 60)
+
+
+def copies_in_dms(bot: RunningBot, ref: str) -> dict[str, list]:
+    """Every message in a member's DM whose buttons carry `ref`, by DM: what each approver sees in Slack."""
+    found: dict[str, list] = {}
+    for message in bot.slack.workspace.messages.values():
+        if message.channel.startswith("D") and ref in json.dumps(message.to_api().get("blocks") or []):
+            found.setdefault(message.channel, []).append(message)
+    return found
+
+
+@pytest.mark.parametrize("found", ["at once", "by the next sweep", "when the call is settled"])
+async def test_a_dm_posted_whose_answer_was_lost_is_one_copy_that_shows_the_decision(
+    escalating_bot: RunningBot, model, clock, found
+):
+    """Slack carries out the DM to the first member but the connection drops before its answer. The post was
+    recorded before it was made, so it is looked for in that DM (at once; by the next sweep when the DM could
+    not be read then; or, decided before that sweep, when the call is settled) and adopted: each member gets
+    one copy, and after a click every copy shows the decision, none keeps live buttons."""
+    bot = escalating_bot
+    ask_to_delete(model)
+    await bot.mention("delete record 3 ― 删除记录 3")
+    message = await bot.approval_message()
+    ref = message.button_value("tool_approve")
+    clock.advance(601)
+    run_id, call_id = await waiting_call(bot)
+    bot.slack.drop_connection("chat.postMessage")  # the DM is posted, its answer never comes
+    if found == "at once":
+        assert await bot.agent.escalate_waiting_approvals() == [(run_id, call_id)]
+    else:
+        bot.slack.fail("conversations.history", error="internal_error")  # the DM cannot be read now
+        assert await bot.agent.escalate_waiting_approvals() == []  # given back to a later sweep
+    if found == "by the next sweep":
+        clock.advance(5)
+        assert await bot.agent.escalate_waiting_approvals() == [(run_id, call_id)]
+    dms = copies_in_dms(bot, ref)
+    expected = MEMBERS if found != "when the call is settled" else MEMBERS[:1]
+    assert sorted(dms) == [f"D{member}" for member in expected]
+    assert all(len(copies) == 1 for copies in dms.values()), {dm: len(c) for dm, c in dms.items()}
+
+    clicked = dms["DU7"][0] if "DU7" in dms else message
+    status, _ = await bot.sender.click(clicked, "tool_approve", user="U7")
+    assert status == 200
+    shown = [message, *(copy for copies in dms.values() for copy in copies)]
+    await bot.slack.wait_until(lambda: all(m.action_ids() == [] for m in shown), what="every copy closed")
+    assert all("Approved" in m.all_text for m in shown)

@@ -17,7 +17,7 @@ from sqlalchemy import bindparam, or_, select, tuple_, update
 from memory import retried_while_away
 from memory.tables import utcnow
 
-from ..tables import ToolCallMessageCopyRow, ToolCallMessageRow
+from ..tables import EscalationPostRow, ToolCallMessageCopyRow, ToolCallMessageRow
 from ..threads import SlackThread
 from ._table_store import TableStore, rows_changed
 
@@ -214,6 +214,35 @@ class WaitingCallMessages(TableStore):
                 )
             )
             return {person for person in result if person is not None}
+
+    async def note_escalation_post(self, ref: str, escalated_to: str) -> bool:
+        """Record, before posting it, an escalation's post of `ref`'s message to `escalated_to` (a person or a
+        channel), and mark the message as maybe having copies nobody recorded (its answer may be lost); False
+        if a post to them was tried before (a copy of it may be in Slack: look before posting again)."""
+        statement = (
+            self._insert(EscalationPostRow)
+            .values(message_id=ref, escalated_to=escalated_to, tried_at=utcnow())
+            .on_conflict_do_nothing(index_elements=["message_id", "escalated_to"])
+        )
+        async with self._writing_rows() as session:
+            first = rows_changed(await session.execute(statement)) == 1
+            await session.execute(
+                update(ToolCallMessageRow).where(ToolCallMessageRow.id == ref).values(maybe_copies=True)
+            )
+        return first
+
+    async def unconfirmed_escalation_posts(self, ref: str) -> list[str]:
+        """Whom an escalation's post of `ref`'s message was tried to without a copy being recorded (its answer was
+        lost, or its process died): a copy may be in their DM or channel all the same."""
+        confirmed = select(ToolCallMessageCopyRow.ts).where(
+            ToolCallMessageCopyRow.message_id == ref,
+            ToolCallMessageCopyRow.escalated_to == EscalationPostRow.escalated_to,
+        )
+        async with self._reading() as connection:
+            result = await connection.scalars(
+                select(EscalationPostRow.escalated_to).where(EscalationPostRow.message_id == ref, ~confirmed.exists())
+            )
+            return list(result)
 
     async def is_copy_elsewhere(self, ref: str, channel: str, ts: str) -> bool:
         """Whether the message `ts` in `channel` is a recorded copy of `ref`'s in another channel (escalated)."""
