@@ -283,6 +283,9 @@ def state_values(view: dict[str, Any], raw: dict[str, Any]) -> tuple[dict[str, A
         if kind in ("static_select", "radio_buttons"):
             state["selected_option"] = next((o for o in options if o.get("value") == given), None)
             empty = state["selected_option"] is None
+        elif kind == "users_select":
+            state["selected_user"] = given if isinstance(given, str) and given else None
+            empty = state["selected_user"] is None
         elif kind == "checkboxes":
             chosen = set(given or []) if isinstance(given, list) else set()
             state["selected_options"] = [o for o in options if o.get("value") in chosen]

@@ -23,6 +23,7 @@ from bot.admin import agent_tools, code_rule, trial_counts_per_rule
 from bot.agent import Action
 from memory import ToolPolicy
 
+from .delegation_builder import HomeDelegation
 from .directory import DirectoryError
 from .home_builder import HomeApproval, HomeGrant, HomePolicy, HomeView, build_home_view
 from .permissions import refusal_text
@@ -151,6 +152,8 @@ class HomePublisher:
                 waiting_for_you=waiting_for_you,
                 your_requests=your_requests,
                 grants=await self._grants(user_id, admin=policies_shown is not None),
+                delegations=await self._delegations(person=user_id),
+                every_delegation=await self._delegations() if policies_shown is not None else None,
                 policies=policies_shown,
                 feedback=await services.stores.feedback.counts_per_tool() if policies_shown is not None else None,
                 bulk_result=self._bulk_results.get(user_id),
@@ -173,6 +176,11 @@ class HomePublisher:
             )
             for grant in found
         ]
+
+    async def _delegations(self, *, person: str | None = None) -> list[HomeDelegation]:
+        """The delegations in force: those `person` gave or holds; every one without `person`."""
+        found = await self.services.agent.storage.delegations.in_force(person=person)
+        return [HomeDelegation(id=d.id, delegator=d.delegator, delegate=d.delegate, ends_at=d.ends_at) for d in found]
 
     async def _in_conversation(self, user_id: str, channel: str) -> bool:
         """Whether an approval anyone in the conversation may decide is shown in `user_id`'s Home: when

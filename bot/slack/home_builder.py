@@ -47,6 +47,7 @@ from .approval_builder import (
     person_words,
     preview_section,
 )
+from .delegation_builder import HomeDelegation, delegation_section
 from .modal_builder import REASON_ACTION, REASON_BLOCK_ID
 from .mrkdwn import escape, slack_date
 from .rules_builder import call_rule_line, rules_lines
@@ -149,6 +150,10 @@ class HomeView:
     your_requests: list[HomeApproval]
     grants: list[HomeGrant] = field(default_factory=list)
     """The live standing grants this user may see and revoke."""
+    delegations: list[HomeDelegation] = field(default_factory=list)
+    """The delegations in force this user gave or holds."""
+    every_delegation: list[HomeDelegation] | None = None
+    """Every delegation in force, for an admin; None: not an admin."""
     policies: list[HomePolicy] | None = None
     """None: not an admin (no policy section)."""
     feedback: list[ToolFeedback] | None = None
@@ -210,6 +215,7 @@ def build_home_view(home: HomeView, tr: Translator) -> dict[str, Any]:
     if home.grants:
         blocks.append(DividerBlock())
         blocks += grants_section(home.grants, tr)
+    blocks += delegation_section(home.user_id, home.delegations, home.every_delegation, tr)
     if home.policies is not None:
         blocks.append(DividerBlock())
         blocks.append(HeaderBlock(text=tr.gettext("Tool policies")))

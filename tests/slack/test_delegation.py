@@ -6,12 +6,26 @@ answer and the audit trail name both ("<@U7> for <@U9>")."""
 from __future__ import annotations
 
 import html
+import json
 
 import pytest
 
 from memory import PolicyChange
+from tests.support.waiting import until
 
-from .harness import RunningBot, ask_to_delete, decide_path, record_ids, refused_click, request, waiting_call
+from .harness import (
+    RunningBot,
+    ask_to_delete,
+    decide_path,
+    home_click,
+    home_of,
+    open_home,
+    record_ids,
+    refused_click,
+    request,
+    text_of,
+    waiting_call,
+)
 
 pytestmark = pytest.mark.both_databases
 
@@ -169,3 +183,60 @@ async def test_a_delegation_refused_in_one_line(admin_bot: RunningBot):
     assert status == 409 and "U9 already delegates to U7" in answer["error"]
     status, _ = await request(bot, "GET", DELEGATIONS, headers={})
     assert status == 401
+
+
+def delegation_values(delegate: str, until: str) -> dict:
+    return {
+        "delegation_delegate": {"delegate": {"type": "users_select", "selected_user": delegate}},
+        "delegation_until": {"until": {"type": "plain_text_input", "value": until}},
+    }
+
+
+async def test_an_approver_hands_over_in_the_home_and_the_admin_sees_it(home_bot: RunningBot, model):
+    bot = home_bot
+    await bot.storage.policies.set("delete-record", PolicyChange(approvers=["U9"]))
+    await open_home(bot, "U9")
+    assert "Hand over my approvals" in text_of(await home_of(bot, "U9"))
+    await home_click(bot, "U9", "delegation_open", "open")
+    opened = await bot.slack.wait_for("views.open")
+    form = opened[-1].params["view"]
+    form = json.loads(form) if isinstance(form, str) else form
+    for values, block, error in [
+        (delegation_values("U9", "3d"), "delegation_delegate", "Choose someone other than you."),
+        (delegation_values("U7", "Friday"), "delegation_until", "Write a date (2026-12-11)"),
+        (delegation_values("U7", "400d"), "delegation_until", "within the next 365 days"),
+    ]:
+        status, answer = await bot.sender.submit(form, values, user="U9")
+        assert status == 200 and error in json.loads(answer)["errors"][block], (values, answer)
+    assert await bot.storage.delegations.in_force() == []
+    status, answer = await bot.sender.submit(form, delegation_values("U7", "3d"), user="U9")
+    assert status == 200 and not answer
+    (made,) = await bot.storage.delegations.in_force()
+    assert (made.delegator, made.delegate, made.created_by) == ("U9", "U7", "U9")
+
+    home = html.unescape(text_of(await home_of(bot, "U9", count=2)))
+    assert ":palm_tree: <@U7> decides for you until" in home and "Hand over my approvals" not in home
+    await open_home(bot, "U1")  # the admin sees every delegation in force
+    admin = html.unescape(text_of(await home_of(bot, "U1")))
+    assert "*Delegations in force*" in admin and "<@U7> decides for <@U9> until" in admin
+
+    ask_to_delete(model)
+    await bot.mention("delete record 3", user="U2")
+    await bot.approval_message()
+    await open_home(bot, "U7")  # the delegate: U9's approval waits for them too, with its buttons
+    view = await home_of(bot, "U7")
+    shown = html.unescape(text_of(view))
+    assert "You decide for <@U9> until" in shown and "delete-record" in shown
+    assert "tool_approve" in json.dumps(view)
+
+    await home_click(bot, "U7", "delegation_end", made.id)  # the delegate hands it back
+    await until_true(lambda: bot.storage.delegations.in_force(), [])
+    ended = [(e.action, e.actor, e.via) for e in await bot.storage.audit_log.entries() if e.action.startswith("deleg")]
+    assert ended == [("delegated", "U9", "home"), ("delegation_ended", "U7", "home")]
+
+
+async def until_true(read, wanted) -> None:
+    async def matches() -> bool:
+        return await read() == wanted
+
+    await until(matches, what=f"{wanted!r}")

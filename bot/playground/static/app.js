@@ -69,6 +69,9 @@ const ctx = {
     const channel = ui.data && ui.data.channels.find((c) => c.id === id);
     return channel ? channel.name : id;
   },
+  people() {
+    return ui.data ? ui.data.people.filter((p) => !p.is_bot) : [];
+  },
 };
 
 function botName() {

@@ -8,7 +8,7 @@ const BlockKit = (() => {
     warning: "⚠️", x: "❌", heavy_check_mark: "✔️", hourglass: "⌛", hourglass_flowing_sand: "⏳",
     lock: "🔒", wave: "👋", tada: "🎉", sunny: "☀️", cloud: "☁️", rain_cloud: "🌧️", memo: "📝",
     wastebasket: "🗑️", moneybag: "💰", robot_face: "🤖", bust_in_silhouette: "👤", pencil2: "✏️",
-    information_source: "ℹ️", speech_balloon: "💬", thinking_face: "🤔", eyes: "👀", mag: "🔍", busts_in_silhouette: "👥", scroll: "📜", scissors: "✂️",
+    information_source: "ℹ️", speech_balloon: "💬", thinking_face: "🤔", eyes: "👀", mag: "🔍", busts_in_silhouette: "👥", scroll: "📜", palm_tree: "🌴", handshake: "🤝", scissors: "✂️",
     rotating_light: "🚨",
   };
 
@@ -303,6 +303,14 @@ const BlockKit = (() => {
       select.appendChild(new Option(e.placeholder ? e.placeholder.text : "Choose an option", ""));
       for (const o of e.options || []) select.appendChild(new Option(o.text.text, o.value));
       if (e.initial_option) select.value = e.initial_option.value;
+      select.name = block.block_id;
+      wrap.appendChild(select);
+      read = () => select.value || null;
+    } else if (e.type === "users_select") {
+      const select = el("select");
+      select.appendChild(new Option(e.placeholder ? e.placeholder.text : "Choose a person", ""));
+      for (const p of ctx.people ? ctx.people() : []) select.appendChild(new Option(p.real_name, p.id));
+      if (e.initial_user) select.value = e.initial_user;
       select.name = block.block_id;
       wrap.appendChild(select);
       read = () => select.value || null;

@@ -1,7 +1,7 @@
 """Block actions: the approval buttons (in a thread or the App Home), the Answer, Decline, Cancel and
 "Show the whole question" buttons of a question, an admin's Edit button next to a tool policy, the feedback buttons under an
 answer, the admin's Approval analytics button, the App Home's bulk decisions (its checkboxes, "Approve selected", "Decline selected") and the
-Revoke button next to a standing grant in the App Home."""
+Revoke button next to a standing grant in the App Home, and its delegation buttons (hand over, end)."""
 
 from slack_bolt.async_app import AsyncApp
 
@@ -14,6 +14,7 @@ from ...approval_builder import (
     DECLINE_WITH_REASON,
     EDIT_ARGS,
 )
+from ...delegation_builder import END_DELEGATION, HAND_OVER
 from ...feedback_builder import FEEDBACK
 from ...home_builder import BULK_APPROVE, BULK_DECLINE, BULK_DECLINE_WITH_REASON, BULK_PICK, EDIT_POLICY, REVOKE_GRANT
 from ...question_builder import ANSWER, CANCEL_QUESTION, DECLINE_QUESTION, OPEN_URL, SHOW_QUESTION
@@ -36,6 +37,7 @@ from .bulk import (
     handle_bulk_pick,
 )
 from .decline import handle_decline_button, handle_decline_with_reason_button
+from .delegation import handle_end_delegation_button, handle_hand_over_button
 from .edit_args import handle_edit_args_button
 from .feedback import handle_feedback_button
 from .grant_revoke import handle_grant_revoke_button
@@ -59,6 +61,8 @@ def register(app: AsyncApp) -> None:
     app.action(APPROVAL_ANALYTICS)(handle_approval_analytics_button)
     app.action(REVOKE_GRANT)(handle_grant_revoke_button)
     app.action(FEEDBACK)(handle_feedback_button)
+    app.action(HAND_OVER)(handle_hand_over_button)
+    app.action(END_DELEGATION)(handle_end_delegation_button)
     app.action(BULK_PICK)(handle_bulk_pick)
     app.action(BULK_APPROVE)(handle_bulk_approve_button)
     app.action(BULK_DECLINE)(handle_bulk_decline_button)
