@@ -97,6 +97,12 @@ async def stop_turns_left(app: AsyncApp) -> None:
     await services_of_app(app).turns.stop_turns()
 
 
+LISTEN_BACKLOG = 2048
+"""Connections the kernel queues for the server before it accepts them (capped by `net.core.somaxconn`).
+Slack delivers a mention in a channel twice (`app_mention` and `message`), so a burst of 300 mentions is 600
+connections at once; beyond aiohttp's default of 128 the kernel dropped them and the senders' TCP tried
+again a second later, which made a third of the acks take over a second."""
+
 SERVER_SHUTDOWN_TIMEOUT = 3.0
 """Seconds the HTTP server gives requests in flight when it stops."""
 
@@ -108,7 +114,7 @@ async def serve_http(web_app: web.Application, *, host: str = "0.0.0.0", port: i
     runner = web.AppRunner(web_app, shutdown_timeout=SERVER_SHUTDOWN_TIMEOUT)
     await runner.setup()
     try:
-        await web.TCPSite(runner, host, port).start()
+        await web.TCPSite(runner, host, port, backlog=LISTEN_BACKLOG).start()
         # the port bound, not the one asked for: with --port 0 the system picks it
         bound = runner.addresses[0][1] if runner.addresses else port
         _logger.getChild("server").info("listening on http://%s:%s%s", host, bound, f" ({what})" if what else "")
