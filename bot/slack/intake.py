@@ -9,6 +9,11 @@ without recording it again, and not while other deliveries are being recorded (f
 `ACKS_FIRST_FOR` at a time): a burst is acknowledged before its first turn takes the loop. Everything
 else (interactivity, commands, a bad signature, an event whose bot user is unknown) goes through Bolt
 as usual.
+
+`python -m bot serve` runs the ack path in a thread of its own, with its own event loop and database
+connections (`intake_thread.py`), so an ack never waits for a turn's work on the bot's loop: there
+`acknowledge` is called from that thread with its own `EventLog`, and the dispatch and the wait for quiet
+are handed to the bot's loop (the loop `start` was called on).
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -56,6 +63,13 @@ async def record_event(events: EventLog, body: dict[str, Any], bot_user_id: str 
     )
 
 
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def _first(request: AsyncBoltRequest, name: str) -> str:
     values = request.headers.get(name) or [""]
     return values[0] if isinstance(values, (list, tuple)) else str(values)
@@ -74,11 +88,19 @@ class EventIntake:
         self._recording = 0
         """Deliveries being recorded now (their acks wait for the claim's commit)."""
         self._quiet = asyncio.Event()
-        """Set while none is."""
+        """Set while none is (an object of the bot's loop)."""
         self._quiet.set()
+        self._counting = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The bot's loop, where Bolt dispatches (`start`); None: the loop `acknowledge` runs on."""
 
-    async def acknowledge(self, request: AsyncBoltRequest) -> BoltResponse | None:
-        """The response for a signed event delivery, once recorded; None: let Bolt handle the request."""
+    def start(self) -> None:
+        """Dispatch on the running loop from now on, whichever thread acknowledges."""
+        self._loop = asyncio.get_running_loop()
+
+    async def acknowledge(self, request: AsyncBoltRequest, *, events: EventLog | None = None) -> BoltResponse | None:
+        """The response for a signed event delivery, once recorded (in `events`, this loop's own, or the
+        app's); None: let Bolt handle the request."""
         body = request.body
         if not isinstance(body, dict) or body.get("type") != "event_callback" or not body.get("event_id"):
             return None
@@ -88,24 +110,37 @@ class EventIntake:
         )
         if bot_user_id is None or not signed:
             return None  # Bolt answers a bad signature (401) and finds the bot user itself
-        if not await self._record(body, bot_user_id):
+        if not await self._record(events or self.events, body, bot_user_id):
             self.logger.info("event %s already handled; skipped", body["event_id"])
             return BoltResponse(status=200, body="")
         request.context[RECORDED] = True
         self._dispatch_later(request)
         return BoltResponse(status=200, body="")
 
-    async def _record(self, body: dict[str, Any], bot_user_id: str) -> bool:
-        self._recording += 1
-        self._quiet.clear()
+    async def _record(self, events: EventLog, body: dict[str, Any], bot_user_id: str) -> bool:
+        self._count(+1)
         try:
-            return await record_event(self.events, body, bot_user_id, None)
+            return await record_event(events, body, bot_user_id, None)
         finally:
-            self._recording -= 1
-            if not self._recording:
-                self._quiet.set()
+            self._count(-1)
+
+    def _count(self, change: int) -> None:
+        with self._counting:
+            self._recording += change
+            if self._recording == (1 if change > 0 else 0):
+                self._on_bot_loop(self._quiet.clear if change > 0 else self._quiet.set)
+
+    def _on_bot_loop(self, work: Callable[..., None], *args: Any) -> None:
+        loop = self._loop
+        if loop is None or loop is _running_loop():
+            work(*args)
+        else:
+            loop.call_soon_threadsafe(work, *args)
 
     def _dispatch_later(self, request: AsyncBoltRequest) -> None:
+        self._on_bot_loop(self._queue_dispatch, request)
+
+    def _queue_dispatch(self, request: AsyncBoltRequest) -> None:
         if self._waiting is None:
             self._waiting = asyncio.Queue()
         self._waiting.put_nowait(request)

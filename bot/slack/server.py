@@ -18,11 +18,14 @@ from slack_sdk.errors import SlackApiError
 
 from bot.logs import one_line
 
+from .intake_thread import IntakeThread, may_serve_apart
 from .request_reading import Refusal, read_slack_request
 from .services import services_of_app
 from .stores import prepare_slack_tables
 
 EVENTS_PATH = "/slack/events"
+SLACK_APP = web.AppKey("slack_app", AsyncApp)
+"""The Bolt app a web application built by `build_web_app` serves (`serve_http` reads it)."""
 _logger = logging.getLogger("bot.slack")
 
 
@@ -39,14 +42,7 @@ def build_web_app(app: AsyncApp, *, path: str | None = EVENTS_PATH) -> web.Appli
             await request.read(), query=request.query_string, headers=request.headers
         )
         if isinstance(bolt_request, Refusal):
-            what = "malformed" if bolt_request.status == 400 else "unsigned"
-            _logger.warning("refused a %s request from %s: %s", what, request.remote, bolt_request.reason)
-            # a malformed delivery is no better the next time: Slack is asked not to retry it (a non-2xx
-            # is retried three times otherwise); an unsigned one is not Slack's, so nothing to ask
-            headers = {"X-Slack-No-Retry": "1"} if bolt_request.status == 400 else None
-            return web.Response(
-                status=bolt_request.status, text=f"{what} request: {bolt_request.reason}", headers=headers
-            )
+            return refused(request, bolt_request)
         if intake is not None and (early := await intake.acknowledge(bolt_request)) is not None:
             return await to_aiohttp_response(early)
         return await to_aiohttp_response(await app.async_dispatch(bolt_request))
@@ -55,6 +51,7 @@ def build_web_app(app: AsyncApp, *, path: str | None = EVENTS_PATH) -> web.Appli
         return web.json_response({"ok": True})
 
     web_app = web.Application()
+    web_app[SLACK_APP] = app
     if path is not None:
         web_app.router.add_post(path, slack_events)
     web_app.router.add_get("/health", health)
@@ -68,6 +65,16 @@ def build_web_app(app: AsyncApp, *, path: str | None = EVENTS_PATH) -> web.Appli
     web_app.on_startup.append(start_background_work)
     web_app.on_cleanup.append(stop_background_work)
     return web_app
+
+
+def refused(request: web.Request, refusal: Refusal) -> web.Response:
+    """The answer to a request `read_slack_request` refused, logged in one line."""
+    what = "malformed" if refusal.status == 400 else "unsigned"
+    _logger.warning("refused a %s request from %s: %s", what, request.remote, refusal.reason)
+    # a malformed delivery is no better the next time: Slack is asked not to retry it (a non-2xx
+    # is retried three times otherwise); an unsigned one is not Slack's, so nothing to ask
+    headers = {"X-Slack-No-Retry": "1"} if refusal.status == 400 else None
+    return web.Response(status=refusal.status, text=f"{what} request: {refusal.reason}", headers=headers)
 
 
 async def start_serving(app: AsyncApp) -> None:
@@ -108,19 +115,49 @@ SERVER_SHUTDOWN_TIMEOUT = 3.0
 
 
 async def serve_http(web_app: web.Application, *, host: str = "0.0.0.0", port: int = 3000, what: str = "") -> None:
-    """Serve until cancelled; one log line once listening (an OSError if the port is taken)."""
+    """Serve until cancelled; one log line once listening (an OSError if the port is taken).
+
+    A web application that serves Slack's events over HTTP (`build_web_app` with a signing secret) is
+    served through the intake's thread (`intake_thread.py`): acks apart from the turns."""
     # On stop, requests in flight get a moment, not aiohttp's default minute: the work they started goes on
     # in runs, which the shutdown grace (BOT_SHUTDOWN_GRACE) and the next start's recovery look after.
     runner = web.AppRunner(web_app, shutdown_timeout=SERVER_SHUTDOWN_TIMEOUT)
     await runner.setup()
+    apart: IntakeThread | None = None
     try:
-        await web.TCPSite(runner, host, port, backlog=LISTEN_BACKLOG).start()
-        # the port bound, not the one asked for: with --port 0 the system picks it
-        bound = runner.addresses[0][1] if runner.addresses else port
+        apart = _intake_thread(web_app, host=host, port=port)
+        if apart is None:
+            await web.TCPSite(runner, host, port, backlog=LISTEN_BACKLOG).start()
+            # the port bound, not the one asked for: with --port 0 the system picks it
+            bound = runner.addresses[0][1] if runner.addresses else port
+        else:
+            await web.UnixSite(runner, apart.socket_path).start()
+            await apart.start()
+            bound = apart.port or port
         _logger.getChild("server").info("listening on http://%s:%s%s", host, bound, f" ({what})" if what else "")
         await asyncio.Event().wait()
     finally:
+        if apart is not None:
+            await apart.stop()
         await runner.cleanup()
+
+
+def _intake_thread(web_app: web.Application, *, host: str, port: int) -> IntakeThread | None:
+    app = web_app.get(SLACK_APP)
+    services = services_of_app(app) if app is not None else None
+    if app is None or services is None or services.intake is None or EVENTS_PATH not in _post_paths(web_app):
+        return None
+    storage = services.stores.storage
+    if not may_serve_apart(storage):
+        return None
+    return IntakeThread(
+        app, services.intake, storage, refused=refused, events_path=EVENTS_PATH, host=host, port=port,
+        backlog=LISTEN_BACKLOG, shutdown_timeout=SERVER_SHUTDOWN_TIMEOUT,
+    )  # fmt: skip
+
+
+def _post_paths(web_app: web.Application) -> set[str]:
+    return {route.resource.canonical for route in web_app.router.routes() if route.method == "POST" and route.resource}
 
 
 SOCKET_CONNECT_TIMEOUT = 30.0

@@ -12,6 +12,8 @@ to, with O_APPEND so lines from several processes never overwrite each other) fr
 
 `PAUSE_BEFORE_TOOL=PATH` makes the `before_tool_call` hook (after the decision, before the started
 mark) create `PATH.reached` and wait until `PATH` exists: the test does something in between.
+`HOLD_LOOP_IN_TOOL=PATH` makes `list-records` create `PATH.reached` and then block its event loop (a
+synchronous wait, as a tool that computes would) until `PATH` exists.
 
 Commands (each prints one JSON line when it does not die first):
 
@@ -27,6 +29,7 @@ import json
 import os
 import signal
 import sys
+import time
 
 from tools import create_tool
 
@@ -49,6 +52,15 @@ def die_if(point: str, tool_name: str | None = None) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+def hold_loop_if(tool_name: str) -> None:
+    gate = os.environ.get("HOLD_LOOP_IN_TOOL")
+    if not gate or tool_name != "list-records":
+        return
+    open(gate + ".reached", "w").close()
+    while not os.path.exists(gate):
+        time.sleep(0.02)  # on purpose: nothing else on this loop runs meanwhile
+
+
 def build_agent(storage, **options):
     from bot.agent import Agent
 
@@ -56,6 +68,7 @@ def build_agent(storage, **options):
         async def execute(input, ctx):
             effect(f"started {name} {input['id']} key={ctx.idempotency_key} pid={os.getpid()}")
             die_if("in_tool", name)
+            hold_loop_if(name)
             await asyncio.sleep(seconds)
             effect(f"finished {name} {input['id']} pid={os.getpid()}")
             return {"done": name, "id": input["id"]}
