@@ -70,7 +70,7 @@ def build_agent(storage, **options):
             die_if("in_tool", name)
             hold_loop_if(name)
             await asyncio.sleep(seconds)
-            effect(f"finished {name} {input['id']} pid={os.getpid()}")
+            effect(f"finished {name} {input['id']} pid={os.getpid()} key={ctx.idempotency_key}")
             return {"done": name, "id": input["id"]}
 
         return create_tool(

@@ -58,6 +58,8 @@ DATABASE_AWAY = (
 )
 """Traceback text that only says the database was away (forgiven by the checker)."""
 _ASKS = re.compile(r"(delete record|list records) (\d+)")
+_KEY = re.compile(r" key=(\S+)")
+"""The idempotency key of an execution's line in the effects log."""
 _RECORD = re.compile(r"\n(?=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
 """Where a log record starts (its time stamp)."""
 
@@ -185,6 +187,8 @@ class Soak:
     def __init__(self, config: SoakConfig, folder: Path):
         self.config = config
         self.rng = random.Random(config.seed)
+        self.fault_rng = random.Random(f"{config.seed}-faults")
+        """The faults' own draws: a seed strikes the same faults at the same times whatever the traffic did."""
         self.folder = folder
         self.effects = folder / "effects.log"
         self.requests: list[Request] = []
@@ -330,33 +334,36 @@ class Soak:
     # --- faults -----------------------------------------------------------------------------
     async def _faults(self, deadline: float) -> None:
         kinds = [kind for kind in self.config.faults if kind != "redeliver"]
+        bag: list[str] = []
         while kinds and time.monotonic() < deadline:
-            await asyncio.sleep(self.rng.uniform(*self.config.fault_every))
+            await asyncio.sleep(self.fault_rng.uniform(*self.config.fault_every))
             if time.monotonic() >= deadline:
                 break
-            kind = self.rng.choice(kinds)
-            index = self.rng.randrange(2)
+            if not bag:  # every kind strikes once, in a drawn order, before any strikes again
+                bag = self.fault_rng.sample(kinds, len(kinds))
+            kind = bag.pop()
+            index = self.fault_rng.randrange(2)
             self.findings.faults.append(kind)
             if kind == "kill":
                 process = self.replicas[index]
                 if process is not None and process.returncode is None:
                     process.send_signal(signal.SIGKILL)
                     await process.wait()
-                await asyncio.sleep(self.rng.uniform(0.5, 2.0))
+                await asyncio.sleep(self.fault_rng.uniform(0.5, 2.0))
                 await self._start(index)
             elif kind == "stop":
                 process = self.replicas[index]
                 if process is not None and process.returncode is None:
                     process.send_signal(signal.SIGSTOP)
-                    await asyncio.sleep(STALE_AFTER + self.rng.uniform(1.0, 3.0))
+                    await asyncio.sleep(STALE_AFTER + self.fault_rng.uniform(1.0, 3.0))
                     process.send_signal(signal.SIGCONT)
             elif kind in ("pg_fast", "pg_immediate"):
                 mode = kind.removeprefix("pg_")
                 await asyncio.to_thread(self.cluster.stop, mode)
-                await asyncio.sleep(self.rng.uniform(0.0, 3.0))
+                await asyncio.sleep(self.fault_rng.uniform(0.0, 3.0))
                 await asyncio.to_thread(self.cluster.start)
             elif kind == "slack_5xx":
-                self.slack.fail("chat.postMessage", status=self.rng.choice([500, 503, 429]))
+                self.slack.fail("chat.postMessage", status=self.fault_rng.choice([500, 503, 429]))
 
     # --- the checker ------------------------------------------------------------------------
     async def _settle(self) -> None:
@@ -402,13 +409,20 @@ class Soak:
             for ts in request.lost_clicks:
                 findings.notes.append(f"{where}: a click on {ts} answered 200 but the call still waited 5 s later")
             finished = [e for e in effects if e.startswith(f"finished {request.tool} {request.number} ")]
+            # An execution that a SIGSTOP cut off mid-way finishes when its process wakes, however late, even after
+            # the call was interrupted, approved again and run elsewhere (nothing stops a woken process's next
+            # instruction); what the runtime promises then is one idempotency key for both, so a system that
+            # honours it (as the tools' contract asks) applies the effect once, and that one result is stored.
+            applied = {key.group(1) for key in map(_KEY.search, finished) if key}
             approved = "tool_approve" in request.decisions
             if request.kind == "delete" and not approved and finished:
                 findings.problems.append(f"{where}: ran without an approval ({request.decisions})")
-            if answers and "(not run)" not in answers[0] and len(finished) != 1:
-                findings.problems.append(f"{where}: the tool finished {len(finished)} times, answered as run")
-            if len(finished) > 1:
-                findings.problems.append(f"{where}: the tool finished {len(finished)} times")
+            if answers and "(not run)" not in answers[0] and len(applied) != 1:
+                findings.problems.append(f"{where}: the tool took effect {len(applied)} times, answered as run")
+            if len(applied) > 1:
+                findings.problems.append(f"{where}: the tool took effect {len(applied)} times (keys {applied})")
+            if len(finished) > len(applied):
+                findings.notes.append(f"{where}: executed {len(finished)} times under one idempotency key")
             for message in self.slack.thread("C1", request.ts):
                 if "tool_approve" in message.action_ids():
                     findings.problems.append(f"{where}: live buttons left on {message.ts}: {message.all_text[:200]}")
