@@ -38,6 +38,9 @@ _NETWORK_ERRNOS = frozenset(
     {errno.ECONNREFUSED, errno.ECONNRESET, errno.ECONNABORTED, errno.EPIPE, errno.ETIMEDOUT, errno.EHOSTUNREACH,
      errno.ENETUNREACH, errno.ENETDOWN, errno.EADDRNOTAVAIL}
 )  # fmt: skip
+_BUSY_WITH_AN_ERROR = "another operation (2) is in progress"
+"""asyncpg's protocol still reading an error the server sent on its own (state 2, consuming an error: the
+"terminating connection" of a server shutting down) when the next statement or COMMIT was sent."""
 _FIRST_PAUSE, _LONGEST_PAUSE = 0.05, 1.0
 
 T = TypeVar("T")
@@ -60,6 +63,8 @@ def database_away(exc: BaseException) -> bool:
             return True
         state = getattr(cause, "sqlstate", None)
         if isinstance(state, str) and state.startswith(_AWAY_STATES):
+            return True
+        if type(cause).__name__ == "InternalClientError" and _BUSY_WITH_AN_ERROR in str(cause):
             return True
         cause = cause.__cause__ or cause.__context__
     return False

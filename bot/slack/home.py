@@ -20,7 +20,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.admin import agent_tools, code_rule, trial_counts_per_rule
-from bot.agent import Action
+from bot.agent import Action, DatabaseAwayError
 from memory import ToolPolicy
 
 from .delegation_builder import HomeDelegation
@@ -76,6 +76,9 @@ class HomePublisher:
             self._again = False
             try:
                 shown = await self.services.stores.home_views.digests()
+            except DatabaseAwayError as exc:  # a restart: the next change refreshes the Homes again
+                log.warning("could not read who opened the App Home: %s", exc)
+                return
             except Exception:
                 log.exception("could not read who opened the App Home")
                 return

@@ -41,3 +41,20 @@ async def test_a_run_whose_database_stays_away_is_left_to_recovery_not_failed(po
     finally:
         await agent.model_client.close()
         await storage.close()
+
+
+def test_a_commit_that_meets_the_servers_goodbye_mid_read_is_the_database_away():
+    """A server shutting down sends "terminating connection" on its own; a COMMIT sent while asyncpg still reads
+    that error fails with asyncpg's InternalClientError "another operation (2) is in progress" (state 2: it is
+    consuming an error), which SQLAlchemy wraps. Seen in the soak at a `fast` stop, logged as a traceback: it is
+    the database going away, so the storage waits it out (or, at a COMMIT, says the outcome is unknown)."""
+    from asyncpg.exceptions._base import InternalClientError
+    from sqlalchemy.exc import InternalError
+
+    from memory._reconnect import database_away
+
+    driver = InternalClientError("cannot switch to state 15; another operation (2) is in progress")
+    wrapped = InternalError("COMMIT", None, driver)
+    wrapped.__cause__ = driver
+    assert database_away(wrapped)
+    assert not database_away(InternalError("COMMIT", None, InternalClientError("some other protocol error")))
