@@ -106,6 +106,8 @@ class ToolCallState(StrEnum):
     DECLINED = "declined"
     EXPIRED = "expired"
     """Declined because nobody decided before the policy's expiry."""
+    CANCELLED = "cancelled"
+    """Someone who may decide it (or an admin) withdrew the waiting call (approval or question): it never runs."""
     RUNNING = "running"
     """The tool started (or, for a supervisor's call, its sub-agent works); its result is not stored yet."""
     DONE = "done"
@@ -116,7 +118,9 @@ WAITING_STATES = frozenset({ToolCallState.AWAITING_APPROVAL, ToolCallState.SUSPE
 """A human has to act: approve or decline, or answer."""
 IN_PROGRESS_STATES = frozenset({ToolCallState.PENDING, ToolCallState.APPROVED, ToolCallState.RUNNING})
 """A process has work to do on the call; after a crash the recovery takes it over."""
-SETTLED_STATES = frozenset({ToolCallState.DONE, ToolCallState.FAILED, ToolCallState.DECLINED, ToolCallState.EXPIRED})
+SETTLED_STATES = frozenset(
+    {ToolCallState.DONE, ToolCallState.FAILED, ToolCallState.DECLINED, ToolCallState.EXPIRED, ToolCallState.CANCELLED}
+)
 
 CALL_STARTS_IN = frozenset({ToolCallState.PENDING, ToolCallState.AWAITING_APPROVAL, ToolCallState.FAILED})
 """The states a proposed call is stored in: pending (runs without approval), awaiting approval, or failed
@@ -127,12 +131,24 @@ TRANSITIONS: dict[ToolCallState, frozenset[ToolCallState]] = {
         {ToolCallState.RUNNING, ToolCallState.AWAITING_APPROVAL, ToolCallState.DONE, ToolCallState.FAILED}
     ),
     ToolCallState.AWAITING_APPROVAL: frozenset(
-        {ToolCallState.APPROVED, ToolCallState.DECLINED, ToolCallState.EXPIRED, ToolCallState.RUNNING}
+        {
+            ToolCallState.APPROVED,
+            ToolCallState.DECLINED,
+            ToolCallState.EXPIRED,
+            ToolCallState.RUNNING,
+            ToolCallState.CANCELLED,
+        }  # fmt: skip
     ),
     # a live suspension (`tool_calls.held_by`) whose process stopped, answered or not, is interrupted
     # (`INTERRUPTED_FROM`)
     ToolCallState.SUSPENDED: frozenset(
-        {ToolCallState.APPROVED, ToolCallState.RUNNING, ToolCallState.EXPIRED, ToolCallState.AWAITING_APPROVAL}
+        {
+            ToolCallState.APPROVED,
+            ToolCallState.RUNNING,
+            ToolCallState.EXPIRED,
+            ToolCallState.AWAITING_APPROVAL,
+            ToolCallState.CANCELLED,
+        }  # fmt: skip
     ),
     ToolCallState.APPROVED: frozenset(
         {ToolCallState.RUNNING, ToolCallState.DONE, ToolCallState.FAILED, ToolCallState.AWAITING_APPROVAL}
@@ -142,6 +158,7 @@ TRANSITIONS: dict[ToolCallState, frozenset[ToolCallState]] = {
     ),
     ToolCallState.DECLINED: frozenset(),
     ToolCallState.EXPIRED: frozenset(),
+    ToolCallState.CANCELLED: frozenset(),
     ToolCallState.DONE: frozenset(),
     ToolCallState.FAILED: frozenset(),
 }
@@ -161,13 +178,16 @@ class DecisionKind(StrEnum):
     CANCEL_QUESTION = "cancel_question"
     """The question is dismissed without a choice (a Cancel click, or nobody answered in time): the server
     hears `cancel`, and its call goes on."""
+    CANCEL = "cancel"
+    """Someone who may decide the call (or an admin) withdrew it while it waited, for approval or for an
+    answer: it never runs, and the model reads that it was cancelled (not declined)."""
 
     @property
     def recorded_as(self) -> str:
         """The word stored in `tool_calls.decision` and in the audit trail."""
         return {
             "approve": "approved", "decline": "declined", "resume": "resumed", "expire": "expired",
-            "decline_question": "answer_declined", "cancel_question": "answer_cancelled",
+            "decline_question": "answer_declined", "cancel_question": "answer_cancelled", "cancel": "cancelled",
         }[self.value]  # fmt: skip
 
     @property
@@ -176,13 +196,13 @@ class DecisionKind(StrEnum):
         cancelled (a question dismissed)."""
         return {
             "approve": "approved", "decline": "declined", "resume": "answered", "expire": "expired",
-            "decline_question": "declined", "cancel_question": "cancelled",
+            "decline_question": "declined", "cancel_question": "cancelled", "cancel": "cancelled",
         }[self.value]  # fmt: skip
 
     @property
     def refuses(self) -> bool:
-        """The call does not run (declined, or expired)."""
-        return self in (DecisionKind.DECLINE, DecisionKind.EXPIRE)
+        """The call does not run (declined, expired, or cancelled)."""
+        return self in (DecisionKind.DECLINE, DecisionKind.EXPIRE, DecisionKind.CANCEL)
 
     @property
     def answers(self) -> bool:
@@ -207,8 +227,13 @@ DECISION_WAITS_IN: dict[DecisionKind, ToolCallState] = {
     DecisionKind.EXPIRE: ToolCallState.AWAITING_APPROVAL,
     DecisionKind.DECLINE_QUESTION: ToolCallState.SUSPENDED,
     DecisionKind.CANCEL_QUESTION: ToolCallState.SUSPENDED,
+    DecisionKind.CANCEL: ToolCallState.AWAITING_APPROVAL,
 }
 """The waiting state a call must be in for each kind of decision (a new kind adds its row)."""
+ALSO_WAITS_IN: dict[DecisionKind, frozenset[ToolCallState]] = {
+    DecisionKind.CANCEL: frozenset({ToolCallState.SUSPENDED}),
+}
+"""The other waiting states a kind of decision can settle: a cancel withdraws a question too."""
 
 _WAITS_FOR = {ToolCallState.AWAITING_APPROVAL: "approval", ToolCallState.SUSPENDED: "resume data"}
 
@@ -218,11 +243,21 @@ def waiting_state_for(kind: DecisionKind) -> ToolCallState:
     return DECISION_WAITS_IN[kind]
 
 
+def waiting_states_for(kind: DecisionKind) -> frozenset[ToolCallState]:
+    """Every state a call may be in for this kind of decision (`waiting_state_for`, and `ALSO_WAITS_IN`)."""
+    return frozenset({DECISION_WAITS_IN[kind]}) | ALSO_WAITS_IN.get(kind, frozenset())
+
+
+def can_decide(state: str | None, kind: DecisionKind) -> bool:
+    """Whether a call in `state` can take a decision of this kind now."""
+    return state in waiting_states_for(kind)
+
+
 def waits_instead(state: str | None, kind: DecisionKind) -> str | None:
     """What a waiting call waits for when it is not what `kind` decides ("waits for resume data, not for
     a decision"); None when it waits for `kind`, or waits for nothing. The one wording of that mismatch:
     each front end adds its own way to give the other answer."""
-    if state not in _WAITS_FOR or state == waiting_state_for(kind):
+    if state not in _WAITS_FOR or can_decide(state, kind):
         return None
     wanted = "resume data" if waiting_state_for(kind) == ToolCallState.SUSPENDED else "a decision"
     return f"waits for {_WAITS_FOR[ToolCallState(state)]}, not for {wanted}"
@@ -239,6 +274,8 @@ def next_state_after(kind: DecisionKind, *, passes_down: bool) -> ToolCallState:
         return ToolCallState.RUNNING
     if kind == DecisionKind.EXPIRE:
         return ToolCallState.EXPIRED
+    if kind == DecisionKind.CANCEL:
+        return ToolCallState.CANCELLED
     return ToolCallState.DECLINED if kind == DecisionKind.DECLINE else ToolCallState.APPROVED
 
 
@@ -264,6 +301,8 @@ def outcome_of(state: str, decision: DecisionKind | None) -> str | None:
         return None
     if state == ToolCallState.EXPIRED:
         return DecisionKind.EXPIRE.outcome
+    if state == ToolCallState.CANCELLED:
+        return DecisionKind.CANCEL.outcome
     if state == ToolCallState.DECLINED or decision == DecisionKind.DECLINE:
         return DecisionKind.DECLINE.outcome
     if decision in (DecisionKind.RESUME, DecisionKind.DECLINE_QUESTION, DecisionKind.CANCEL_QUESTION):

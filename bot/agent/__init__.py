@@ -43,6 +43,7 @@ from .exceptions import (
 from .types import (
     AgentOutput,
     Approve,
+    Cancel,
     CancelQuestion,
     Chunk,
     ChunkPayload,
@@ -97,6 +98,7 @@ __all__ = [
     "AgentStream",
     "AmbiguousSuspendedRunsError",
     "Approve",
+    "Cancel",
     "CancelQuestion",
     "ConditionError",
     "ApprovalNotCountedError",

@@ -48,6 +48,7 @@ from ._results import Decided, DecisionResult, Refused
 from ._run import RequestOptions, RunDeps, RunDriver, SubAgent
 from ._stream import AgentStream
 from ._sweeps import Sweeps
+from ._thread_cancel import cancel_in_thread
 from ._view import WaitingCallView, actions_for, view_of
 from .types import (
     AgentOutput,
@@ -291,6 +292,11 @@ class Agent:
             ]
             unclear: list[str] = []
             speaker = request.request_context.get("requester") or resource_id
+            mine = [c for c in waiting if c.agent_id == self.id and c.resource_id in (None, resource_id)]
+            if mine and isinstance(message, str):  # "never mind": withdraw what waits, if the speaker may
+                cancelled = await cancel_in_thread(self, mine, message, speaker, _user_messages(message))
+                if cancelled is not None:
+                    return cancelled
             if parked and request.auto_resume_suspended_tools:
                 parked = await self._answerable_by(speaker, parked)  # anyone else's message is a turn of its own
             if parked and request.auto_resume_suspended_tools:

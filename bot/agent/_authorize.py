@@ -5,7 +5,8 @@ actor and the action, and renders the answer. It reads the tool's policy live (a
 for the next click) and asks the front end's `Directory` about people and groups:
 
 - the requester (whose message led to the call) may always decline their own request, and answer or
-  dismiss the questions their request asked; an admin may always cancel (dismiss) a question;
+  dismiss the questions their request asked; an admin may always cancel a waiting call (approval or question);
+- whoever may decline a waiting approval may cancel it (withdraw it: not a decline);
 - a disabled tool's call cannot be approved, edited or granted (declining it is allowed: it never runs);
 - with self-approval refused, the requester cannot approve it;
 - with several approvals required (four eyes): the requester's approval never counts, nor a second one by
@@ -76,7 +77,7 @@ class Action(StrEnum):
     ANSWER = "answer"
     """Resume a call that asked a question, with the data it asked for."""
     CANCEL = "cancel"
-    """Dismiss a live question (its server hears `decline` or `cancel`)."""
+    """Withdraw a waiting call (approval or question); a live question's server hears `decline` or `cancel`."""
     REVOKE = "revoke"
     """End a standing grant."""
 
@@ -197,6 +198,8 @@ class Asked:
     """Who counted so far (four eyes): who approved, and whom they stood in for."""
     approvals_for_other_args: bool = False
     """Whether an earlier approval was given for other arguments than those waiting now."""
+    waits_for_approval: bool = False
+    """The call waits for approval (not for an answer): who may cancel it is who may decline it."""
 
 
 def policy_for(policy: ToolPolicy, call: StoredToolCall) -> ToolPolicy:
@@ -324,6 +327,10 @@ async def _own_right(asked: Asked, policy: ToolPolicy, directory: Directory) -> 
 
     is_requester = actor is not None and actor == asked.requester
     try:
+        if action == Action.CANCEL and asked.waits_for_approval:
+            if actor and await directory.is_admin(actor):
+                return None
+            action = Action.DECLINE  # withdrawing an approval: whoever may decline it
         if action in (Action.ANSWER, Action.CANCEL):
             if is_requester or not actor:
                 return None  # no one named: the caller's own (trusted code, an API token holder)

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memory import DelegationReader, Grant, Storage, StoredRun, StoredToolCall
-from memory.states import waiting_state_for
+from memory import DelegationReader, Grant, Storage, StoredRun, StoredToolCall, ToolCallState
+from memory.states import can_decide
 
 from ._authorize import (
     Action,
@@ -24,6 +24,7 @@ from ._authorize import (
     policy_for,
     requester_of,
 )
+from ._cancelling import as_decided
 from ._results import AlreadyDecided, Counted, Decided, DecisionResult, Gone, Invalid, Refused
 from ._stream import AgentStream
 from .exceptions import (
@@ -35,7 +36,7 @@ from .exceptions import (
     ToolArgsInvalidError,
     ToolCallNotSuspendedError,
 )
-from .types import Approve, CancelQuestion, Decision, Decline, DeclineQuestion, Resume, ToolCallRecord
+from .types import Approve, Cancel, CancelQuestion, Decision, Decline, DeclineQuestion, Resume, ToolCallRecord
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ def action_of(decision: Decision) -> Action:
         return Action.EDIT if decision.args is not None else Action.APPROVE
     if isinstance(decision, Resume):
         return Action.ANSWER
-    if isinstance(decision, DeclineQuestion | CancelQuestion):
+    if isinstance(decision, DeclineQuestion | CancelQuestion | Cancel):
         return Action.CANCEL
     if isinstance(decision, Decline):
         return Action.DECLINE
@@ -103,6 +104,7 @@ def asked_of(run: StoredRun, call: StoredToolCall, actor: str | None, action: Ac
         thread_id=run.thread_id,
         approvals=approvers_so_far(call),
         approvals_for_other_args=other_args_approved(call),
+        waits_for_approval=call.state == ToolCallState.AWAITING_APPROVAL,
     )
 
 
@@ -120,8 +122,9 @@ async def decide_as(
     run, call = await agent.storage.runs.run_and_call(run_id, tool_call_id)
     if run is None or run.agent_id != agent.id or call is None:
         return Gone(run_id=run_id, tool_call_id=tool_call_id)
-    if call.state != waiting_state_for(decision.kind):
+    if not can_decide(call.state, decision.kind):
         return AlreadyDecided(record=agent._record_of(call))
+    decision = as_decided(call, decision)
     if isinstance(decision, DeclineQuestion | CancelQuestion) and not call.held_by:
         return AlreadyDecided(record=agent._record_of(call))  # only a live question can be dismissed
     action = action_of(decision)

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from memory import Audit, Storage, StoredRun, StoredToolCall, ToolCallState, ToolPolicy, new_grant_values
-from memory.states import DecisionKind, next_state_after, waiting_state_for
+from memory.states import DecisionKind, can_decide, next_state_after, waiting_states_for
 from memory.tables import utcnow
 from tools import (
     InvalidSchemaError,
@@ -24,6 +24,7 @@ from tools import (
 )
 
 from ._authorize import four_eyes_refusal, requester_of
+from ._cancelling import as_decided, cancelled_message
 from ._deciding import Landed
 from ._fingerprint import fingerprint
 from ._live_questions import LIVE_QUESTIONS_CHANNEL, LiveQuestions
@@ -92,6 +93,7 @@ class Decisions:
     ) -> Landed:
         """`decide`, saying what landed; `read`: the run and call as the caller just read them."""
         run, call = read or await self._waiting_call(run_id, tool_call_id, decision.kind)
+        decision = as_decided(call, decision)
         if isinstance(decision, DeclineQuestion | CancelQuestion) and not call.held_by:
             raise ToolCallNotSuspendedError(
                 run_id, call.tool_call_id, call.state,
@@ -148,7 +150,7 @@ class Decisions:
         run, call = await self._agent.storage.runs.run_and_call(run_id, tool_call_id)
         if run is None or run.agent_id != self._agent.id:
             raise SnapshotNotFoundError(run_id, storage_configured=self._agent._storage_configured)
-        if call is None or call.state != waiting_state_for(kind):
+        if call is None or not can_decide(call.state, kind):
             raise ToolCallNotSuspendedError(run_id, tool_call_id, call.state if call else None, wanted=kind)
         return run, call
 
@@ -217,10 +219,12 @@ class Decisions:
             messages = [declined_message(call, won.reason)]
         elif target == ToolCallState.EXPIRED:
             messages = [expired_message(call, won.reason)]
+        elif target == ToolCallState.CANCELLED:
+            messages = [cancelled_message(call, won.decided_by, won.reason)]
         won_it = await self._agent.storage.runs.transition(
             call,
             target,
-            allowed_from={waiting_state_for(kind)},
+            allowed_from=waiting_states_for(kind),
             messages=messages,
             run=run,
             audit=audit,

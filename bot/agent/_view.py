@@ -30,7 +30,7 @@ class RecordMaker(Protocol):
     def _record_of(self, row: StoredToolCall) -> ToolCallRecord: ...
 
 
-APPROVAL_ACTIONS = (Action.APPROVE, Action.DECLINE, Action.EDIT, Action.GRANT)
+APPROVAL_ACTIONS = (Action.APPROVE, Action.DECLINE, Action.EDIT, Action.GRANT, Action.CANCEL)
 QUESTION_ACTIONS = (Action.ANSWER, Action.CANCEL)
 
 
@@ -74,7 +74,7 @@ class WaitingCallView:
         return Asked(
             actor=viewer, action=action, tool_name=self.record.tool_name, requester=self.requester,
             thread_id=self.thread_id, approvals=(*self.approvals, *(d for _, d in self.record.stood_in_for)),
-            approvals_for_other_args=self.approvals_for_other_args,
+            approvals_for_other_args=self.approvals_for_other_args, waits_for_approval=not self.is_question,
         )  # fmt: skip
 
 
@@ -104,15 +104,12 @@ def view_of(agent: RecordMaker, run: StoredRun, call: StoredToolCall, policy: To
 
 def _possible(view: WaitingCallView) -> list[Action]:
     """The actions the call itself has (before anyone is weighed): no edit of arguments without a schema or
-    of an interrupted call (what may have run is what runs again), no grant unless one is on offer, no
-    dismissal of a question that is not live."""
+    of an interrupted call (what may have run is what runs again), no grant unless one is on offer."""
     possible = []
     for action in QUESTION_ACTIONS if view.is_question else APPROVAL_ACTIONS:
         if action == Action.EDIT and (view.record.input_schema is None or view.record.interrupted):
             continue
         if action == Action.GRANT and (view.grant_seconds is None or view.record.interrupted):
-            continue
-        if action == Action.CANCEL and not view.record.live_question:
             continue
         possible.append(action)
     return possible

@@ -13,7 +13,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, ClassVar, Literal, NotRequired, Required, TypedDict
 
-from memory.states import DecisionKind, RunStatus, ToolCallState, outcome_of, waiting_state_for
+from memory.states import DecisionKind, RunStatus, ToolCallState, can_decide, outcome_of
 
 ChunkType = Literal[
     "text-delta",
@@ -369,7 +369,7 @@ class ToolCallRecord:
 
     def waits_for(self, kind: DecisionKind) -> bool:
         """Whether a decision of this kind can be made about it now (approve/decline, or resume)."""
-        return self.state == waiting_state_for(kind)
+        return can_decide(self.state, kind)
 
 
 # --- decisions: what a front end passes to `Agent.decide` --------------------------------------
@@ -458,6 +458,17 @@ class CancelQuestion(Decision):
     reason: str | None = None
     """Why, for the audit trail (e.g. "nobody answered within 3600 s")."""
     kind: ClassVar[DecisionKind] = DecisionKind.CANCEL_QUESTION
+
+
+@dataclass(frozen=True)
+class Cancel(Decision):
+    """Withdraw a call that waits for approval or for an answer: it never runs, and the model reads that it
+    was cancelled (not declined). A live question (an MCP server's) is cancelled as `CancelQuestion`: its
+    server hears `cancel` and its call goes on."""
+
+    reason: str | None = None
+    """Why, in the canceller's words; the model reads it."""
+    kind: ClassVar[DecisionKind] = DecisionKind.CANCEL
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -314,6 +314,14 @@ def openapi_document() -> dict[str, Any]:
                     ["approver"],
                 )
             },
+            "/api/agents/{agentId}/runs/{runId}/tool-calls/{toolCallId}/cancel": {
+                "post": _call_operation(
+                    "Cancel a waiting call (approval or question): it never runs and the model hears it was "
+                    "cancelled, not declined; whoever may decide it, or an admin, may; audited cancelled",
+                    {"actor": approver, "reason": {"type": "string"}},
+                    ["actor"],
+                )
+            },
             "/api/agents/{agentId}/runs/{runId}/tool-calls/{toolCallId}/resume": {
                 "post": _call_operation(
                     "Resume a call that suspended itself, with data that fits its resume schema; a live "

@@ -25,6 +25,7 @@ from bot.agent import (
     AgentStream,
     AlreadyDecided,
     Approve,
+    Cancel,
     CancelQuestion,
     Counted,
     Decided,
@@ -62,7 +63,7 @@ class ApiDecision:
     """A decision the API made, as the front end shows it."""
 
     action: str
-    """`approve`, `decline` or `answer` (a resume)."""
+    """`approve`, `decline`, `answer` (a resume) or `cancel`."""
     user_id: str
     """The approver the token holder names (for a resume: `resumedBy`, or empty)."""
     run_id: str
@@ -107,6 +108,7 @@ def add_api_routes(web_app: web.Application, front: ApiFront) -> None:
     web_app.router.add_post(CALL + "/approve", api.approve)
     web_app.router.add_post(CALL + "/decline", api.decline)
     web_app.router.add_post(CALL + "/resume", api.resume)
+    web_app.router.add_post(CALL + "/cancel", api.cancel)
     web_app.router.add_post(PREFIX + "/decisions", api.bulk_decisions)
     web_app.router.add_get(PREFIX + "/grants", api.grants)
     web_app.router.add_post(PREFIX + "/grants/{grant_id}/revoke", api.revoke_grant)
@@ -139,6 +141,9 @@ class _Api:
 
     async def resume(self, request: web.Request) -> web.Response:
         return await self._answer(request, self._decide, "answer")
+
+    async def cancel(self, request: web.Request) -> web.Response:
+        return await self._answer(request, self._decide, "cancel")
 
     async def bulk_decisions(self, request: web.Request) -> web.Response:
         return await self._answer(request, self._bulk_decisions)
@@ -244,6 +249,10 @@ class _Api:
                 raise ApiError(400, "action must be accept, decline or cancel")
             if "resumeData" not in body and _optional_text(body, "action") in (None, "accept"):
                 raise ApiError(400, "resumeData is required")
+        elif action == "cancel":
+            user_id = _optional_text(body, "actor") or ""
+            if not user_id:
+                raise ApiError(400, "actor is required: the Slack user ID of who cancels")
         else:
             user_id = _optional_text(body, "approver") or ""
             if not user_id:
@@ -287,8 +296,10 @@ class _Api:
             return {"runId": run_id, "toolCallId": tool_call_id, "status": "waiting",
                     "approvals": list(result.approvals)} | ({"onBehalfOf": for_whom} if for_whom else {})  # fmt: skip
         self._show(asked, result.stream)
-        refused = isinstance(decision, DeclineQuestion | CancelQuestion)  # said as the question's outcome
-        status = decision.kind.outcome if refused else decision.kind.recorded_as
+        # a live question's refusal is said as the question's outcome
+        decided = record.decision or decision.kind
+        refused = decided in (DecisionKind.DECLINE_QUESTION, DecisionKind.CANCEL_QUESTION)
+        status = decided.outcome if refused else decided.recorded_as
         answer: dict[str, Any] = {"runId": run_id, "toolCallId": tool_call_id, "status": status}
         if for_whom:
             answer["onBehalfOf"] = for_whom
@@ -513,6 +524,8 @@ def _decision_of(action: str, body: dict[str, Any]) -> Decision:
         return Approve(grant=_grant_request(body))
     if action == "decline":
         return Decline(reason=_optional_text(body, "reason"))
+    if action == "cancel":
+        return Cancel(reason=_optional_text(body, "reason"))
     refusal = _optional_text(body, "action")
     if refusal == "decline":
         return DeclineQuestion()
@@ -521,7 +534,10 @@ def _decision_of(action: str, body: dict[str, Any]) -> Decision:
     return Resume(body["resumeData"])
 
 
-_ROUTES = {ToolCallState.SUSPENDED: "use /resume", ToolCallState.AWAITING_APPROVAL: "use /approve or /decline"}
+_ROUTES = {
+    ToolCallState.SUSPENDED: "use /resume or /cancel",
+    ToolCallState.AWAITING_APPROVAL: "use /approve, /decline or /cancel",
+}
 """The route that gives a waiting call the answer it waits for."""
 
 

@@ -29,6 +29,8 @@ APPROVE = "tool_approve"
 DECLINE = "tool_decline"
 DECLINE_WITH_REASON = "tool_decline_with_reason"
 EDIT_ARGS = "tool_edit_args"
+CANCEL = "tool_cancel"
+"""Withdraw the waiting call: it is cancelled (not declined), and the model is told so."""
 APPROVE_AND_GRANT = "tool_approve_grant"
 """Approve, and allow the tool in this thread for the policy's grant time (a standing grant)."""
 APPROVE_AND_GRANT_SAME_ARGS = "tool_approve_grant_same_args"
@@ -86,7 +88,7 @@ class ApprovalView:
     """The admin's rule that made it wait, in one line ("rule 1: Needs finance: args.amount > 100.0")."""
     rule_fields: Mapping[str, Any] | None = None
     """The same rule as stored, worded in the reader's language (`rule` is shown when it is None)."""
-    actions: frozenset[str] = frozenset({"approve", "decline", "edit_args", "grant"})
+    actions: frozenset[str] = frozenset({"approve", "decline", "edit_args", "grant", "cancel"})
     """What the runtime's rule allows the message's readers (`bot.agent.Action` values): the message offers
     only these buttons (a four-eyes call: no edit and no grant; a disabled tool's: only decline)."""
 
@@ -114,6 +116,8 @@ class DecisionView:
     """The approver changed the arguments; `ApprovalView.args` are then the edited ones."""
     expired: bool = False
     """Nobody decided before the tool policy's expiry: declined as expired."""
+    cancelled: bool = False
+    """Someone withdrew it while it waited (a Cancel, "never mind" in the thread): not a decline."""
     approvals: tuple[str, ...] = ()
     """Four eyes: everyone who approved it, in order (the last of them is `decided_by` once approved)."""
     stood_in_for: tuple[tuple[str, str], ...] = ()
@@ -192,6 +196,8 @@ def build_approval_blocks(view: ApprovalView, tr: Translator) -> list[Block]:
         )
     if "edit_args" in offered and not view.interrupted:  # what may have run is what would run again
         buttons.append(ButtonElement(text=tr.gettext("Edit arguments"), action_id=EDIT_ARGS, value=view.ref))
+    if "cancel" in offered:  # withdraw it: cancelled, not declined
+        buttons.append(ButtonElement(text=tr.gettext("Cancel"), action_id=CANCEL, value=view.ref))
     if view.approvals_required > 1:
         blocks.append(SectionBlock(text=MarkdownTextObject(text=approvals_line(view, tr))))
     rule = policy_line(view, tr)
@@ -257,6 +263,20 @@ def build_decided_approval_blocks(view: ApprovalView, decision: DecisionView, tr
             line = tr.gettext("Expired on {date}: nobody decided in time, so it was not run.", date=date)
         blocks.append(SectionBlock(text=MarkdownTextObject(text=line)))
         return blocks
+    if decision.cancelled:
+        blocks = _describe(
+            view, tr, headline=":heavy_multiplication_x: " + tr.gettext("*Cancelled*: {tool}", tool=tool)
+        )
+        who = f"<@{decision.decided_by}>" if decision.decided_by else None
+        line = (
+            tr.gettext("Cancelled by {user} on {date}, so it was not run.", user=who, date=date)
+            if who
+            else tr.gettext("Cancelled on {date}, so it was not run.", date=date)
+        )
+        if decision.reason:
+            line += "\n" + tr.gettext("Reason: {reason}", reason=escape(decision.reason))
+        blocks.append(SectionBlock(text=MarkdownTextObject(text=line)))
+        return blocks
     if decision.approved and view.interrupted:
         headline = tr.gettext("*Run again*: {tool} (it had been interrupted)", tool=tool)
     elif decision.approved and decision.edited:
@@ -300,6 +320,8 @@ def person_words(user: str, stood_in_for: tuple[tuple[str, str], ...], tr: Trans
 def decided_text(view: ApprovalView, decision: DecisionView, tr: Translator) -> str:
     if decision.expired:
         return tr.gettext("Expired: {tool}", tool=view.tool_name)
+    if decision.cancelled:
+        return tr.gettext("Cancelled: {tool}", tool=view.tool_name)
     if decision.approved:
         return tr.gettext("Approved: {tool}", tool=view.tool_name)
     return tr.gettext("Declined: {tool}", tool=view.tool_name)

@@ -38,6 +38,7 @@ from tools import JsonValueError, read_json
 from .analytics_builder import analytics_button
 from .approval_builder import (
     APPROVE,
+    CANCEL,
     DECLINE,
     DECLINE_WITH_REASON,
     EDIT_ARGS,
@@ -418,9 +419,9 @@ def _approvals(
             )
         else:
             blocks.append(SectionBlock(text=shown))
+        elements: list[ButtonElement] = []
         if approval.may_decide:
             ref, offered = approval.ref, approval.actions
-            elements = []
             if "approve" in offered:
                 elements.append(
                     ButtonElement(text=tr.gettext("Approve"), action_id=APPROVE, value=ref, style="primary")
@@ -432,8 +433,10 @@ def _approvals(
                 )
             if "edit_args" in offered:  # never on a four-eyes call: everyone approves the same arguments
                 elements.append(ButtonElement(text=tr.gettext("Edit arguments"), action_id=EDIT_ARGS, value=ref))
-            if elements:
-                blocks.append(ActionsBlock(block_id=f"home_call_{approval.ref}"[:255], elements=elements))
+        if "cancel" in approval.actions:  # the requester may withdraw their own, an admin any
+            elements.append(ButtonElement(text=tr.gettext("Cancel"), action_id=CANCEL, value=approval.ref))
+        if elements:
+            blocks.append(ActionsBlock(block_id=f"home_call_{approval.ref}"[:255], elements=elements))
     if len(approvals) > HOME_LIMIT:
         more = tr.ngettext("…and {n} more.", "…and {n} more.", len(approvals) - HOME_LIMIT)
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=more)]))

@@ -41,7 +41,8 @@ class QuestionView:
     answerable_by_form: bool = True
     """False when the tool declares no resume schema: the answer can only be given in the thread."""
     declinable: bool = False
-    """A live question (an MCP server's): Decline and Cancel buttons, whose answer the server hears."""
+    """A live question (an MCP server's): a Decline button, whose answer the server hears (every question
+    has a Cancel button)."""
     url: str | None = None
     """A question answered on a page (an MCP server's URL mode): a link button; the call waits for the server."""
 
@@ -58,6 +59,8 @@ class AnswerView:
     """"declined" or "cancelled" when the question was not answered (the server heard `decline` / `cancel`)."""
     refused_by: str | None = None
     """Who declined or cancelled it; None for the bot (nobody answered in time)."""
+    live: bool = True
+    """It was a live question (an MCP server's), whose server heard `decline` / `cancel`."""
 
 
 def question_of(suspend_payload: Any) -> str:
@@ -108,7 +111,8 @@ def build_question_blocks(view: QuestionView, tr: Translator) -> list[Block]:
     if view.declinable:
         decline = tr.gettext("Decline")
         buttons.append(ButtonElement(text=decline, action_id=DECLINE_QUESTION, value=view.ref, style="danger"))
-        buttons.append(ButtonElement(text=tr.gettext("Cancel"), action_id=CANCEL_QUESTION, value=view.ref))
+    # whoever may answer (or an admin) may withdraw the question: a live one's server hears `cancel`
+    buttons.append(ButtonElement(text=tr.gettext("Cancel"), action_id=CANCEL_QUESTION, value=view.ref))
     if question_is_cut(view):
         buttons.append(_show_question_button(view, tr))
     if buttons:
@@ -170,6 +174,8 @@ def _refusal(answer: AnswerView, tr: Translator) -> str:
             who = tr.gettext("Cancelled by {user} on {date}.", user=user, date=date)
         else:
             who = tr.gettext("Cancelled by {user}.", user=user)
+    if not answer.live:
+        return who
     return f"{who} {tr.gettext('The MCP server was told {answer}.', answer=f'`{told}`')}"
 
 

@@ -307,6 +307,7 @@ async def refresh_message(
         resume_data=resume_data if resume_data is not None or record is None else record.resume_data,
         refused=refused,
         refused_by=record.decided_by if refused and record is not None else None,
+        live=record is None or record.decision in (DecisionKind.DECLINE_QUESTION, DecisionKind.CANCEL_QUESTION),
     )
 
     def settled(tr: Translator) -> tuple[str, list]:
@@ -387,6 +388,7 @@ def _settled_approval(row: ToolCallMessageRow, record: ToolCallRecord | None, tr
         reason=record.reason,
         edited=shown != row.args,
         expired=record.outcome == "expired",
+        cancelled=record.outcome == "cancelled",
         approvals=record.approvals,
         stood_in_for=record.stood_in_for,
     )

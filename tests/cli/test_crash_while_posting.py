@@ -141,7 +141,7 @@ async def test_a_tool_killed_midway_comes_back_to_slack_as_interrupted_and_runs_
         )
         interrupted = slack.posted_by(again)
         assert interrupted.thread_ts == event["ts"]
-        assert interrupted.action_ids() == ["tool_approve", "tool_decline", "tool_decline_with_reason"]
+        assert interrupted.action_ids() == ["tool_approve", "tool_decline", "tool_decline_with_reason", "tool_cancel"]
         # the first message has no buttons left: it shows the approval, or (when the crash came before that
         # update) that the call was interrupted and waits again below
         assert approval.action_ids() == []

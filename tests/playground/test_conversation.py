@@ -35,7 +35,13 @@ async def test_delete_record_waits_for_approval_and_bob_approves_it_in_place(pag
     ts = await page.say("@bot delete record 2")
 
     approval = (await page.wait_for(lambda s: [m for m in thread(s, ts) if action_ids(m)], what="the approval"))[0]
-    assert action_ids(approval) == ["tool_approve", "tool_decline", "tool_decline_with_reason", "tool_edit_args"]
+    assert action_ids(approval) == [
+        "tool_approve",
+        "tool_decline",
+        "tool_decline_with_reason",
+        "tool_edit_args",
+        "tool_cancel",
+    ]
     assert "delete-record" in shown_text(approval) and '"id": 2' in shown_text(approval)
     assert 2 in await record_ids(playground)
 
@@ -76,7 +82,7 @@ async def test_the_weather_question_is_answered_by_the_next_message_in_the_threa
     question = await page.wait_for(
         lambda s: [m for m in thread(s, ts) if "Which city?" in shown_text(m)], what="the question"
     )
-    assert action_ids(question[0]) == ["tool_answer"]
+    assert action_ids(question[0]) == ["tool_answer", "tool_question_cancel"]
 
     await page.say("Paris", thread_ts=ts)  # no mention needed in the bot's thread
 

@@ -12,7 +12,9 @@ CAROL = "UCAROL"
 async def question_for(page, user: str) -> dict:
     ts = await page.say("@bot what's the weather?", user=user)
     found = await page.wait_for(
-        lambda s: [m for m in thread(s, ts) if action_ids(m) == ["tool_answer"]], user=user, what="the question"
+        lambda s: [m for m in thread(s, ts) if action_ids(m) == ["tool_answer", "tool_question_cancel"]],
+        user=user,
+        what="the question",
     )
     return found[0]
 

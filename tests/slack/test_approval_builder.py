@@ -42,6 +42,7 @@ def test_waiting_approval_has_the_contract_buttons_carrying_only_the_reference()
         "tool_decline",
         "tool_decline_with_reason",
         "tool_edit_args",
+        "tool_cancel",
     ]
     assert {e["value"] for e in actions["elements"]} == {"REF123"}
     text = str(blocks)
@@ -105,6 +106,7 @@ def test_an_interrupted_call_says_it_may_have_taken_effect_and_offers_to_run_it_
         ("tool_approve", "Run it again"),
         ("tool_decline", "Decline"),
         ("tool_decline_with_reason", "Decline with reason"),
+        ("tool_cancel", "Cancel"),
     ]
     assert {e["value"] for e in actions["elements"]} == {"REF123"}
     assert '"id": 3' in text and "<@U1>" in text  # what would run again, and who asked

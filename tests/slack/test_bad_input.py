@@ -212,7 +212,7 @@ async def test_an_answer_form_value_nested_5000_deep_stays_in_the_form(database_
         answer = json.loads(body)
         assert answer["response_action"] == "errors" and block["block_id"] in answer["errors"]
         assert tracebacks(caplog) == []
-        assert question.action_ids() == ["tool_answer"]
+        assert question.action_ids() == ["tool_answer", "tool_question_cancel"]
 
         chosen = next(o for o in options if o["text"]["text"] == "青")
         model.chat.push(reply("Peint en 青."))
@@ -244,7 +244,7 @@ async def test_a_bulk_form_with_metadata_nested_3000_deep_decides_nothing(bot: R
 # --- forged buttons -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("action_id", ["tool_question_decline", "tool_question_cancel", "tool_question_url"])
+@pytest.mark.parametrize("action_id", ["tool_question_decline", "tool_question_url"])
 async def test_a_question_button_its_message_does_not_show_is_refused_with_a_word(
     bot: RunningBot, model, caplog, action_id
 ):
@@ -259,7 +259,7 @@ async def test_a_question_button_its_message_does_not_show_is_refused_with_a_wor
     assert ephemeral[0].params["user"] == "U1" and ephemeral[0].params["text"] == UNKNOWN
     await bot.slack.settle()
     assert tracebacks(caplog) == []
-    assert question.action_ids() == ["tool_answer"]
+    assert question.action_ids() == ["tool_answer", "tool_question_cancel"]
     run_id = (await bot.agent.list_suspended_runs()).runs[0].run_id
     assert (await bot.agent.get_tool_call(run_id, "call_1")).state == "suspended"
 

@@ -49,7 +49,12 @@ async def test_two_distinct_approvers_and_never_the_requester(api_bot: RunningBo
     await bot.mention("delete record 3")
     message = await bot.approval_message()
     assert "0 of 2 approvals" in message.all_text
-    assert message.action_ids() == ["tool_approve", "tool_decline", "tool_decline_with_reason"]  # no editing
+    assert message.action_ids() == [
+        "tool_approve",
+        "tool_decline",
+        "tool_decline_with_reason",
+        "tool_cancel",
+    ]  # no editing
 
     await bot.sender.click(message, "tool_approve", user="U1")  # the requester
     assert "other than who asked" in await ephemeral(bot, "needs 2 approvals")

@@ -47,7 +47,7 @@ async def test_suspended_runs_in_camel_case_and_the_openapi_document(api_bot: Ru
             "answerers": [],
             "expiresAt": None,
             "grantSeconds": None,
-            "actions": ["approve", "decline", "edit_args"],
+            "actions": ["approve", "cancel", "decline", "edit_args"],
         }
     ]
     status, other_thread = await request(api_bot, "GET", "/api/agents/demo-agent/suspended-runs?threadId=nope")

@@ -70,7 +70,12 @@ async def test_the_home_card_of_a_four_eyes_call_offers_no_edit_and_shows_the_pr
 
     view = await home_of(bot, "U2", count=2)
     assert "`delete-record` requested by <@U1>" in text_of(view)
-    assert home_buttons(view) == ["tool_approve", "tool_decline", "tool_decline_with_reason"]  # nor the Home
+    assert home_buttons(view) == [
+        "tool_approve",
+        "tool_decline",
+        "tool_decline_with_reason",
+        "tool_cancel",
+    ]  # nor the Home
     assert "Will delete 1 record: #3" in text_of(view)  # the preview, as in the thread
     assert "Will delete 1 record: #3" in message.all_text
 
@@ -83,7 +88,8 @@ async def test_the_home_card_offers_edit_where_the_thread_does(bot: RunningBot, 
     await bot.mention("レコード3を削除して", user="U1")
     message = await bot.approval_message()
     view = await home_of(bot, "U2", count=2)
-    thread_buttons = [a for a in message.action_ids() if a in ("tool_approve", "tool_decline", "tool_edit_args")]
+    shared = ("tool_approve", "tool_decline", "tool_edit_args", "tool_cancel")
+    thread_buttons = [a for a in message.action_ids() if a in shared]
     assert [a for a in home_buttons(view) if a != "tool_decline_with_reason"] == thread_buttons
 
 
@@ -109,10 +115,10 @@ async def test_every_copy_of_a_four_eyes_call_offers_no_edit_and_shows_the_previ
     for shown in (message, *copies.values()):  # the preview on every copy, as in the thread
         assert "Will delete 1 record: #3" in shown.all_text
         assert "tool_edit_args" not in shown.action_ids()  # nor an edit of arguments everyone approves
-    assert copies["DU2"].action_ids() == ["tool_approve", "tool_decline", "tool_decline_with_reason"]
+    assert copies["DU2"].action_ids() == ["tool_approve", "tool_decline", "tool_decline_with_reason", "tool_cancel"]
     assert copies["DU7"].action_ids() == []  # U7 may not decide it: their copy offers nothing
     assert "tool_approve" in message.action_ids()  # the thread's message, for whoever may
-    assert home_buttons(home) == ["tool_approve", "tool_decline", "tool_decline_with_reason"]
+    assert home_buttons(home) == ["tool_approve", "tool_decline", "tool_decline_with_reason", "tool_cancel"]
     assert "Will delete 1 record: #3" in text_of(home)
     who = next(line for line in message.all_text.split("\n") if line.startswith("Who may approve: "))
     assert "<@U2> or <@U3>" in who and who in text_of(home)  # who may decide, until when: as the thread says
@@ -124,10 +130,10 @@ async def test_every_copy_of_a_four_eyes_call_offers_no_edit_and_shows_the_previ
 
     path = "/api/agents/demo-agent/suspended-runs"
     for viewer, allowed in (
-        ("U2", ["approve", "decline"]),
-        ("U1", ["decline"]),
+        ("U2", ["approve", "cancel", "decline"]),
+        ("U1", ["cancel", "decline"]),
         ("U7", []),
-        (None, ["approve", "decline"]),
+        (None, ["approve", "cancel", "decline"]),
     ):
         status, page = await request(bot, "GET", path + (f"?viewer={viewer}" if viewer else ""))
         assert status == 200
@@ -140,9 +146,9 @@ async def test_every_copy_of_a_four_eyes_call_offers_no_edit_and_shows_the_previ
     await bot.slack.wait_for("chat.update", lambda c: "1 of 2 approvals" in str(c.params), count=len(copies) + 1)
     for shown_copy in (message, copies["DU2"]):  # every copy and the API say who approved so far
         assert "1 of 2 approvals*: <@U2>" in shown_copy.all_text
-    assert copies["DU2"].action_ids() == ["tool_decline", "tool_decline_with_reason"]  # U2 approved already
+    assert copies["DU2"].action_ids() == ["tool_decline", "tool_decline_with_reason", "tool_cancel"]  # U2 approved
     _, page = await request(bot, "GET", path + "?viewer=U2")
-    assert listed(page)["approvals"] == ["U2"] and listed(page)["actions"] == ["decline"]
+    assert listed(page)["approvals"] == ["U2"] and listed(page)["actions"] == ["cancel", "decline"]
 
 
 async def test_the_rule_and_the_grant_a_call_ran_under_are_said_in_the_conversations_language(bot: RunningBot, model):

@@ -55,7 +55,8 @@ def test_answered_question_has_no_button():
 def test_without_a_resume_schema_the_answer_is_given_in_the_thread_only():
     view = QuestionView(ref="R1", tool_name="t", suspend_payload="Why?", requester="U1", answerable_by_form=False)
     blocks = [b.to_dict() for b in build_question_blocks(view, EN)]
-    assert all(b["type"] != "actions" for b in blocks) and "reply in this thread." in str(blocks)
+    buttons = [e["action_id"] for b in blocks if b["type"] == "actions" for e in b["elements"]]
+    assert buttons == ["tool_question_cancel"] and "reply in this thread." in str(blocks)  # no form: only Cancel
 
 
 def test_a_thread_answer_shows_the_values_read_from_it():

@@ -131,7 +131,7 @@ async def test_an_interrupted_call_says_it_may_have_taken_effect_and_offers_to_r
 
     message = await bot.approval_message()
     assert "may or may not have taken effect" in message.all_text
-    assert message.action_ids() == ["tool_approve", "tool_decline", "tool_decline_with_reason"]
+    assert message.action_ids() == ["tool_approve", "tool_decline", "tool_decline_with_reason", "tool_cancel"]
     assert "Run it again" in str(message.blocks)
     await bot.sender.click(message, "tool_approve", user="U2")
     await bot.slack.wait_for("chat.update", lambda c: c.params.get("ts") == message.ts)

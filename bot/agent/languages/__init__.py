@@ -1,7 +1,8 @@
 """The words auto-resume knows, one data file per language (`<code>.json` in this folder), loaded once.
 
 A file lists a language's yes and no (words and phrases, refusals included), hedges, question words
-and question endings, corrections ("no wait", "其实"), greetings and filler words, and its number words
+and question endings, corrections ("no wait", "其实"), greetings and filler words, what withdraws a
+waiting call (`cancel`: "never mind", "算了", "취소해"; `says_cancel`), and its number words
 (`numbers`, `scales`, `joiners`, German-style `compounds`, CJK `numeral_digits`/`numeral_units`).
 Adding a language is adding a file; nothing in the code names a language. Every entry is folded as
 the messages are (`fold`), so a file may be written with accents, full-width forms or any case.
@@ -57,7 +58,7 @@ def clean(text: str) -> str:
     return " ".join("".join(out).split()).strip("'")
 
 
-KINDS = ("yes", "no", "hedges", "question_words", "corrections", "greetings", "filler")
+KINDS = ("yes", "no", "hedges", "question_words", "corrections", "greetings", "filler", "cancel")
 
 
 @dataclass(frozen=True)
@@ -106,3 +107,20 @@ def languages() -> tuple[Language, ...]:
     folder = resources.files(__package__)
     files = sorted((f for f in folder.iterdir() if f.name.endswith(".json")), key=lambda f: f.name)
     return tuple(_language(json.loads(f.read_text(encoding="utf-8"))) for f in files)
+
+
+def says_cancel(text: str) -> bool:
+    """Whether the whole message is a clear "never mind" / "cancel that" in a language the bot reads (a
+    `cancel` entry of a data file, with greetings such as "please" or "thanks" around it). A refusal inside
+    a longer answer ("no, cancel that") is an answer, not a withdrawal."""
+    words = clean(text).split()
+    for language in languages():
+        greetings = language.entries["greetings"]
+        kept = list(words)
+        while kept and kept[0] in greetings:
+            kept.pop(0)
+        while kept and kept[-1] in greetings:
+            kept.pop()
+        if kept and " ".join(kept) in language.entries["cancel"]:
+            return True
+    return False

@@ -1,4 +1,4 @@
-"""Block actions: the approval buttons (in a thread or the App Home), the Answer, Decline, Cancel and
+"""Block actions: the approval buttons (Cancel among them) (in a thread or the App Home), the Answer, Decline, Cancel and
 "Show the whole question" buttons of a question, an admin's Edit button next to a tool policy, the feedback buttons under an
 answer, the admin's Approval analytics button, the App Home's bulk decisions (its checkboxes, "Approve selected", "Decline selected") and the
 Revoke button next to a standing grant in the App Home, and its delegation buttons (hand over, end)."""
@@ -10,6 +10,7 @@ from ...approval_builder import (
     APPROVE,
     APPROVE_AND_GRANT,
     APPROVE_AND_GRANT_SAME_ARGS,
+    CANCEL,
     DECLINE,
     DECLINE_WITH_REASON,
     EDIT_ARGS,
@@ -36,7 +37,7 @@ from .bulk import (
     handle_bulk_decline_with_reason_button,
     handle_bulk_pick,
 )
-from .decline import handle_decline_button, handle_decline_with_reason_button
+from .decline import handle_cancel_button, handle_decline_button, handle_decline_with_reason_button
 from .delegation import handle_end_delegation_button, handle_hand_over_button
 from .edit_args import handle_edit_args_button
 from .feedback import handle_feedback_button
@@ -51,6 +52,7 @@ def register(app: AsyncApp) -> None:
     app.action(APPROVE_AND_GRANT_SAME_ARGS)(handle_approve_and_grant_same_args_button)
     app.action(DECLINE)(handle_decline_button)
     app.action(DECLINE_WITH_REASON)(handle_decline_with_reason_button)
+    app.action(CANCEL)(handle_cancel_button)
     app.action(EDIT_ARGS)(handle_edit_args_button)
     app.action(ANSWER)(handle_answer_button)
     app.action(DECLINE_QUESTION)(handle_question_decline_button)

@@ -1,5 +1,6 @@
-"""The buttons of a question: Answer opens a form generated from the tool's resume schema; Decline and
-Cancel (on a live question, an MCP server's) tell the server `decline` / `cancel`, and its call goes on."""
+"""The buttons of a question: Answer opens a form generated from the tool's resume schema; Decline (on a
+live question, an MCP server's) tells the server `decline`, and its call goes on; Cancel withdraws any
+question (a live one's server hears `cancel`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.agent import CancelQuestion, DeclineQuestion, Resume
+from bot.agent import Cancel, DeclineQuestion, Resume
 
 from ...modal_builder import build_answer_modal
 from ...translator import N_
@@ -50,5 +51,5 @@ async def handle_question_url_button(
 async def _refuse_question(
     ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext, *, cancel: bool
 ) -> None:
-    refusal = CancelQuestion() if cancel else DeclineQuestion()
-    await decide_clicked(ack, body, client, context, refusal, kind="question", action="answer")
+    refusal = Cancel() if cancel else DeclineQuestion()  # a live question's Cancel is its server's `cancel`
+    await decide_clicked(ack, body, client, context, refusal, kind="question", action="cancel" if cancel else "answer")

@@ -1,4 +1,4 @@
-"""The Decline button, and Decline with reason (which opens a modal for the reason)."""
+"""The Decline button, Decline with reason (which opens a modal for the reason), and Cancel."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.agent import Decline
+from bot.agent import Cancel, Decline
 
 from ...modal_builder import ModalTarget, build_decline_reason_modal
 from ...services import services_of
@@ -19,6 +19,13 @@ async def handle_decline_button(
     ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
 ) -> None:
     await decide_clicked(ack, body, client, context, Decline(), kind="approval", action="decline")
+
+
+async def handle_cancel_button(
+    ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
+) -> None:
+    """Withdraw a waiting approval (in its thread or the App Home): cancelled, not declined."""
+    await decide_clicked(ack, body, client, context, Cancel(), kind="approval", action="cancel")
 
 
 async def handle_decline_with_reason_button(

@@ -19,7 +19,7 @@ async def test_question_is_posted_in_the_thread_with_an_answer_button(bot: Runni
     question = await bot.question_message()
     assert question.thread_ts == event["ts"]
     assert "Which city?" in question.all_text and "get-weather" in question.all_text
-    assert question.action_ids() == ["tool_answer"]
+    assert question.action_ids() == ["tool_answer", "tool_question_cancel"]
 
 
 async def test_question_answered_in_the_thread_resumes_the_tool(bot: RunningBot, model):
@@ -80,4 +80,4 @@ async def test_unrelated_thread_message_leaves_the_question_waiting(bot: Running
     await bot.say("hmm, let me think", thread_ts=event["ts"])
     await bot.slack.wait_for("chat.stopStream")
     await bot.slack.settle()
-    assert question.action_ids() == ["tool_answer"]
+    assert question.action_ids() == ["tool_answer", "tool_question_cancel"]

@@ -16,7 +16,13 @@ async def test_approval_message_shows_tool_args_and_who_asked(bot: RunningBot, m
     event = await bot.mention("please delete record 3")
     message = await bot.approval_message()
     assert message.thread_ts == event["ts"]
-    assert message.action_ids() == ["tool_approve", "tool_decline", "tool_decline_with_reason", "tool_edit_args"]
+    assert message.action_ids() == [
+        "tool_approve",
+        "tool_decline",
+        "tool_decline_with_reason",
+        "tool_edit_args",
+        "tool_cancel",
+    ]
     text = message.all_text
     assert "delete-record" in text and "Delete a record by ID" in text
     assert '"id": 3' in text and "<@U1>" in text and "please delete record 3" in text
