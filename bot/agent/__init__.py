@@ -11,6 +11,7 @@ from memory.states import DecisionKind, RunStatus, ToolCallState, waits_instead
 from ._agent import Agent
 from ._authorize import PLAIN, Action, Directory, Naming, OpenDirectory, Refusal, RefusalReason
 from ._conditions import ConditionError, check_condition, rule_line
+from ._deciding import refuse_stale
 from ._fingerprint import fingerprint
 from ._grounding import yes_or_no
 from ._model import limit_model_requests
@@ -151,6 +152,7 @@ __all__ = [
     "RevokeResult",
     "Revoked",
     "revoke_grant",
+    "refuse_stale",
     "yes_or_no",
     "check_condition",
     "rule_line",

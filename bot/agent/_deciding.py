@@ -95,6 +95,14 @@ def action_of(decision: Decision) -> Action:
     raise TypeError(f"{type(decision).__name__} is the runtime's own decision, not a person's")
 
 
+def _action_or_none(decision: Decision) -> Action | None:
+    """The rule's action for a decision value, None for the runtime's own (an expiry)."""
+    try:
+        return action_of(decision)
+    except TypeError:
+        return None
+
+
 def asked_of(run: StoredRun, call: StoredToolCall, actor: str | None, action: Action) -> Asked:
     return Asked(
         actor=actor,
@@ -123,7 +131,7 @@ async def decide_as(
     if run is None or run.agent_id != agent.id or call is None:
         return Gone(run_id=run_id, tool_call_id=tool_call_id)
     if not can_decide(call.state, decision.kind):
-        return AlreadyDecided(record=agent._record_of(call))
+        return await _stale(agent, call, actor=actor, action=_action_or_none(decision), via=via)
     decision = as_decided(call, decision)
     if isinstance(decision, DeclineQuestion | CancelQuestion) and not call.held_by:
         return AlreadyDecided(record=agent._record_of(call))  # only a live question can be dismissed
@@ -143,7 +151,7 @@ async def decide_as(
         latest = await agent.storage.runs.get_tool_call(run.id, call.tool_call_id)
         if latest is None:
             return Gone(run_id=run_id, tool_call_id=tool_call_id)
-        return AlreadyDecided(record=agent._record_of(latest))
+        return await _stale(agent, latest, actor=actor, action=action, via=via)
     except (ResumeDataInvalidError, ToolArgsInvalidError) as exc:
         return Invalid(message=str(exc), errors=tuple(exc.errors))
     except QuestionHeldElsewhereError:
@@ -188,6 +196,35 @@ async def check_action(
 def delegations_of(agent: DecidingAgent) -> DelegationReader:
     """Where the rule reads who holds whose approvals: the agent's storage."""
     return agent.storage.delegations
+
+
+async def refuse_stale(
+    agent: DecidingAgent, run_id: str, tool_call_id: str, *, actor: str | None, via: str, action: Action | None = None
+) -> None:
+    """A person acted on a screen that still showed a call that no longer waits (a front end found it decided
+    before asking `decide_as`): audited as `decide_as` audits it, one `refused` line saying how it stands."""
+    run, call = await agent.storage.runs.run_and_call(run_id, tool_call_id)
+    if run is not None and call is not None and run.agent_id == agent.id:
+        await _stale(agent, call, actor=actor, action=action, via=via)
+
+
+async def _stale(
+    agent: DecidingAgent, call: StoredToolCall, *, actor: str | None, action: Action | None, via: str
+) -> AlreadyDecided:
+    """The call no longer waits for this decision: when a person acted (a stale screen, a lost race), one
+    `refused` line saying how it stands."""
+    record = agent._record_of(call)
+    if actor:
+        how = f"already {record.outcome}" if record.outcome else f"it is {record.state}"
+        try:
+            await agent.storage.audit_log.record(
+                run_id=call.run_id, tool_call_id=call.tool_call_id, tool_name=call.displayed_tool_name,
+                action="refused", actor=actor, via=via, args_fingerprint=call.fingerprint,
+                detail=f"{action or 'decide'}: it no longer waits ({how})"[:500],
+            )  # fmt: skip
+        except Exception:  # noqa: BLE001 - nothing was decided whether or not its line could be written
+            log.exception("could not audit the stale %s of %s/%s", action, call.run_id, call.tool_call_id)
+    return AlreadyDecided(record=record)
 
 
 async def _refused(

@@ -28,6 +28,7 @@ from bot.agent import (
     Resume,
     ToolCallRecord,
     ToolCallState,
+    refuse_stale,
 )
 from bot.agent import (
     RefusalReason as RuleReason,
@@ -82,8 +83,11 @@ class ClickRefused(Exception):
         *,
         row: ToolCallMessageRow | None = None,
         about: ToolCallMessageRow | None = None,
+        audited: bool = False,
     ):
         super().__init__(explanation)
+        self.audited = audited
+        """The runtime audited it already (`decide_as`); else a stale click is audited when it is explained."""
         self.explanation = explanation
         self.reason = reason
         self.row = row
@@ -242,9 +246,9 @@ async def decide_and_show(
             tr = await services.languages.of_person(user_id)
             raise ClickRefused(refusal_text(result.refusal, tr), reason, about=call.row)
         case AlreadyDecided() if result.record.state == ToolCallState.EXPIRED:
-            raise ClickRefused(EXPIRED, RefusalReason.EXPIRED, row=call.row)
+            raise ClickRefused(EXPIRED, RefusalReason.EXPIRED, row=call.row, audited=True)
         case AlreadyDecided() | Gone():
-            raise ClickRefused(_already(call.row.kind), RefusalReason.ALREADY_DECIDED, row=call.row)
+            raise ClickRefused(_already(call.row.kind), RefusalReason.ALREADY_DECIDED, row=call.row, audited=True)
         case Invalid():
             raise DataUnfit(result.message)
     outcome = decision.kind.outcome
@@ -292,6 +296,11 @@ async def refuse(
     decision rule's own words as written), where they clicked (`home`: at the top of their App Home; else an
     ephemeral message in the thread), and bring the message up to date if its call is settled."""
     metrics.refused(refused.reason)
+    stale = refused.reason in (RefusalReason.ALREADY_DECIDED, RefusalReason.EXPIRED)
+    if stale and refused.row is not None and not refused.audited:  # a stale screen: one audit line, its reason
+        await refuse_stale(
+            services.agent, refused.row.run_id, refused.row.tool_call_id, actor=user, via="home" if home else "button"
+        )
     target_channel = channel or (refused.about.channel if refused.about else None)
     if home and services.home is not None:
         await services.home.show_note(user, (await services.languages.of_person(user)).gettext(refused.explanation))

@@ -180,3 +180,18 @@ async def test_alice_opens_the_approval_analytics_from_her_home(page, playground
     sections = {b["text"]["text"]: b["fields"] for b in modal["view"]["blocks"] if b.get("fields")}
     assert set(sections) == {"*delete-record*", "<@UBOB>"}
     assert {"text": "*Decided*\n1", "type": "mrkdwn"} in sections["<@UBOB>"]
+
+
+async def test_a_four_eyes_call_offers_no_edit_in_the_thread_nor_in_bobs_home(page, playground):
+    """The playground draws the one view as Slack would: the thread's approval and Bob's card offer the same
+    buttons (no edit of arguments everyone approves), and the card shows the preview and who may approve."""
+    await playground.storage.policies.set("delete-record", PolicyChange(approvals_required=2))
+    await page.post("/play/home/open", {"user": BOB})
+    ts = await page.say("@bot delete record 2")  # Alice asks
+    approval = await page.wait_for(
+        lambda s: next((m for m in thread(s, ts) if "tool_approve" in action_ids(m)), None), what="the approval"
+    )
+    assert "tool_edit_args" not in action_ids(approval)
+    bob = await page.wait_for(lambda s: s if home_button(s, "tool_approve") else None, user=BOB, what="Bob's card")
+    assert home_button(bob, "tool_decline") is not None and home_button(bob, "tool_edit_args") is None
+    assert "Will delete 1 record: #2" in home_text(bob)  # the preview, as in the thread

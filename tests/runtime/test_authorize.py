@@ -137,7 +137,7 @@ async def test_decide_as_answers_with_one_result_for_each_outcome(model, storage
     lines = [(e.action, e.actor) for e in await storage.audit_log.entries() if e.run_id == run_id]
     assert lines == [
         ("requested", "U1"), ("refused", "U7"), ("approved", "U2"), ("refused", "U2"), ("approved", "U3"),
-        ("executed", "system"),
+        ("executed", "system"), ("refused", "U9"),  # the late decline: it no longer waits, said once
     ]  # fmt: skip
 
 

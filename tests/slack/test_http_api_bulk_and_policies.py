@@ -59,6 +59,7 @@ async def test_bulk_decisions_each_as_if_asked_alone(admin_bot: RunningBot, mode
     assert sorted(decided) == [  # the execution lands when the run goes on, after the response
         ("call_1", "approved", "U2", "api"),
         ("call_1", "executed", "system", "runtime"),
+        ("call_1", "refused", "U2", "api"),  # the same again: it no longer waits, said once
         ("call_2", "declined", "U2", "api"),
         ("call_3", "refused", "U2", "api"),
     ]

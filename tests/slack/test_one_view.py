@@ -168,3 +168,32 @@ async def test_the_rule_and_the_grant_a_call_ran_under_are_said_in_the_conversat
     shown = str(bot.slack.message("C1", stops[-1].params["ts"]).blocks)
     date = "<!date^" + str(int(grant.expires_at.timestamp()))
     assert "<@U2> の継続許可で実行（" + date in shown and "ran under" not in shown
+
+
+async def test_a_click_on_a_stale_screen_is_one_audit_line_with_its_reason(api_bot: RunningBot, model):
+    bot = api_bot
+    ask_to_delete(model)
+    await bot.mention("delete record 3", user="U1")
+    message = await bot.approval_message()
+    ref = message.button_value("tool_approve")
+    await bot.sender.click(message, "tool_approve", user="U2")
+    await bot.slack.wait_for("chat.stopStream")
+    await bot.sender.click(message, "tool_decline", user="U3", value=ref)  # a client that still shows it
+    told = await bot.slack.wait_for("chat.postEphemeral")
+    assert "already decided" in told[0].params["text"]
+    run_id, call_id = message_call(await bot.storage.audit_log.entries())
+    status, _ = await request(
+        bot, "POST", f"/api/agents/demo-agent/runs/{run_id}/tool-calls/{call_id}/decline", body={"approver": "U7"}
+    )
+    assert status == 409
+    await bot.slack.settle()
+
+    refused = [e for e in await bot.storage.audit_log.entries() if e.action == "refused"]
+    assert [(e.actor, e.via) for e in refused] == [("U3", "button"), ("U7", "api")]  # once each, with why
+    assert all("it no longer waits (already approved)" in (e.detail or "") for e in refused)
+    assert "decline:" in (refused[1].detail or "")
+
+
+def message_call(entries: list[Any]) -> tuple[str, str]:
+    (requested,) = [e for e in entries if e.action == "requested"]
+    return requested.run_id, requested.tool_call_id
