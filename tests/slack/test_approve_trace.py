@@ -44,6 +44,8 @@ async def test_an_approve_click_passes_through_the_files_architecture_md_names(
     assert await record_ids(bot) == [1, 2, 4, 5]  # the click did what it does
 
     click = trace.files(CLICK)
+    # who may approve is decided in the runtime's one box, for this click as for every surface
+    assert {"bot/agent/_deciding.py", "bot/agent/_authorize.py"} <= click, "the rule did not decide the click"
     named = documented("The click", database_url)
     assert click == named, f"ran, not named: {sorted(click - named)}; named, did not run: {sorted(named - click)}"
     went_on = trace.files(RELAY, RUN) - click
