@@ -137,6 +137,7 @@ class HomePublisher:
                 approvals_required=shown.approvals_required,
                 who_may_approve=who_may_decide(shown, row.requester, tr),
                 expires_at=shown.expires_at,
+                grant_seconds=shown.grant_seconds,
                 rule=record.rule,
                 rule_fields=record.rule_fields,
                 actions=frozenset(str(action) for action in actions),

@@ -38,12 +38,15 @@ from tools import JsonValueError, read_json
 from .analytics_builder import analytics_button
 from .approval_builder import (
     APPROVE,
+    APPROVE_AND_GRANT,
+    APPROVE_AND_GRANT_SAME_ARGS,
     CANCEL,
     DECLINE,
     DECLINE_WITH_REASON,
     EDIT_ARGS,
     PreviewView,
     date_or_now,
+    duration_words,
     format_args,
     person_words,
     preview_section,
@@ -120,6 +123,8 @@ class HomeApproval:
     """Who may decide it (mrkdwn, in the reader's words), as the thread's message says; empty: not said."""
     expires_at: datetime | None = None
     """When it is declined as expired (None: never)."""
+    grant_seconds: int | None = None
+    """The standing grant on offer (None: none), offered by two buttons as in the thread."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -426,6 +431,12 @@ def _approvals(
                 elements.append(
                     ButtonElement(text=tr.gettext("Approve"), action_id=APPROVE, value=ref, style="primary")
                 )
+            if "grant" in offered and approval.grant_seconds:  # the grant on offer, as in the thread
+                lasting = duration_words(approval.grant_seconds, tr)
+                in_thread = tr.gettext("Approve and allow for {time} in this thread", time=lasting)
+                same_args = tr.gettext("Approve and allow these arguments for {time}", time=lasting)
+                elements.append(ButtonElement(text=in_thread, action_id=APPROVE_AND_GRANT, value=ref))
+                elements.append(ButtonElement(text=same_args, action_id=APPROVE_AND_GRANT_SAME_ARGS, value=ref))
             if "decline" in offered:
                 elements.append(ButtonElement(text=tr.gettext("Decline"), action_id=DECLINE, value=ref, style="danger"))
                 elements.append(

@@ -11,7 +11,7 @@ from bot.slack_emulator.workspace import UserGroup
 from memory import PolicyChange
 from tests.support.scripted_model import call, reply, tool_calls
 
-from .harness import RunningBot, ask_to_delete, home_of, open_home, record_ids, request, text_of
+from .harness import RunningBot, ask_to_delete, home_click, home_of, open_home, record_ids, request, text_of
 
 
 def home_buttons(view: dict[str, Any]) -> list[str]:
@@ -197,3 +197,22 @@ async def test_a_click_on_a_stale_screen_is_one_audit_line_with_its_reason(api_b
 def message_call(entries: list[Any]) -> tuple[str, str]:
     (requested,) = [e for e in entries if e.action == "requested"]
     return requested.run_id, requested.tool_call_id
+
+
+async def test_the_home_card_offers_the_grant_the_thread_offers_and_gives_it(bot: RunningBot, model):
+    await bot.storage.policies.set("delete-record", PolicyChange(approvers=["U2"], grant_seconds=3600))
+    await open_home(bot, "U2")
+    await home_of(bot, "U2")
+    ask_to_delete(model)
+    await bot.mention("レコード3を削除して", user="U1")
+    message = await bot.approval_message()
+    view = await home_of(bot, "U2", count=2)
+    assert home_buttons(view) == message.action_ids()  # the same buttons, the grants on offer among them
+    assert "tool_approve_grant" in home_buttons(view) and "Approve and allow for 1 hour in this thread" in text_of(view)
+
+    await home_click(bot, "U2", "tool_approve_grant", message.button_value("tool_approve"))
+    await bot.slack.wait_for("chat.stopStream")
+    (grant,) = await bot.storage.grants.live()
+    assert grant.granted_by == "U2" and not grant.same_arguments
+    (granted,) = [e for e in await bot.storage.audit_log.entries() if e.action == "granted"]
+    assert (granted.actor, granted.via) == ("U2", "home")
