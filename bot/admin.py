@@ -30,6 +30,7 @@ AUDIT_FIELDS = (
     "tool_name",
     "action",
     "actor",
+    "on_behalf_of",
     "via",
     "args_fingerprint",
     "policy_version",
@@ -361,7 +362,11 @@ async def print_audit(
         shown = ("at", "action", "tool_name", "actor", "via", "policy_version", "run_id", "tool_call_id", "detail")
         lines = [(*(f.upper().replace("_", " ") for f in shown), "CHANGE")]
         for row in rows:
-            cells = ["" if row[f] is None else " ".join(str(row[f]).split()) for f in shown]
+            named = {
+                **row,
+                "actor": f"{row['actor']} for {row['on_behalf_of']}" if row["on_behalf_of"] else row["actor"],
+            }
+            cells = ["" if named[f] is None else " ".join(str(named[f]).split()) for f in shown]
             lines.append((*cells, change_words(row["before"], row["after"])))
         _print_table(lines, out)
     else:

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Coroutine, Sequence
 from typing import Any, NoReturn
 
+from .cli_delegations import add_delegation_command, run_delegation_command
 from .cli_rules import add_rules_commands, run_file_command, run_rules_command
 from .defaults import DEV_STOP_DEADLINE
 from .logs import LOG_FORMATS, LOG_LEVELS, configure_logging
@@ -54,13 +55,14 @@ class _Parser(argparse.ArgumentParser):
 def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     settings = settings or Settings.model_construct()
     parser = _Parser(prog="python -m bot", description="A Slack bot whose agent asks before it acts.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{serve,socket,dev,policy,audit}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{serve,socket,dev,policy,audit,delegate}")
     servers = _add_server_commands(commands)
     policy_list, policy_set, *policy_rules = _add_policy_commands(commands)
     audit = _add_audit_command(commands)
+    delegate = add_delegation_command(commands)
     for command in (*servers, policy_list, policy_set, *policy_rules):
         _add_agent_options(command, settings)
-    for command in (policy_list, policy_set, *policy_rules, audit):
+    for command in (policy_list, policy_set, *policy_rules, audit, delegate):
         command.add_argument(
             "--playground",
             action="store_true",
@@ -503,6 +505,9 @@ async def _admin(options: argparse.Namespace, settings: Settings, named: Any = N
         if options.command == "audit":
             await admin.print_audit(storage, since=since, tool_name=options.tool, format=options.format)
             return
+        if options.command == "delegate":
+            await run_delegation_command(options, storage)
+            return
         agent = named if named is not None else _demo_agent(storage, settings)
         mcp = await connect_mcp(options.mcp)
         try:
@@ -577,7 +582,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     options = build_parser(settings).parse_args(argv)
-    if options.command in ("policy", "audit"):
+    if options.command in ("policy", "audit", "delegate"):
         return _run_admin(options, settings)
     configure_logging(options.log_level, options.log_format)
     try:

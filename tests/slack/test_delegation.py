@@ -11,6 +11,7 @@ import json
 import pytest
 
 from memory import PolicyChange
+from tests.support.processes import bot_command
 from tests.support.waiting import until
 
 from .harness import (
@@ -240,3 +241,32 @@ async def until_true(read, wanted) -> None:
         return await read() == wanted
 
     await until(matches, what=f"{wanted!r}")
+
+
+async def test_delegations_on_the_command_line_and_in_its_audit(api_bot: RunningBot, model):
+    bot = api_bot
+    url = bot.storage.url
+    code, out, err = await bot_command("delegate", "add", "U9", "U7", "--until", "3d", database_url=url)
+    assert code == 0 and "U9's approvals go to U7 until" in out, err
+    code, out, err = await bot_command("delegate", "add", "U9", "U3", "--until", "3d", database_url=url)
+    assert code == 2 and "U9 already delegates to U7" in err and len(err.strip().splitlines()) == 2, err
+    code, out, err = await bot_command("delegate", "list", database_url=url)
+    assert code == 0 and "U9's approvals go to U7" in out, err
+    await bot.storage.policies.set("delete-record", PolicyChange(approvers=["U9"]))
+    ask_to_delete(model)
+    await bot.mention("delete record 3", user="U2")
+    await bot.approval_message()
+    run_id, call_id = await waiting_call(bot)
+    status, answer = await request(bot, "POST", decide_path(run_id, call_id, "approve"), body={"approver": "U7"})
+    assert status == 200 and answer["onBehalfOf"] == "U9"
+    await bot.slack.wait_for("chat.stopStream")
+    code, out, err = await bot_command("audit", database_url=url)
+    assert code == 0 and any("approved" in line and "U7 for U9" in line for line in out.splitlines()), out
+    code, out, err = await bot_command("audit", "--format", "jsonl", database_url=url)
+    approved = next(json.loads(line) for line in out.splitlines() if '"approved"' in line)
+    assert (approved["actor"], approved["on_behalf_of"]) == ("U7", "U9")
+    (made,) = await bot.storage.delegations.in_force()
+    code, out, err = await bot_command("delegate", "end", made.id, database_url=url)
+    assert code == 0 and "ended" in out, err
+    code, out, err = await bot_command("delegate", "list", database_url=url)
+    assert code == 0 and "No delegation in force." in out
