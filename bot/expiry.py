@@ -1,26 +1,36 @@
-"""The expiry and escalation sweeps: every replica, every few seconds, brings the approvals that waited
-longer than their tool policy's `escalate_after` to its `escalate_to` (`Agent.escalate_waiting_approvals`)
-and declines those that waited longer than its expiry (`Agent.expire_waiting_approvals`); with several
-replicas each call is escalated once and expired once. It also writes down the end of each delegation whose
-time ran out (`DelegationStore.end_lapsed`: a `delegation_ended` line; the delegation stopped counting at
-its end time whether or not the sweep ran)."""
+"""The expiry and escalation sweeps: every replica brings the approvals that waited longer than their tool
+policy's `escalate_after` to its `escalate_to` (`Agent.escalate_waiting_approvals`) and declines those that
+waited longer than its expiry (`Agent.expire_waiting_approvals`); with several replicas each call is
+escalated once and expired once. It also writes down the end of each delegation whose time ran out
+(`DelegationStore.end_lapsed`: a `delegation_ended` line; the delegation stopped counting at its end time
+whether or not the sweep ran).
+
+A sweep passes every few seconds on SQLite. On PostgreSQL it sleeps until the next deadline it knows of (the
+call waiting longest of a tool whose policy expires or escalates), or until any replica moves a call or a
+policy (`memory._notices`); an idle replica's sweep is then nearly silent.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import logging
+import time
+from datetime import timedelta
 
 from bot.agent import Agent
+from memory import ToolPolicy
 
 log = logging.getLogger(__name__)
 
 EXPIRY_INTERVAL = 5.0
-"""Seconds between two sweeps (the policies promise at most 10)."""
+"""Seconds between two sweeps at most while something may be due (the policies promise at most 10)."""
 
 
 async def expire_forever(agent: Agent, *, every: float = EXPIRY_INTERVAL) -> None:
-    """Sweep now and then every `every` seconds, until cancelled; a failed sweep is logged and retried."""
+    """Sweep now and then every `every` seconds (on PostgreSQL: when something is due), until cancelled; a
+    failed sweep is logged and retried."""
+    notices = agent.storage.notices
     while True:
+        began = time.monotonic()
         try:
             await agent.escalate_waiting_approvals()
         except Exception:  # noqa: BLE001 - as below: the next sweep tries again
@@ -33,4 +43,33 @@ async def expire_forever(agent: Agent, *, every: float = EXPIRY_INTERVAL) -> Non
             await agent.storage.delegations.end_lapsed()
         except Exception:  # noqa: BLE001 - as above
             log.warning("the delegations sweep failed; it runs again in %gs", every, exc_info=True)
-        await asyncio.sleep(every)
+        due: float | None = every
+        if notices.possible:
+            try:
+                due = await next_due(agent)
+            except Exception:  # noqa: BLE001 - not known: look again soon
+                log.debug("the next deadline of the expiry sweep is not known", exc_info=True)
+        await notices.pause(every, since=began, due=due, tables=("tool_calls", "tool_policies"))
+
+
+async def next_due(agent: Agent) -> float | None:
+    """Seconds until the next call of `agent` is due to expire or escalate, or a delegation to end (None:
+    nothing is)."""
+    storage = agent.storage
+    deadlines = [delegation.ends_at for delegation in await storage.delegations.in_force()]
+    expiring = {p.tool_name: p for p in await storage.policies.with_expiry() if isinstance(p, ToolPolicy)}
+    escalating = {}
+    if agent.hooks.get("on_escalation") is not None:
+        escalating = {p.tool_name: p for p in await storage.policies.with_escalation() if isinstance(p, ToolPolicy)}
+    waits = await storage.runs.earliest_waits(agent.id) if expiring or escalating else {}
+    for tool_name, (since, unescalated) in waits.items():
+        if (policy := expiring.get(tool_name)) is not None:
+            deadlines.append(since + timedelta(seconds=policy.expires_after or 0))
+        if (policy := escalating.get(tool_name)) is not None and unescalated is not None:
+            deadlines.append(unescalated + timedelta(seconds=policy.escalate_after or 0))
+    if not deadlines:
+        return None
+    return max(0.0, (min(deadlines) - storage.clock.now()).total_seconds())
+
+
+__all__ = ["EXPIRY_INTERVAL", "expire_forever", "next_due"]

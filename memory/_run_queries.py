@@ -5,10 +5,10 @@ surface lists (the part of `RunStore` that only reads)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, exists, func, or_, select
+from sqlalchemy import and_, case, exists, func, or_, select
 
 from ._reconnect import retried_while_away
 from ._run_sql import (
@@ -72,26 +72,52 @@ class RunQueries(StorePart):
         no call of its current step waits for anyone (it stopped before it went on); or a call of its
         current step is a live suspension (`held_by`), guarded by the lease of the process that holds it.
         """
-        current_step = and_(ToolCallRow.run_id == RunRow.id, ToolCallRow.step == RunRow.step)
-        in_progress = exists().where(
-            current_step,
-            or_(one_of(ToolCallRow.state, IN_PROGRESS_STATES), ToolCallRow.held_by.is_not(None)),
-        )
-        waiting = exists().where(current_step, one_of(ToolCallRow.state, WAITING_STATES))
         statement = (
             select(RunRow.id)
             .where(
-                RunRow.agent_id == agent_id,
-                RunRow.parent_run_id.is_(None),
-                one_of(RunRow.status, UNFINISHED_RUN_STATUSES),
+                *_at_work(agent_id),
                 or_(RunRow.heartbeat_at.is_(None), RunRow.heartbeat_at < stale_before),
-                or_(RunRow.status == str(RunStatus.RUNNING), in_progress, ~waiting),
             )
             .order_by(RunRow.heartbeat_at)
             .limit(limit)
         )
         async with self._storage.read_session() as session:
             return list(await session.scalars(statement))
+
+    async def oldest_lease_at_work(self, agent_id: str) -> datetime | None:
+        """The oldest lease (`heartbeat_at`) of the runs `stale_runs` would take over once stale: when the
+        first of them can go stale (None: no run at work; a run with no lease counts as leased long ago)."""
+        statement = select(func.count(), func.min(func.coalesce(RunRow.heartbeat_at, _LONG_AGO))).where(
+            *_at_work(agent_id)
+        )
+        async with self._storage.read() as connection:
+            count, oldest = (await connection.execute(statement)).one()
+        if not count:
+            return None
+        return oldest if isinstance(oldest, datetime) else _LONG_AGO
+
+    async def earliest_waits(self, agent_id: str) -> dict[str, tuple[datetime, datetime | None]]:
+        """Per tool (as a human sees it), when the top-level call of one agent that waits for approval longest
+        began to wait, and the same among those whose current wait was not escalated (None: every one was):
+        when the expiry and escalation sweeps have something to do next."""
+        tool = func.coalesce(ToolCallRow.shown_tool_name, ToolCallRow.tool_name)
+        statement = (
+            select(
+                tool,
+                func.min(ToolCallRow.suspended_at),
+                func.min(case((NOT_ESCALATED, ToolCallRow.suspended_at), else_=None)),
+            )
+            .join(RunRow, RunRow.id == ToolCallRow.run_id)
+            .where(
+                ToolCallRow.agent_id == agent_id,
+                ToolCallRow.state == str(ToolCallState.AWAITING_APPROVAL),
+                ToolCallRow.suspended_at.is_not(None),
+                RunRow.parent_run_id.is_(None),
+            )
+            .group_by(tool)
+        )
+        async with self._storage.read() as connection:
+            return {name: (since, unescalated) for name, since, unescalated in await connection.execute(statement)}
 
     async def run_messages(self, run_id: str) -> list[dict[str, Any]]:
         async with self._storage.read() as connection:
@@ -231,3 +257,22 @@ class RunQueries(StorePart):
             rows += list(await session.scalars(select(MessageRow).where(MessageRow.run_id == run_id)))
             rows += list(await session.scalars(select(ToolCallRow).where(ToolCallRow.run_id == run_id)))
         return sum(len(row_json(row)) for row in rows if row is not None)
+
+
+_LONG_AGO = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def _at_work(agent_id: str) -> tuple[Any, ...]:
+    """The conditions of a top-level run of `agent_id` with work in progress (see `RunQueries.stale_runs`)."""
+    current_step = and_(ToolCallRow.run_id == RunRow.id, ToolCallRow.step == RunRow.step)
+    in_progress = exists().where(
+        current_step,
+        or_(one_of(ToolCallRow.state, IN_PROGRESS_STATES), ToolCallRow.held_by.is_not(None)),
+    )
+    waiting = exists().where(current_step, one_of(ToolCallRow.state, WAITING_STATES))
+    return (
+        RunRow.agent_id == agent_id,
+        RunRow.parent_run_id.is_(None),
+        one_of(RunRow.status, UNFINISHED_RUN_STATUSES),
+        or_(RunRow.status == str(RunStatus.RUNNING), in_progress, ~waiting),
+    )

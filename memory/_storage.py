@@ -84,9 +84,12 @@ class Storage:
         from ._audit import AuditLog
         from ._delegations import DelegationStore
         from ._grants import GrantStore
+        from ._notices import WorkNotices
         from ._policies import PolicyStore
         from ._runs import RunStore
 
+        self.notices = WorkNotices(self)
+        """Work any replica created, heard on PostgreSQL (`memory._notices`): the sweeps sleep until it comes."""
         self.audit_log = AuditLog(self)
         self.runs = RunStore(self)
         self.policies = PolicyStore(self)
@@ -249,6 +252,7 @@ class Storage:
         if self._closed:
             return
         self._closed = True
+        await self.notices.close()
         if self._shared is not None:
             self._shared.users -= 1
             if self._shared.users > 0:

@@ -20,9 +20,10 @@ relays them into the run's thread, so an interrupted call's approval is posted l
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -55,6 +56,9 @@ class RecoveryReport:
     """Messages posted (or found already in Slack and adopted)."""
     closed: int = 0
     """Messages whose call no longer waited: updated and closed."""
+    pending: int = 0
+    """What a later pass may have to do: a call within its grace, a message someone else is posting or that
+    failed lately, a message that could not be updated."""
 
 
 async def recover_messages(
@@ -66,12 +70,15 @@ async def recover_messages(
     waiting = await _waiting_calls(services)
     await _record_missing(services, waiting, grace=repost_after, report=report)
     for row in await services.stores.messages.unposted():
+        done = report.posted + report.closed
         await _post_unposted(services, client, row, repost_after=repost_after, report=report)
+        report.pending += report.posted + report.closed == done
     for row in await services.stores.messages.open():
         if row.ts is not None and (row.run_id, row.tool_call_id) not in waiting:
             try:
                 report.closed += await refresh_message(services, client, row)
             except (SlackApiError, *UNCLEAR) as exc:
+                report.pending += 1
                 services.logger.warning("could not update the message of %s/%s: %r", row.run_id, row.tool_call_id, exc)
     return report
 
@@ -124,6 +131,7 @@ async def _record_missing(
             continue
         since = record.suspended_at
         if since is not None and since > services.agent.storage.clock.now() - timedelta(seconds=grace):
+            report.pending += 1
             continue  # the turn that met the call is probably recording its message right now
         requester = await _requester_of(services, call.run_id)
         approval = call.requires_approval
@@ -225,14 +233,21 @@ def background_stream_hook(services: SlackServices, client: AsyncWebClient) -> C
 async def run_recovery(
     services: SlackServices, client: AsyncWebClient, *, every: float = 10.0, repost_after: float = 30.0
 ) -> None:
-    """Run the recovery pass now and then every `every` seconds, until cancelled."""
+    """Run the recovery pass now and then every `every` seconds, until cancelled. On PostgreSQL, once a pass
+    leaves nothing pending, the next waits until any replica moves a call or records a message
+    (`memory._notices`)."""
+    notices = services.agent.storage.notices
     while True:
-        started = datetime.now()
+        began = time.monotonic()
+        due: float | None = every
         try:
             report = await recover_messages(services, client, repost_after=repost_after)
             if report.recorded or report.posted or report.closed:
                 services.logger.info("recovery: %s", report)
+            due = every if report.pending else None
         except Exception:  # a bad pass must not end the loop; the next one tries again
             services.logger.exception("the Slack recovery pass failed")
-        spent = (datetime.now() - started).total_seconds()
-        await asyncio.sleep(max(0.1, every - spent))
+        spent = time.monotonic() - began
+        await notices.pause(
+            max(0.1, every - spent), since=began, due=due, tables=("tool_calls", "slack_tool_call_messages")
+        )

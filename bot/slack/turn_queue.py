@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +79,7 @@ class TurnQueue:
         self.stale_after = stale_after
         """Seconds after its last heartbeat a thread's turn counts as abandoned (its holder crashed)."""
         self.sweep_every = sweep_every
+        self._queue_open = True
         self.logger = logger or logging.getLogger("bot.slack")
         self.holder = holder
         """Who this replica is in the thread leases: the agent's `owner`, the one identity of the process."""
@@ -222,26 +224,30 @@ class TurnQueue:
 
     # --- the sweep, on every replica --------------------------------------------------------
     def start(self) -> None:
-        """Start the periodic sweep (at once, then every `sweep_every` seconds)."""
+        """Start the sweep: at once, then every `sweep_every` seconds while messages are queued or at work; on
+        PostgreSQL an idle replica's sweep sleeps until a message is recorded anywhere (`memory._notices`)."""
         if self._sweeper is None or self._sweeper.done():
             self._sweeper = asyncio.create_task(self._sweep_forever())
 
     async def sweep(self) -> int:
         """Take the turns of threads whose messages nobody alive is answering; how many threads."""
-        threads = await self.stores.events.threads_left_waiting(
-            stale_after=self.stale_after, older_than=self.sweep_every
-        )
-        for thread_id in threads:
+        found = await self.stores.events.threads_left_waiting(stale_after=self.stale_after, older_than=self.sweep_every)
+        self._queue_open = found.open
+        for thread_id in found.threads:
             self._spawn(self.take_turns(thread_id))
-        return len(threads)
+        return len(found.threads)
 
     async def _sweep_forever(self) -> None:
+        notices = self.stores.storage.notices
         while True:
+            began = time.monotonic()
+            self._queue_open = True  # unless the sweep says otherwise
             try:
                 await self.sweep()
             except Exception:
                 self.logger.exception("the sweep of queued messages failed")
-            await asyncio.sleep(self.sweep_every)
+            due = self.sweep_every if self._queue_open else None
+            await notices.pause(self.sweep_every, since=began, due=due, tables=("slack_events",))
 
     async def stop_turns(self) -> None:
         """Cut off the turns still at work and wait until they have ended, while the database is still open

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, delete, exists, select, update
+from sqlalchemy import and_, bindparam, delete, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.orm import aliased
 
@@ -199,27 +199,36 @@ class EventLog(TableStore):
             )
         return found is not None
 
-    async def threads_left_waiting(self, *, stale_after: float, older_than: float) -> list[str]:
+    async def threads_left_waiting(self, *, stale_after: float, older_than: float) -> LeftWaiting:
         """Threads with a message queued more than `older_than` seconds ago whose turn nobody alive holds
-        (the replica that took it crashed, or the one that received it stopped before starting it).
-        The one read of another table: whether a live lease (`ThreadTurns`) holds the thread."""
+        (the replica that took it crashed, or the one that received it stopped before starting it), and
+        whether any message is still queued or at work (the sweep then looks again soon). One read; the
+        one read of another table in it: whether a live lease (`ThreadTurns`) holds the thread."""
         now = utcnow()
         held = exists().where(
             SlackThreadTurnRow.thread_id == SlackEventRow.thread_id,
             SlackThreadTurnRow.heartbeat_at >= now - timedelta(seconds=stale_after),
         )
+        left = and_(SlackEventRow.received_at < now - timedelta(seconds=older_than), ~held)
         async with self._reading() as connection:
-            result = await connection.scalars(
-                select(SlackEventRow.thread_id)
-                .where(
-                    SlackEventRow.thread_id.is_not(None),
-                    SlackEventRow.done_at.is_(None),
-                    SlackEventRow.received_at < now - timedelta(seconds=older_than),
-                    ~held,
-                )
+            result = await connection.execute(
+                select(SlackEventRow.thread_id, left.label("left"))
+                .where(SlackEventRow.thread_id.is_not(None), SlackEventRow.done_at.is_(None))
                 .distinct()
             )
-            return [thread for thread in result if thread is not None]
+            rows = list(result)
+        threads = sorted({row.thread_id for row in rows if row.left and row.thread_id is not None})
+        return LeftWaiting(threads=threads, open=bool(rows))
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeftWaiting:
+    """What the queue's sweep found (`SlackEvents.threads_left_waiting`)."""
+
+    threads: list[str]
+    """Threads whose queued messages nobody alive is answering."""
+    open: bool
+    """Whether any message of a thread is still queued or at work."""
 
 
 # The statements of every turn, built once: building one costs more CPU than running it. `bindparam`

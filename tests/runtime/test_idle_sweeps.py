@@ -1,0 +1,60 @@
+"""An idle replica's sweeps, on SQLite and PostgreSQL: on PostgreSQL they sleep while nothing is due and wake
+when another replica creates work (`memory._notices`); on SQLite they poll. Either way, a call another replica
+made wait is expired on time."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from sqlalchemy import event
+
+from bot.expiry import expire_forever
+from bot.recovery import RecoveryLoop
+from memory import PolicyChange, Storage
+from tests.runtime.helpers import collect, make_agent, one, record_tool
+from tests.support.scripted_model import call, reply, tool_calls
+
+
+async def test_a_call_another_replica_made_wait_is_expired_by_an_idle_sweep(model, storage, database_url, clock):
+    tool = record_tool("delete-record")
+    sweeping = make_agent([tool], storage=storage)
+    sweep = asyncio.create_task(expire_forever(sweeping, every=0.2))
+    other = Storage(database_url, clock=clock)
+    try:
+        await asyncio.sleep(1.0)  # the sweep found nothing to do: on PostgreSQL it sleeps until told
+        await other.policies.set("delete-record", PolicyChange(expires_after=1))
+        model.chat.push(tool_calls(call("delete-record", {"id": "3"}, id="c1")), reply("It expired."))
+        asking = make_agent([tool], storage=other)
+        approval = one(await collect(await asking.stream("delete 3")), "tool-call-approval")
+        async with asyncio.timeout(8):
+            while (await asking.get_tool_call(approval.run_id, "c1")).state != "expired":
+                await asyncio.sleep(0.1)
+        assert len(tool.calls) == 0  # the tool never ran
+    finally:
+        sweep.cancel()
+        await asyncio.gather(sweep, return_exceptions=True)
+        await other.close()
+
+
+async def test_an_idle_replica_s_runtime_sweeps_make_no_statement_on_postgres(model, storage):
+    if storage.is_sqlite:
+        pytest.skip("SQLite has no notices: its sweeps poll")
+    agent = make_agent([record_tool("delete-record")], storage=storage)
+    statements: list[str] = []
+
+    def on_statement(_connection, _cursor, statement, *_rest) -> None:
+        statements.append(statement)
+
+    expiry = asyncio.create_task(expire_forever(agent, every=0.2))
+    recovery = RecoveryLoop(agent, every=0.2, stale_after=30)
+    try:
+        await asyncio.sleep(1.5)  # the first passes, and the one listening starts
+        event.listen(storage.engine.sync_engine, "before_cursor_execute", on_statement)
+        await asyncio.sleep(2.0)  # polling every 0.2 s, two sweeps would make dozens
+        event.remove(storage.engine.sync_engine, "before_cursor_execute", on_statement)
+        assert statements == []
+    finally:
+        expiry.cancel()
+        await asyncio.gather(expiry, return_exceptions=True)
+        await recovery.stop()
