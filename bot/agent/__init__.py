@@ -18,7 +18,7 @@ from ._model import limit_model_requests
 from ._results import AlreadyDecided, Counted, Decided, DecisionResult, Gone, Invalid, Refused
 from ._revoking import GrantEnded, NoGrant, Revoked, RevokeResult, revoke_grant
 from ._stream import AgentStream, wait_for_running_runs
-from ._view import WaitingCallView, offered_actions
+from ._view import WaitingCallView, offered_actions, refusal_for
 from .exceptions import (
     AgentError,
     AmbiguousSuspendedRunsError,
@@ -153,6 +153,7 @@ __all__ = [
     "Revoked",
     "revoke_grant",
     "refuse_stale",
+    "refusal_for",
     "yes_or_no",
     "check_condition",
     "rule_line",

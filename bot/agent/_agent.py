@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from bot.defaults import DEFAULT_MODEL
 from bot.redaction import NO_KNOWN_SECRETS, Redactor
 from memory import (
+    DelegationReader,
     Memory,
     Storage,
     StoredRun,
@@ -501,9 +502,12 @@ class Agent:
             return None
         return view_of(self, run, call, await self.storage.policies.get(call.displayed_tool_name))
 
-    async def actions_for(self, view: WaitingCallView, viewer: str | None) -> frozenset[Action]:
-        """What the rule lets `viewer` do to the call of `view`: the actions a surface offers them."""
-        return await actions_for(view, viewer, self.directory, self.storage.delegations)
+    async def actions_for(
+        self, view: WaitingCallView, viewer: str | None, *, delegations: DelegationReader | None = None
+    ) -> frozenset[Action]:
+        """What the rule lets `viewer` do to the call of `view`: the actions a surface offers them
+        (`delegations`: where to look up who holds whose approvals, when not the storage)."""
+        return await actions_for(view, viewer, self.directory, delegations or self.storage.delegations)
 
     async def _decide(
         self,

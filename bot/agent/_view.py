@@ -14,6 +14,7 @@ from ._authorize import (
     Action,
     Asked,
     Directory,
+    Refusal,
     answerers,
     authorize,
     deciders,
@@ -125,6 +126,18 @@ async def actions_for(
         if await authorize(view.asked(viewer, action), view.policy, directory, delegations) is None:
             allowed.add(action)
     return frozenset(allowed)
+
+
+async def refusal_for(
+    view: WaitingCallView,
+    viewer: str | None,
+    action: Action,
+    directory: Directory,
+    delegations: DelegationReader | None = None,
+) -> Refusal | None:
+    """Why the rule does not let `viewer` do `action` to the call of `view` (None: it does), from the view alone:
+    what `Agent.check` answers without reading the call again (a surface showing many people one call)."""
+    return await authorize(view.asked(viewer, action), view.policy, directory, delegations)
 
 
 SOMEONE = "\x00someone"

@@ -4,7 +4,11 @@ A user's Home is published when they open it, and again whenever something in it
 posted or settled, a policy changed), but only for users who have opened it, and only when their
 view's content differs from what was last published. Who opened it and a digest of what they were
 last shown are kept in the database (`HomeViewRow`), so any replica refreshes any user's Home.
-Refreshes are coalesced: while one runs, further changes schedule one more. `views.publish`
+A refresh costs about the same whatever the number of Homes: what every Home shows alike (the open
+approvals and each call's view, the live grants, the policies) is read once for all of them, each Home is
+built from it in memory, and the digests of those published are written in one statement. Refreshes are
+coalesced: a change waits `REFRESH_AFTER` for others, and while one runs, further changes schedule one more.
+Publishes are paced to Slack's `views.publish` limit (Tier 4: 100+ a minute, bursts allowed), and one
 answering 429 is retried after its Retry-After by the web client's rate-limit handler.
 """
 
@@ -14,19 +18,23 @@ import asyncio
 import hashlib
 import json
 import logging
+import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.admin import agent_tools, code_rule, trial_counts_per_rule
-from bot.agent import Action, DatabaseAwayError
-from memory import ToolPolicy
+from bot.agent import Action, DatabaseAwayError, WaitingCallView, refusal_for
+from memory import Delegation, Grant, ToolPolicy
 
 from .delegation_builder import HomeDelegation
 from .directory import DirectoryError
 from .home_builder import HomeApproval, HomeGrant, HomePolicy, HomeView, build_home_view
 from .permissions import refusal_text
+from .stores.answer_feedback import ToolFeedback
+from .tables import ToolCallMessageRow
 from .threads import channel_of_thread
 from .waiting_messages import preview_view_of, still_waits, who_may_decide
 
@@ -35,6 +43,63 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("bot.slack.home")
 
+REFRESH_AFTER = 0.2
+"""Seconds a change waits for others before the Homes are refreshed (an approval's post and its record, a
+decision and its message's update, come together)."""
+PUBLISHES_PER_MINUTE = 100
+"""Slack's `views.publish` limit per workspace (Tier 4: 100+ a minute), which refreshes are paced to."""
+PUBLISH_BURST = 50
+"""Publishes sent at once before the pace applies (Tier 4 allows generous bursts)."""
+
+
+class _DelegationsNow:
+    """The delegations in force, read once for a refresh: who holds whose approvals, answered from memory
+    (the rule's `DelegationReader`)."""
+
+    def __init__(self, delegations: list[Delegation]):
+        self.in_force = delegations
+        """As `DelegationStore.in_force` lists them (soonest to end first)."""
+        self._delegations = sorted(delegations, key=lambda d: (d.starts_at, d.id))
+
+    async def delegators_of(self, delegate: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(d.delegator for d in self._delegations if d.delegate == delegate))
+
+
+@dataclass
+class _Shared:
+    """What every Home of one refresh shows alike, read once for all of them."""
+
+    approvals: list[tuple[ToolCallMessageRow, WaitingCallView]]
+    """The open approvals whose call still waits, each with the one view of its call."""
+    grants: list[Grant]
+    """Every live standing grant of the agent (an admin sees all, anyone else their own)."""
+    admin_parts: tuple[list[HomePolicy], list[ToolFeedback]] | None = None
+    """The policies and the feedback an admin's Home shows, read for the first admin."""
+    delegations: _DelegationsNow = field(default_factory=lambda: _DelegationsNow([]))
+    """The delegations in force, for the rule of who may act on whose behalf."""
+    in_conversation: dict[str, bool] = field(default_factory=dict)
+    """Per channel, whether its approvals are shown to anyone who may decide them (a public channel)."""
+
+
+class _Pace:
+    """A token bucket: `burst` at once, then `per_minute`."""
+
+    def __init__(self, per_minute: float, burst: int):
+        self.rate = per_minute / 60
+        self.burst = burst
+        self.tokens = float(burst)
+        self.at = time.monotonic()
+
+    async def take(self) -> None:
+        while True:
+            now = time.monotonic()
+            self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+            self.at = now
+            if self.tokens >= 1:
+                self.tokens -= 1
+                return
+            await asyncio.sleep((1 - self.tokens) / self.rate)
+
 
 class HomePublisher:
     def __init__(self, services: SlackServices, client: AsyncWebClient):
@@ -42,6 +107,7 @@ class HomePublisher:
         self.client = client
         self._refresh: asyncio.Task | None = None
         self._again = False
+        self._pace = _Pace(PUBLISHES_PER_MINUTE, PUBLISH_BURST)
         self._bulk_results: dict[str, str] = {}
         """Per user, what their last bulk decision did (shown at the top of their Home by this process)."""
 
@@ -72,55 +138,91 @@ class HomePublisher:
             await asyncio.shield(self._refresh)
 
     async def _refresh_all(self) -> None:
+        await asyncio.sleep(REFRESH_AFTER)
         while True:
             self._again = False
             try:
                 shown = await self.services.stores.home_views.digests()
+                shared = await self._shared() if shown else None
             except DatabaseAwayError as exc:  # a restart: the next change refreshes the Homes again
-                log.warning("could not read who opened the App Home: %s", exc)
+                log.warning("could not read the App Homes to refresh: %s", exc)
                 return
             except Exception:
-                log.exception("could not read who opened the App Home")
+                log.exception("could not read the App Homes to refresh")
                 return
+            published: dict[str, str] = {}
             for user_id, digest in shown.items():
-                await self.publish(user_id, shown=digest)
+                if self._again:
+                    break  # something changed meanwhile: build every Home again from a new read
+                if (new := await self._published(user_id, shown=digest, shared=shared)) is not None:
+                    published[user_id] = new
+            if published:
+                try:
+                    await self.services.stores.home_views.published_many(published)
+                except Exception:
+                    log.exception("could not record the App Homes published")
             if not self._again:
                 return
 
     async def publish(self, user_id: str, *, shown: str | None = None) -> bool:
         """Publish the user's Home if its content changed since `shown` (the digest last published; read
         from the database when not given); True if it was published."""
+        digest = await self._published(user_id, shown=shown)
+        if digest is None:
+            return False
         try:
-            view = await self.view_for(user_id)
-            digest = hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest()
-            if (shown or await self.services.stores.home_views.digest(user_id)) == digest:
-                return False
-            await self.client.views_publish(user_id=user_id, view=view)
-            await self.services.stores.home_views.published(user_id, digest)
-        except SlackApiError as exc:
-            log.warning("could not publish the App Home of %s: %s", user_id, exc.response.get("error"))
-            return False
+            await self.services.stores.home_views.published_many({user_id: digest})
         except Exception:
-            log.exception("could not build the App Home of %s", user_id)
-            return False
+            log.exception("could not record the App Home published for %s", user_id)
         return True
 
-    async def view_for(self, user_id: str) -> dict[str, Any]:
+    async def _published(self, user_id: str, *, shown: str | None, shared: _Shared | None = None) -> str | None:
+        """Publish the user's Home if its content's digest is not `shown` (read when not given): the digest
+        published, or None."""
+        try:
+            view = await self.view_for(user_id, shared=shared)
+            digest = hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest()
+            if (shown or await self.services.stores.home_views.digest(user_id)) == digest:
+                return None
+            await self._pace.take()
+            await self.client.views_publish(user_id=user_id, view=view)
+        except SlackApiError as exc:
+            log.warning("could not publish the App Home of %s: %s", user_id, exc.response.get("error"))
+            return None
+        except Exception:
+            log.exception("could not build the App Home of %s", user_id)
+            return None
+        return digest
+
+    async def _shared(self) -> _Shared:
         services = self.services
+        approvals = []
+        for row in await services.stores.messages.open_approvals():
+            shown = await services.agent.waiting_call_view(row.run_id, row.tool_call_id)
+            if shown is not None and still_waits(row, shown.record):
+                approvals.append((row, shown))
+        storage = services.agent.storage
+        return _Shared(
+            approvals=approvals,
+            grants=await storage.grants.live(agent_id=services.agent.id),
+            delegations=_DelegationsNow(await storage.delegations.in_force()),
+        )
+
+    async def view_for(self, user_id: str, *, shared: _Shared | None = None) -> dict[str, Any]:
+        """The user's Home; `shared`: what the Homes of one refresh show alike (read now when not given)."""
+        services = self.services
+        shared = shared or await self._shared()
         tr = await services.languages.of_person(user_id)
         waiting_for_you: list[HomeApproval] = []
         your_requests: list[HomeApproval] = []
-        for row in await services.stores.messages.open_approvals():
-            shown = await services.agent.waiting_call_view(row.run_id, row.tool_call_id)
-            if shown is None or not still_waits(row, shown.record):
-                continue
+        for row, shown in shared.approvals:
             record, policy = shown.record, shown.policy
             # the one view of the call and the one rule: the card offers only what the viewer may do
-            actions = await services.agent.actions_for(shown, user_id)
+            actions = await services.agent.actions_for(shown, user_id, delegations=shared.delegations)
             refused = None
             if Action.APPROVE not in actions:
-                refused = await services.agent.check(
-                    row.run_id, row.tool_call_id, Action.APPROVE, actor=user_id, via="home", audit=False
+                refused = await refusal_for(
+                    shown, user_id, Action.APPROVE, services.agent.directory, shared.delegations
                 )
             approval = HomeApproval(
                 ref=row.id,
@@ -130,7 +232,7 @@ class HomePublisher:
                 channel=row.channel,
                 waiting_since=record.suspended_at,
                 may_decide=refused is None,
-                note="" if refused is None else refusal_text(refused.refusal, tr),
+                note="" if refused is None else refusal_text(refused, tr),
                 fingerprint=record.fingerprint,
                 approvals=shown.approvals,
                 stood_in_for=record.stood_in_for,
@@ -146,29 +248,30 @@ class HomePublisher:
             if row.requester == user_id:
                 your_requests.append(approval)
             elif refused is None and (
-                record.rule_approvers or policy.approvers or await self._in_conversation(user_id, row.channel)
+                record.rule_approvers or policy.approvers or await self._in_conversation(row.channel, shared)
             ):
                 waiting_for_you.append(approval)
-        policies_shown = await self._policies(user_id)  # an admin's: they see the feedback too
+        admin = await self._is_admin(user_id)
+        if admin and shared.admin_parts is None:
+            shared.admin_parts = (await self._policies(), await services.stores.feedback.counts_per_tool())
+        policies_shown, feedback = shared.admin_parts if admin and shared.admin_parts else (None, None)
         return build_home_view(
             HomeView(
                 user_id=user_id,
                 waiting_for_you=waiting_for_you,
                 your_requests=your_requests,
-                grants=await self._grants(user_id, admin=policies_shown is not None),
-                delegations=await self._delegations(person=user_id),
-                every_delegation=await self._delegations() if policies_shown is not None else None,
-                policies=policies_shown,
-                feedback=await services.stores.feedback.counts_per_tool() if policies_shown is not None else None,
+                grants=self._grants(shared.grants, user_id, admin=admin),
+                delegations=self._delegations(shared, person=user_id),
+                every_delegation=self._delegations(shared) if admin else None,
+                policies=policies_shown,  # an admin's: they see the feedback too
+                feedback=feedback,
                 bulk_result=self._bulk_results.get(user_id),
             ),
             tr,
         )
 
-    async def _grants(self, user_id: str, *, admin: bool) -> list[HomeGrant]:
+    def _grants(self, live: list[Grant], user_id: str, *, admin: bool) -> list[HomeGrant]:
         """The live standing grants of this agent: every one for an admin, their own for anyone else."""
-        agent = self.services.agent
-        found = await agent.storage.grants.live(agent_id=agent.id, granted_by=None if admin else user_id)
         return [
             HomeGrant(
                 id=grant.id,
@@ -178,30 +281,37 @@ class HomePublisher:
                 expires_at=grant.expires_at,
                 channel=channel_of_thread(grant.thread_id),
             )
-            for grant in found
+            for grant in live
+            if admin or grant.granted_by == user_id
         ]
 
-    async def _delegations(self, *, person: str | None = None) -> list[HomeDelegation]:
+    def _delegations(self, shared: _Shared, *, person: str | None = None) -> list[HomeDelegation]:
         """The delegations in force: those `person` gave or holds; every one without `person`."""
-        found = await self.services.agent.storage.delegations.in_force(person=person)
-        return [HomeDelegation(id=d.id, delegator=d.delegator, delegate=d.delegate, ends_at=d.ends_at) for d in found]
+        return [
+            HomeDelegation(id=d.id, delegator=d.delegator, delegate=d.delegate, ends_at=d.ends_at)
+            for d in shared.delegations.in_force
+            if person is None or person in (d.delegator, d.delegate)
+        ]
 
-    async def _in_conversation(self, user_id: str, channel: str) -> bool:
-        """Whether an approval anyone in the conversation may decide is shown in `user_id`'s Home: when
-        its channel is public (anyone may read it). A private channel's or a DM's approval stays in its
-        thread, so its arguments never reach someone outside it."""
-        directory = self.services.directory
-        return directory is not None and await directory.is_public_channel(channel)
+    async def _in_conversation(self, channel: str, shared: _Shared) -> bool:
+        """Whether an approval anyone in the conversation may decide is shown in a Home: when its channel is
+        public (anyone may read it). A private channel's or a DM's approval stays in its thread, so its
+        arguments never reach someone outside it."""
+        if channel not in shared.in_conversation:
+            directory = self.services.directory
+            shared.in_conversation[channel] = directory is not None and await directory.is_public_channel(channel)
+        return shared.in_conversation[channel]
 
-    async def _policies(self, user_id: str) -> list[HomePolicy] | None:
-        """Every tool with its policy, for an admin; None for anyone else."""
+    async def _is_admin(self, user_id: str) -> bool:
         directory = self.services.directory
         try:
-            if directory is None or not await directory.is_admin(user_id):
-                return None
+            return directory is not None and await directory.is_admin(user_id)
         except DirectoryError as exc:
             log.warning("%s", exc)
-            return None
+            return False
+
+    async def _policies(self) -> list[HomePolicy]:
+        """Every tool with its policy, and each trial rule's counts (for an admin)."""
         tools = agent_tools(self.services.agent)
         stored = {p.tool_name: p for p in await self.services.agent.storage.policies.all()}
         shown = []

@@ -3,7 +3,7 @@ for them, so a Home is published only for users who opened it and only when its 
 
 from __future__ import annotations
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, case, select, update
 
 from memory import retried_while_away
 from memory.tables import utcnow
@@ -28,18 +28,30 @@ class HomeViews(TableStore):
 
     async def digests(self) -> dict[str, str | None]:
         """Every user who opened the App Home, with the digest of the view last published for them."""
-        async with self._writing_rows() as session:
-            return {row.user_id: row.digest for row in await session.scalars(select(HomeViewRow))}
+        async with self._reading() as connection:
+            return {row.user_id: row.digest for row in await connection.execute(_DIGESTS)}
 
     async def digest(self, user_id: str) -> str | None:
         """The digest of the view last published for `user_id` (None: never, or never opened)."""
-        async with self._writing_rows() as session:
-            row = await session.get(HomeViewRow, user_id)
-            return row.digest if row is not None else None
+        async with self._reading() as connection:
+            return await connection.scalar(_DIGEST, {"b_user": user_id})
 
     async def published(self, user_id: str, digest: str) -> None:
         """Record that the view of `digest` was published for `user_id`."""
-        async with self._writing_rows() as session:
-            await session.execute(
-                update(HomeViewRow).where(HomeViewRow.user_id == user_id).values(digest=digest, published_at=utcnow())
+        await self.published_many({user_id: digest})
+
+    async def published_many(self, digests: dict[str, str]) -> None:
+        """Record the views published, by user (their digests), in one statement."""
+        if not digests:
+            return
+        digest = case(*((HomeViewRow.user_id == user, value) for user, value in digests.items()))
+        async with self._writing() as connection:
+            await connection.execute(
+                update(HomeViewRow)
+                .where(HomeViewRow.user_id.in_(list(digests)))
+                .values(digest=digest, published_at=utcnow())
             )
+
+
+_DIGESTS = select(HomeViewRow.user_id, HomeViewRow.digest)
+_DIGEST = select(HomeViewRow.digest).where(HomeViewRow.user_id == bindparam("b_user"))
