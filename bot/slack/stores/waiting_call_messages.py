@@ -91,7 +91,7 @@ class WaitingCallMessages(TableStore):
         self, run_id: str, tool_call_id: str, waiting_since: datetime | None
     ) -> ToolCallMessageRow | None:
         """The message of this one wait of the call."""
-        async with self._writing_rows() as session:
+        async with self._reading_rows() as session:
             return await session.scalar(
                 select(ToolCallMessageRow).where(
                     ToolCallMessageRow.run_id == run_id,
@@ -139,7 +139,7 @@ class WaitingCallMessages(TableStore):
 
     async def unposted(self, limit: int = 100) -> list[ToolCallMessageRow]:
         """Messages recorded but never posted (and not closed), oldest first."""
-        async with self._writing_rows() as session:
+        async with self._reading_rows() as session:
             result = await session.scalars(
                 select(ToolCallMessageRow)
                 .where(ToolCallMessageRow.ts.is_(None), ToolCallMessageRow.closed_at.is_(None))
@@ -150,7 +150,7 @@ class WaitingCallMessages(TableStore):
 
     async def open(self, limit: int = 500) -> list[ToolCallMessageRow]:
         """Messages not yet closed (their buttons may still show), oldest first."""
-        async with self._writing_rows() as session:
+        async with self._reading_rows() as session:
             result = await session.scalars(
                 select(ToolCallMessageRow)
                 .where(ToolCallMessageRow.closed_at.is_(None))
@@ -164,7 +164,7 @@ class WaitingCallMessages(TableStore):
         found: set[tuple[str, str]] = set()
         for start in range(0, len(calls), 200):
             batch = calls[start : start + 200]
-            async with self._writing_rows() as session:
+            async with self._reading_rows() as session:
                 result = await session.execute(
                     select(ToolCallMessageRow.run_id, ToolCallMessageRow.tool_call_id).where(
                         tuple_(ToolCallMessageRow.run_id, ToolCallMessageRow.tool_call_id).in_(batch),
@@ -207,7 +207,7 @@ class WaitingCallMessages(TableStore):
 
     async def escalated_to(self, ref: str) -> set[str]:
         """Whom the escalation already posted a copy of `ref`'s message to (user IDs, channel IDs)."""
-        async with self._writing_rows() as session:
+        async with self._reading_rows() as session:
             result = await session.scalars(
                 select(ToolCallMessageCopyRow.escalated_to).where(
                     ToolCallMessageCopyRow.message_id == ref, ToolCallMessageCopyRow.escalated_to.is_not(None)
@@ -246,7 +246,7 @@ class WaitingCallMessages(TableStore):
 
     async def is_copy_elsewhere(self, ref: str, channel: str, ts: str) -> bool:
         """Whether the message `ts` in `channel` is a recorded copy of `ref`'s in another channel (escalated)."""
-        async with self._writing_rows() as session:
+        async with self._reading_rows() as session:
             found = await session.scalar(
                 select(ToolCallMessageCopyRow.ts).where(
                     ToolCallMessageCopyRow.message_id == ref,
@@ -259,7 +259,7 @@ class WaitingCallMessages(TableStore):
     async def every_message(self, row: ToolCallMessageRow) -> list[ShownMessage]:
         """Every known message that shows `row`'s call: its own first, then the copies (an escalation's in
         their own channels, with whom the escalation posted each to)."""
-        async with self._writing_rows() as session:
+        async with self._reading_rows() as session:
             copies = await session.execute(
                 select(ToolCallMessageCopyRow.channel, ToolCallMessageCopyRow.ts, ToolCallMessageCopyRow.escalated_to)
                 .where(ToolCallMessageCopyRow.message_id == row.id)
@@ -282,12 +282,12 @@ class WaitingCallMessages(TableStore):
         """The message of the reference `ref` (a button's value: anything, so it is checked)."""
         if not ref or len(ref) > 64:
             return None
-        async with self._writing_rows() as session:
+        async with self._reading_rows() as session:
             return await session.get(ToolCallMessageRow, ref)
 
     async def of_call(self, run_id: str, tool_call_id: str) -> list[ToolCallMessageRow]:
         """Every message of the call, over all its waits."""
-        async with self._writing_rows() as session:
+        async with self._reading_rows() as session:
             result = await session.scalars(
                 select(ToolCallMessageRow).where(
                     ToolCallMessageRow.run_id == run_id, ToolCallMessageRow.tool_call_id == tool_call_id
@@ -304,7 +304,7 @@ class WaitingCallMessages(TableStore):
 
     async def open_approvals(self) -> list[ToolCallMessageRow]:
         """Every approval message not yet closed, oldest first, one per call (for the App Home)."""
-        async with self._writing_rows() as session:
+        async with self._reading_rows() as session:
             result = await session.scalars(
                 select(ToolCallMessageRow)
                 .where(ToolCallMessageRow.kind == "approval", ToolCallMessageRow.closed_at.is_(None))
