@@ -253,6 +253,11 @@ class Bench:
         await self.sender.click(message, action_id, user="U2")
         await self.slack.wait_for("chat.stopStream", count=stops + 1, timeout=30)
 
+    async def decide_paced(self, message: Any) -> None:
+        """Approve, and wait until the Homes' publishes are done (a replica may pace them to Slack's limit)."""
+        await self.decide(message)
+        await self.slack.settle(quiet=2.0, timeout=180)
+
     async def question_asked(self) -> str:
         from tests.support.scripted_model import call, tool_calls
 
@@ -406,13 +411,13 @@ async def _actions(bench: Bench, args: argparse.Namespace, results: dict[str, li
     if args.homes:
         for n in range(args.homes):
             await bench.open_home(f"UH{n:03d}")
-        await bench.slack.settle(quiet=0.5)
+        await bench.slack.settle(quiet=2.0, timeout=180)
         for _ in range(2):
             publishes = len(bench.slack.calls_of("views.publish"))
             message = await bench.mention_until_approval()
-            await bench.slack.settle(quiet=0.5)
+            await bench.slack.settle(quiet=2.0, timeout=180)
             posted = len(bench.slack.calls_of("views.publish")) - publishes
-            tally = (await bench.measure(bench.decide, message))[0]
+            tally = (await bench.measure(bench.decide_paced, message))[0]
             tally.kinds["views.publish (approval posted)"] = posted
             tally.kinds["views.publish (decision)"] = len(bench.slack.calls_of("views.publish")) - publishes - posted
             keep(f"Approve with {args.homes + 2 + rounds} App Homes open", tally, True)
