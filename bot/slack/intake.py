@@ -10,6 +10,10 @@ without recording it again, and not while other deliveries are being recorded (f
 else (interactivity, commands, a bad signature, an event whose bot user is unknown) goes through Bolt
 as usual.
 
+The record is waited for `RECORD_WITHIN` seconds at most, so Slack hears within its 3 seconds while the
+database is away (a restart): an event not recorded by then is answered 503, which Slack retries (the
+record, if it lands later, is dispatched then, and the retry is a repeat: 200).
+
 `python -m bot serve` runs the ack path in a thread of its own, with its own event loop and database
 connections (`intake_thread.py`), so an ack never waits for a turn's work on the bot's loop: there
 `acknowledge` is called from that thread with its own `EventLog`, and the dispatch and the wait for quiet
@@ -36,6 +40,9 @@ from .stores import EventLog
 ACKS_FIRST_FOR = 0.25
 """Seconds Bolt's dispatch waits at most, in one busy stretch, for the deliveries being recorded: under a
 steady stream of events that never lets up, the dispatch then goes on between acks as before."""
+
+RECORD_WITHIN = 2.0
+"""Seconds an ack waits for its record at most (Slack waits 3 seconds for the answer)."""
 
 RECORDED = "approval_bot_event_recorded"
 """Set in a request's Bolt context once its event is recorded, so the middleware does not record it again."""
@@ -102,27 +109,47 @@ class EventIntake:
         """The response for a signed event delivery, once recorded (in `events`, this loop's own, or the
         app's); None: let Bolt handle the request."""
         body = request.body
-        if not isinstance(body, dict) or body.get("type") != "event_callback" or not body.get("event_id"):
-            return None
-        bot_user_id = bot_user_of(body)
-        signed = self.verifier.is_valid(
+        if isinstance(body, dict) and body.get("type") == "event_callback" and body.get("event_id"):
+            bot_user_id = bot_user_of(body)
+            if bot_user_id is None or not self._signed(request):
+                return None  # Bolt answers a bad signature (401) and finds the bot user itself
+            return await self._acknowledge_event(request, events or self.events, bot_user_id)
+        return None
+
+    def _signed(self, request: AsyncBoltRequest) -> bool:
+        return self.verifier.is_valid(
             request.raw_body, _first(request, "x-slack-request-timestamp"), _first(request, "x-slack-signature")
         )
-        if bot_user_id is None or not signed:
-            return None  # Bolt answers a bad signature (401) and finds the bot user itself
-        if not await self._record(events or self.events, body, bot_user_id):
+
+    async def _acknowledge_event(self, request: AsyncBoltRequest, events: EventLog, bot_user_id: str) -> BoltResponse:
+        body = request.body
+        self._count(+1)  # from now on, not from when the record's task first runs: the dispatch waits for it
+        recording = asyncio.ensure_future(record_event(events, body, bot_user_id, None))
+        recording.add_done_callback(lambda _: self._count(-1))
+        try:
+            async with asyncio.timeout(RECORD_WITHIN):
+                won = await asyncio.shield(recording)
+        except Exception as exc:  # noqa: BLE001 - the database away or slow: Slack sends the event again
+            self.logger.warning(
+                "event %s not recorded within %.0f s (%s); answered 503 for Slack to send it again",
+                body["event_id"], RECORD_WITHIN, type(exc).__name__ if str(exc) == "" else exc,
+            )  # fmt: skip
+            recording.add_done_callback(lambda done: self._recorded_late(done, request))
+            return BoltResponse(status=503, body="not recorded yet: please send it again")
+        if not won:
             self.logger.info("event %s already handled; skipped", body["event_id"])
             return BoltResponse(status=200, body="")
         request.context[RECORDED] = True
         self._dispatch_later(request)
         return BoltResponse(status=200, body="")
 
-    async def _record(self, events: EventLog, body: dict[str, Any], bot_user_id: str) -> bool:
-        self._count(+1)
-        try:
-            return await record_event(events, body, bot_user_id, None)
-        finally:
-            self._count(-1)
+    def _recorded_late(self, recording: asyncio.Future[bool], request: AsyncBoltRequest) -> None:
+        """An event answered 503 whose record landed after all: dispatched now (Slack's retry is a repeat)."""
+        if recording.cancelled() or recording.exception() is not None or not recording.result():
+            return
+        self.logger.info("event %s recorded late; dispatched", request.body["event_id"])
+        request.context[RECORDED] = True
+        self._dispatch_later(request)
 
     def _count(self, change: int) -> None:
         with self._counting:
