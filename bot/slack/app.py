@@ -4,6 +4,7 @@ the listeners. Everything it needs is passed in."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ from bot import metrics
 from bot.defaults import DEFAULT_MAX_CONCURRENT_TURNS, DEFAULT_QUICK_APPROVAL_SECONDS, DEFAULT_SLACK_API_URL
 from memory import Storage
 
+from .clicks import LOST_TEXT, carry_out_left_clicks, complete_clicks, record_clicks, tell_clicker
 from .directory import Directory
 from .escalation import escalation_hook
 from .home import HomePublisher
@@ -139,10 +141,20 @@ def create_slack_app(
         languages=services.languages,
     )
     if signing_secret:  # over HTTP: events are acknowledged before Bolt's dispatch
-        services.intake = EventIntake(app, services.stores.events, signing_secret, logger=logger)
+        services.intake = EventIntake(
+            app,
+            services.stores.events,
+            services.stores.clicks,
+            signing_secret,
+            holder=agent.owner,
+            tell_lost=lambda body: tell_clicker(services, app.client, body, LOST_TEXT),
+            logger=logger,
+        )
     app.use(read_socket_payload)  # over HTTP the request was read before Bolt (server.py)
     app.use(attach_services(services))
     app.use(record_events(services.stores.events))
+    app.use(record_clicks(services.stores.clicks, agent.owner))  # over Socket Mode: no intake records them
+    complete_clicks(app, services.stores.clicks)
     register_listeners(app)
     # Runs the runtime continues on its own (recovery, expiry, an unread continuation) show in their thread.
     agent.hooks["on_background_stream"] = background_stream_hook(services, app.client)
@@ -153,8 +165,26 @@ def create_slack_app(
 
 async def run_slack_recovery(app: AsyncApp, *, every: float = 10.0, repost_after: float = 30.0) -> None:
     """Keep every waiting call shown in Slack: the recovery pass (`recovery.py`) at once and then every
-    `every` seconds, until cancelled. The bot runs it on every replica."""
-    await run_recovery(services_of_app(app), app.client, every=every, repost_after=repost_after)
+    `every` seconds, until cancelled; beside it, the sweep of clicks left undone (`run_click_sweep`).
+    The bot runs both on every replica."""
+    await asyncio.gather(
+        run_recovery(services_of_app(app), app.client, every=every, repost_after=repost_after),
+        # a click is left to the sweep only once its take is `repost_after` old: looking more often finds
+        # nothing more, and each look is a statement of an idle replica
+        run_click_sweep(app, every=repost_after, stale_after=repost_after),
+    )
+
+
+async def run_click_sweep(app: AsyncApp, *, every: float, stale_after: float) -> None:
+    """Carry out the clicks a stopped replica acknowledged and left undone (`clicks.py`), at once and then
+    every `every` seconds."""
+    services = services_of_app(app)
+    while True:
+        try:
+            await carry_out_left_clicks(app, stale_after=stale_after)
+        except Exception:  # the next pass tries again
+            services.logger.exception("the sweep of clicks left undone failed")
+        await asyncio.sleep(every)
 
 
 def record_events(events: EventLog):

@@ -1,4 +1,4 @@
-"""The ack path over HTTP: an Events API delivery is answered as soon as it is recorded.
+"""The ack path over HTTP: an Events API delivery, or a click, is answered as soon as it is recorded.
 
 Slack wants its 200 within 3 seconds and retries otherwise, and a burst of mentions arrives at once.
 Bolt's dispatch (its middleware chain and listener matching) costs about a millisecond per request,
@@ -6,13 +6,15 @@ so a burst of hundreds would keep the last ack waiting behind all the others. He
 `event_callback` is checked (signature, duplicate) and recorded with its message (`EventLog.claim`,
 batched) and answered at once; Bolt dispatches it afterwards, one request at a time in the background,
 without recording it again, and not while other deliveries are being recorded (for at most
-`ACKS_FIRST_FOR` at a time): a burst is acknowledged before its first turn takes the loop. Everything
-else (interactivity, commands, a bad signature, an event whose bot user is unknown) goes through Bolt
-as usual.
+`ACKS_FIRST_FOR` at a time): a burst is acknowledged before its first turn takes the loop. A signed
+click (`block_actions`) is recorded the same way (`ClickLog`, see `clicks.py`) and dispatched after its
+ack. Everything else (forms, commands, a bad signature, an event whose bot user is unknown) goes through
+Bolt as usual.
 
 The record is waited for `RECORD_WITHIN` seconds at most, so Slack hears within its 3 seconds while the
 database is away (a restart): an event not recorded by then is answered 503, which Slack retries (the
-record, if it lands later, is dispatched then, and the retry is a repeat: 200).
+record, if it lands later, is dispatched then, and the retry is a repeat: 200); a click, which Slack
+never sends again, is answered 200, left undone, and its clicker told (`tell_lost`).
 
 `python -m bot serve` runs the ack path in a thread of its own, with its own event loop and database
 connections (`intake_thread.py`), so an ack never waits for a turn's work on the bot's loop: there
@@ -26,7 +28,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -35,7 +37,7 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.signature import SignatureVerifier
 
 from .event_reading import kept, team_of, thread_to_answer
-from .stores import EventLog
+from .stores import ClickLog, EventLog
 
 ACKS_FIRST_FOR = 0.25
 """Seconds Bolt's dispatch waits at most, in one busy stretch, for the deliveries being recorded: under a
@@ -46,6 +48,13 @@ RECORD_WITHIN = 2.0
 
 RECORDED = "approval_bot_event_recorded"
 """Set in a request's Bolt context once its event is recorded, so the middleware does not record it again."""
+
+CLICK = "approval_bot_click"
+"""Set in a request's Bolt context to the id of its recorded click (`slack_clicks.id`, see `clicks.py`)."""
+
+
+def is_click(body: Any) -> bool:
+    return isinstance(body, dict) and body.get("type") == "block_actions"
 
 
 def bot_user_of(body: dict[str, Any]) -> str | None:
@@ -85,9 +94,24 @@ def _first(request: AsyncBoltRequest, name: str) -> str:
 class EventIntake:
     """Acknowledges Events API deliveries before Bolt sees them (see the module docstring)."""
 
-    def __init__(self, app: AsyncApp, events: EventLog, signing_secret: str, *, logger: logging.Logger):
+    def __init__(
+        self,
+        app: AsyncApp,
+        events: EventLog,
+        clicks: ClickLog,
+        signing_secret: str,
+        *,
+        holder: str,
+        tell_lost: Callable[[dict[str, Any]], Awaitable[None]],
+        logger: logging.Logger,
+    ):
         self.app = app
         self.events = events
+        self.clicks = clicks
+        self.holder = holder
+        """Who carries a recorded click out (the agent's `owner`)."""
+        self.tell_lost = tell_lost
+        """Tells a clicker their click could not be recorded (on the bot's loop; `clicks.tell_clicker`)."""
         self.verifier = SignatureVerifier(signing_secret)
         self.logger = logger
         self._waiting: asyncio.Queue[AsyncBoltRequest] | None = None
@@ -98,6 +122,7 @@ class EventIntake:
         """Set while none is (an object of the bot's loop)."""
         self._quiet.set()
         self._counting = threading.Lock()
+        self._telling: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         """The bot's loop, where Bolt dispatches (`start`); None: the loop `acknowledge` runs on."""
 
@@ -105,15 +130,19 @@ class EventIntake:
         """Dispatch on the running loop from now on, whichever thread acknowledges."""
         self._loop = asyncio.get_running_loop()
 
-    async def acknowledge(self, request: AsyncBoltRequest, *, events: EventLog | None = None) -> BoltResponse | None:
-        """The response for a signed event delivery, once recorded (in `events`, this loop's own, or the
-        app's); None: let Bolt handle the request."""
+    async def acknowledge(
+        self, request: AsyncBoltRequest, *, events: EventLog | None = None, clicks: ClickLog | None = None
+    ) -> BoltResponse | None:
+        """The response for a signed event delivery or click, once recorded (in `events` and `clicks`, this
+        loop's own, or the app's); None: let Bolt handle the request."""
         body = request.body
         if isinstance(body, dict) and body.get("type") == "event_callback" and body.get("event_id"):
             bot_user_id = bot_user_of(body)
             if bot_user_id is None or not self._signed(request):
                 return None  # Bolt answers a bad signature (401) and finds the bot user itself
             return await self._acknowledge_event(request, events or self.events, bot_user_id)
+        if is_click(body) and self._signed(request):
+            return await self._acknowledge_click(request, clicks or self.clicks)
         return None
 
     def _signed(self, request: AsyncBoltRequest) -> bool:
@@ -150,6 +179,35 @@ class EventIntake:
         self.logger.info("event %s recorded late; dispatched", request.body["event_id"])
         request.context[RECORDED] = True
         self._dispatch_later(request)
+
+    async def _acknowledge_click(self, request: AsyncBoltRequest, clicks: ClickLog) -> BoltResponse:
+        body = request.body
+        recording = asyncio.ensure_future(clicks.record(body, holder=self.holder))
+        try:
+            async with asyncio.timeout(RECORD_WITHIN):
+                click_id = await asyncio.shield(recording)
+        except Exception as exc:  # noqa: BLE001 - the database away or slow: the clicker is told, nothing done
+            self.logger.warning(
+                "click by %s not recorded within %.0f s (%s); not carried out, the clicker told",
+                (body.get("user") or {}).get("id"), RECORD_WITHIN, type(exc).__name__ if str(exc) == "" else exc,
+            )  # fmt: skip
+            recording.add_done_callback(lambda done: self._click_recorded_late(done, clicks))
+            self._on_bot_loop(self._tell_lost, body)
+            return BoltResponse(status=200, body="")
+        request.context[CLICK] = click_id
+        self._dispatch_later(request)
+        return BoltResponse(status=200, body="")
+
+    def _click_recorded_late(self, recording: asyncio.Future[str], clicks: ClickLog) -> None:
+        """A click its clicker was told is lost, recorded after all: marked done, so no sweep carries it out."""
+        if recording.cancelled() or recording.exception() is not None:
+            return
+        asyncio.ensure_future(clicks.done(recording.result()))
+
+    def _tell_lost(self, body: dict[str, Any]) -> None:
+        task = asyncio.ensure_future(self.tell_lost(body))
+        self._telling.add(task)
+        task.add_done_callback(self._telling.discard)
 
     def _count(self, change: int) -> None:
         with self._counting:

@@ -38,7 +38,7 @@ from memory import Storage
 
 from .intake import EventIntake
 from .request_reading import Refusal, read_slack_request
-from .stores import EventLog
+from .stores import ClickLog, EventLog
 
 _logger = logging.getLogger("bot.slack.intake")
 
@@ -125,7 +125,7 @@ class IntakeThread:
             clock=self.storage.clock,
             reconnect_for=self.storage.reconnect_for,
         )
-        events = EventLog(storage)
+        events, clicks = EventLog(storage), ClickLog(storage)
         forward = aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=self.socket_path), auto_decompress=False)
 
         async def slack_events(request: web.Request) -> web.StreamResponse:
@@ -134,7 +134,7 @@ class IntakeThread:
             )
             if isinstance(bolt_request, Refusal):
                 return self._refused(request, bolt_request)
-            if (early := await self.intake.acknowledge(bolt_request, events=events)) is not None:
+            if (early := await self.intake.acknowledge(bolt_request, events=events, clicks=clicks)) is not None:
                 return await to_aiohttp_response(early)
             return await to_aiohttp_response(await self._on_bot_loop(self.app.async_dispatch(bolt_request)))
 

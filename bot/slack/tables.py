@@ -198,6 +198,27 @@ class AnswerFeedbackRow(SlackTable):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class SlackClickRow(SlackTable):
+    """A button click, recorded before Slack gets its ack: a click acknowledged and then lost with its
+    replica (a crash, a kill) is carried out after all by a replica's sweep, from the payload kept here.
+    A click is `done` once its listener returned; one that is not, and whose `taken_at` went stale, is
+    taken again (`tries` counts the takes, so a click that always fails ends)."""
+
+    __tablename__ = "slack_clicks"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)
+    action_id: Mapped[str] = mapped_column(String(255))
+    payload: Mapped[Any] = mapped_column(JSON)
+    """The `block_actions` payload as read at the boundary (`request_reading`)."""
+    holder: Mapped[str | None] = mapped_column(String(64))
+    """The replica carrying the click out (the agent's `owner`)."""
+    taken_at: Mapped[datetime] = mapped_column(default=utcnow)
+    tries: Mapped[int] = mapped_column(Integer, default=1)
+    done_at: Mapped[datetime | None]
+
+    __table_args__ = (Index("ix_slack_clicks_open", "done_at", "taken_at"),)
+
+
 # --- how long an id from Slack may be: the narrowest column it is stored in (`memory.limits`), checked
 # where a payload comes in (`request_reading.SHAPES`, `directory.is_user_id`) so none reaches a statement
 EVENT_ID = width(SlackEventRow.event_id)

@@ -18,7 +18,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from bot.slack import intake as intake_module
 from bot.slack.intake import EventIntake
-from bot.slack.stores import EventLog, prepare_slack_tables
+from bot.slack.stores import ClickLog, EventLog, prepare_slack_tables
 from bot.slack_emulator import BOT_USER_ID, GENERAL, TEAM_ID, SlackEmulator
 from bot.slack_emulator.app_requests import event_body
 from memory import Storage
@@ -61,6 +61,10 @@ def write_lock(database: Path) -> Iterator[threading.Event]:
         holder.join(10)
 
 
+async def told(body: dict) -> None:
+    """No clicker to tell here: these tests send events only."""
+
+
 async def an_intake(tmp_path: Path, slack: SlackEmulator) -> tuple[EventIntake, AsyncApp, Storage, asyncio.Event]:
     """The intake of a Bolt app (on the Slack emulation) whose dispatch of a mention that says "hold"
     waits for the event returned."""
@@ -76,7 +80,20 @@ async def an_intake(tmp_path: Path, slack: SlackEmulator) -> tuple[EventIntake, 
             await held.wait()
         await next()
 
-    return EventIntake(app, EventLog(storage), SECRET, logger=logging.getLogger("test")), app, storage, held
+    return (
+        EventIntake(
+            app,
+            EventLog(storage),
+            ClickLog(storage),
+            SECRET,
+            holder="test",
+            tell_lost=told,
+            logger=logging.getLogger("test"),
+        ),
+        app,
+        storage,
+        held,
+    )
 
 
 async def test_a_delivery_waits_for_its_dispatch_until_the_deliveries_being_recorded_are_answered(tmp_path, slack):

@@ -5,7 +5,8 @@
 - `Conversations` (`conversations.py`): the threads the bot takes part in;
 - `WaitingCallMessages` (`waiting_call_messages.py`): the messages that show waiting calls, and their copies;
 - `HomeViews` (`home_views.py`): who opened the App Home, and what was last published for them;
-- `AnswerFeedback` (`answer_feedback.py`): people's thumbs up / down on the agent's answers.
+- `AnswerFeedback` (`answer_feedback.py`): people's thumbs up / down on the agent's answers;
+- `ClickLog` (`clicks.py`): button clicks recorded before their ack, until they are carried out.
 
 Each method is one short transaction; `SlackStores` makes one transaction of a turn's writes to the
 leases, the queue and the conversation (`take_thread`, `finish_turn`). The tables are migrated once, when
@@ -24,6 +25,7 @@ from memory import Storage, retried_while_away
 from ..migrations import SCHEMA
 from ..threads import thread_of_message
 from .answer_feedback import AnswerFeedback
+from .clicks import ClickLog
 from .conversations import Conversations
 from .events import ClaimWriter, EventLog, QueuedMessage
 from .home_views import HomeViews
@@ -48,6 +50,7 @@ class SlackStores:
     messages: WaitingCallMessages
     home_views: HomeViews
     feedback: AnswerFeedback
+    clicks: ClickLog
 
     @classmethod
     def on(cls, storage: Storage, *, keep_events: timedelta = timedelta(days=1)) -> SlackStores:
@@ -58,6 +61,7 @@ class SlackStores:
             messages=WaitingCallMessages(storage),
             home_views=HomeViews(storage),
             feedback=AnswerFeedback(storage),
+            clicks=ClickLog(storage),
         )
 
     @property
@@ -112,6 +116,7 @@ class SlackStores:
 __all__ = [
     "AnswerFeedback",
     "ClaimWriter",
+    "ClickLog",
     "Conversations",
     "EventLog",
     "HomeViews",

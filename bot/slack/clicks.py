@@ -1,0 +1,138 @@
+"""Every button click recorded before its ack, and never lost after it.
+
+Slack sends a click once: it does not retry an interaction, and the clicker sees the button do nothing
+if the bot's 200 comes and then its work is lost (a replica killed between the ack and the decision's
+commit). So a `block_actions` payload is written to `slack_clicks` before its ack (`EventIntake` on
+the HTTP path, before Bolt; `record_clicks` over Socket Mode, before the listener's `ack()`), the
+listener runs after the ack as before, and when it has returned the click is marked done
+(`ClickCompletion`, Bolt's listener completion handler: every action's listener, whoever registers it).
+
+A click whose replica stopped before that is taken by a replica's sweep once its take is `stale_after`
+seconds old (`carry_out_left_clicks`, beside the Slack recovery pass on every replica) and dispatched
+again through Bolt, as if it had just come: a decision is still made once (a conditional UPDATE), so a
+click already carried out meets "already decided", and a button that opens a form tells the clicker
+the form could not be opened (its trigger has expired). A click taken `MAX_TRIES` times is given up,
+with a word to the clicker.
+
+Where a click cannot be recorded before Slack's 3 seconds are up (the database is away), it is answered
+200 all the same, not carried out, and the clicker is told so in one ephemeral message: the buttons are
+untouched and still live, so a click once the database is back works.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.listener.async_listener_completion_handler import AsyncListenerCompletionHandler
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
+from slack_sdk.web.async_client import AsyncWebClient
+
+from .intake import CLICK, is_click
+from .request_reading import READ
+from .services import SlackServices, services_of_app
+from .stores import ClickLog
+from .translator import N_
+
+MAX_TRIES = 3
+"""Takes of one click (the first included) before it is given up."""
+
+LOST_TEXT = N_(
+    ":warning: I could not record your click, so nothing was done: my database is out of reach for a "
+    "moment. The buttons still work: please click again shortly."
+)
+GIVEN_UP_TEXT = N_(
+    ":warning: I could not carry out your click on *{button}* after several tries, so nothing was done. "
+    "Please click again."
+)
+"""What the clicker is told (catalog message ids)."""
+
+_log = logging.getLogger("bot.slack.clicks")
+
+
+def record_clicks(clicks: ClickLog, holder: str):
+    """A global middleware: a click that no intake recorded before its ack (over Socket Mode) is recorded
+    here, before its listener acks it."""
+
+    async def record_slack_clicks(body, context, next):
+        if is_click(body) and not context.get(CLICK):
+            context[CLICK] = await clicks.record(body, holder=holder)
+        await next()
+
+    return record_slack_clicks
+
+
+class ClickCompletion(AsyncListenerCompletionHandler):
+    """Marks a recorded click done once its listener has returned (one that raised is left to the sweep)."""
+
+    def __init__(self, clicks: ClickLog):
+        self.clicks = clicks
+
+    async def handle(self, request: AsyncBoltRequest, response: BoltResponse | None) -> None:
+        click_id = request.context.get(CLICK)
+        if click_id is None or response is None or response.status >= 500:
+            return
+        try:
+            await self.clicks.done(click_id)
+        except Exception:  # the sweep takes it again later: a repeat meets "already decided"
+            _log.exception("could not mark click %s done", click_id)
+
+
+def complete_clicks(app: AsyncApp, clicks: ClickLog) -> None:
+    """Mark every recorded click done when its listener returns, whichever listener it is."""
+    runner = app._async_listener_runner  # Bolt names no public setter for its completion handler
+    if not hasattr(runner, "listener_completion_handler"):
+        raise RuntimeError("this slack_bolt has no listener completion handler: clicks could not be marked done")
+    runner.listener_completion_handler = ClickCompletion(clicks)
+
+
+async def carry_out_left_clicks(app: AsyncApp, *, stale_after: float) -> int:
+    """Dispatch again the clicks whose replica did not finish them; how many were taken."""
+    services = services_of_app(app)
+    taken = await services.stores.clicks.take_left(holder=services.agent.owner, stale_after=stale_after)
+    for click_id, payload, tries in taken:
+        if tries > MAX_TRIES:
+            _log.warning("click %s given up after %d tries", click_id, tries - 1)
+            await services.stores.clicks.done(click_id)
+            await tell_clicker(services, app.client, payload, GIVEN_UP_TEXT)
+            continue
+        _log.info("carrying out click %s (%s), left by a replica that stopped", click_id, _action_id(payload))
+        request = AsyncBoltRequest(body=payload, mode="socket_mode", context={CLICK: click_id, READ: True})
+        try:
+            await app.async_dispatch(request)
+        except Exception:
+            _log.exception("dispatching click %s again failed", click_id)
+    return len(taken)
+
+
+async def tell_clicker(services: SlackServices, client: AsyncWebClient, payload: dict[str, Any], text: str) -> None:
+    """Tell the clicker `text` (a catalog message id) where they clicked: an ephemeral message in the
+    thread, or a message of the bot's own to them for a click in the App Home."""
+    user = (payload.get("user") or {}).get("id")
+    if not user:
+        return
+    container = payload.get("container") or {}
+    message = payload.get("message") or {}
+    channel = (payload.get("channel") or {}).get("id") or container.get("channel_id")
+    try:
+        words = await services.languages.of_person(user, within=2.0)
+        said = words.gettext(text, button=_button_text(payload))
+        if channel and container.get("type") != "view":
+            thread_ts = message.get("thread_ts") or container.get("thread_ts") or message.get("ts")
+            await client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts, text=said)
+        else:
+            await client.chat_postMessage(channel=user, text=said)
+    except Exception as exc:  # noqa: BLE001 - a word that cannot be said is logged, nothing else depends on it
+        _log.warning("could not tell %s about their click: %s", user, exc)
+
+
+def _action_id(payload: dict[str, Any]) -> str:
+    return str(((payload.get("actions") or [{}])[0]).get("action_id") or "")
+
+
+def _button_text(payload: dict[str, Any]) -> str:
+    action = (payload.get("actions") or [{}])[0]
+    text = action.get("text")
+    return str(text.get("text") if isinstance(text, dict) else text or action.get("action_id") or "")

@@ -1,0 +1,98 @@
+"""Button clicks recorded before their ack (`slack_clicks`), and the sweep's take of those left undone.
+
+A click is written with its payload before Slack gets its 200, so a replica that dies after the ack and
+before the click's work committed leaves the click to be carried out by a replica's sweep (`clicks.py`).
+Clicks that arrive together are written in one transaction (`ClaimWriter`, as the events are).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import bindparam, delete, update
+
+from memory import Storage, retried_while_away
+from memory.tables import utcnow
+
+from ..tables import SlackClickRow
+from ._table_store import TableStore, rows_changed
+from .events import ClaimWriter
+
+
+@retried_while_away
+class ClickLog(TableStore):
+    """The clicks recorded before their ack, until their listener returned."""
+
+    def __init__(self, storage: Storage, *, keep_done: timedelta = timedelta(days=1), prune_every: int = 500):
+        super().__init__(storage)
+        self.keep_done = keep_done
+        self.prune_every = prune_every
+        self._recorded = 0
+        self._writer = ClaimWriter(self._insert_clicks)
+
+    async def record(self, payload: dict[str, Any], *, holder: str) -> str:
+        """Record a click (a `block_actions` payload) that `holder` carries out now; its id."""
+        click_id = uuid.uuid4().hex
+        actions = payload.get("actions") or [{}]
+        now = utcnow()
+        await self._writer.claim(
+            {
+                "id": click_id,
+                "event_id": click_id,  # the writer's key
+                "received_at": now,
+                "action_id": str(actions[0].get("action_id") or "")[:255],
+                "payload": payload,
+                "holder": holder,
+                "taken_at": now,
+                "tries": 1,
+            }
+        )
+        self._recorded += 1
+        if self._recorded % self.prune_every == 0:
+            await self.prune()
+        return click_id
+
+    async def _insert_clicks(self, rows: list[dict[str, Any]]) -> set[str]:
+        values = [{key: value for key, value in row.items() if key != "event_id"} for row in rows]
+        async with self._writing() as connection:
+            await connection.execute(self._insert(SlackClickRow), values)
+        return {row["id"] for row in rows}
+
+    async def done(self, click_id: str) -> None:
+        """The click's listener returned: nothing of it is left to carry out."""
+        async with self._writing() as connection:
+            await connection.execute(_DONE, {"b_id": click_id, "b_now": utcnow()})
+
+    async def take_left(self, *, holder: str, stale_after: float) -> list[tuple[str, dict[str, Any], int]]:
+        """Take the clicks not done whose holder has not finished them within `stale_after` seconds (it
+        stopped, or never got to them): (id, payload, tries) of each, now held by `holder`."""
+        now = utcnow()
+        async with self._writing() as connection:
+            rows = (
+                await connection.execute(
+                    update(SlackClickRow)
+                    .where(
+                        SlackClickRow.done_at.is_(None), SlackClickRow.taken_at < now - timedelta(seconds=stale_after)
+                    )
+                    .values(holder=holder, taken_at=now, tries=SlackClickRow.tries + 1)
+                    .returning(SlackClickRow.id, SlackClickRow.payload, SlackClickRow.tries)
+                )
+            ).all()
+        return [(row.id, row.payload, row.tries) for row in rows]
+
+    async def prune(self) -> int:
+        """Forget clicks done more than `keep_done` ago; how many."""
+        async with self._writing() as connection:
+            result = await connection.execute(
+                delete(SlackClickRow).where(SlackClickRow.done_at < utcnow() - self.keep_done)
+            )
+        return rows_changed(result)
+
+
+_DONE = (
+    update(SlackClickRow)
+    .where(SlackClickRow.id == bindparam("b_id"), SlackClickRow.done_at.is_(None))
+    .values(done_at=bindparam("b_now"))
+)
