@@ -1,15 +1,15 @@
 """Slack adapter: button clicks recorded before their ack (`slack_clicks`), so a click acknowledged and then
 lost with its replica is carried out by another.
 
-Revision ID: slack_0009_clicks
-Revises: slack_0008_escalation_posts
+Revision ID: slack_0010_clicks
+Revises: slack_0009_work_notices
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "slack_0009_clicks"
-down_revision = "slack_0008_escalation_posts"
+revision = "slack_0010_clicks"
+down_revision = "slack_0009_work_notices"
 branch_labels = None
 depends_on = None
 
