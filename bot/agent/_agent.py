@@ -41,12 +41,13 @@ from ._authorize import (
 from ._autoresume import find_answer, waiting_note
 from ._deciding import Landed, asked_of, check_action, decide_as
 from ._decisions import Decisions
+from ._driving import RequestOptions, RunDeps, SubAgent
 from ._live_questions import LiveQuestions
 from ._lookups import Lookups
 from ._model import shared_client, whole_replies
 from ._recovery import Recovery
 from ._results import Decided, DecisionResult, Refused
-from ._run import RequestOptions, RunDeps, RunDriver, SubAgent
+from ._run import RunDriver
 from ._stream import AgentStream
 from ._sweeps import Sweeps
 from ._thread_cancel import cancel_in_thread

@@ -26,9 +26,10 @@ from tools import (
 from ._authorize import four_eyes_refusal, requester_of
 from ._cancelling import as_decided, cancelled_message
 from ._deciding import Landed
+from ._driving import WonDecision, declined_message, expired_message
 from ._fingerprint import fingerprint
 from ._live_questions import LIVE_QUESTIONS_CHANNEL, LiveQuestions
-from ._run import RunDriver, WonDecision, declined_message, expired_message
+from ._run import RunDriver
 from ._stream import AgentStream
 from .exceptions import (
     ApprovalNotCountedError,

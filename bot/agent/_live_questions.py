@@ -17,7 +17,8 @@ from memory import Storage, StoredRun, StoredToolCall, ToolCallState
 from memory.states import DecisionKind
 
 from ._background import in_background
-from ._run import RunDriver, WonDecision
+from ._driving import WonDecision
+from ._run import RunDriver
 from ._stream import AgentStream
 from .exceptions import SnapshotNotFoundError, ToolCallNotSuspendedError
 from .types import CancelQuestion, Decision, DeclineQuestion, Resume
