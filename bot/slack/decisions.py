@@ -20,6 +20,7 @@ from bot.agent import (
     AgentStream,
     AlreadyDecided,
     Counted,
+    DatabaseAwayError,
     Decided,
     Decision,
     Gone,
@@ -264,8 +265,12 @@ async def decide_and_show(
             resume_data=decision.data if isinstance(decision, Resume) else None,
             record=result.record,
         )
-    except SlackApiError:  # the decision stands and the run goes on; the message is fixed by the next refresh
-        services.logger.warning("could not update the message of %s/%s", call.row.run_id, call.row.tool_call_id)
+    except (SlackApiError, DatabaseAwayError) as exc:
+        # the decision stands and the run goes on (its answer must still be relayed); the message is fixed by
+        # the next refresh (the recovery pass closes it)
+        services.logger.warning(
+            "could not update the message of %s/%s: %s", call.row.run_id, call.row.tool_call_id, exc
+        )
     if isinstance(result, Counted):
         return None  # four eyes: this approval counted, more are needed; the message shows who approved so far
     assert isinstance(result, Decided)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 
-from bot.agent import AgentStream
+from bot.agent import AgentStream, DatabaseAwayError
 from bot.api import ApiDecision, ApiError, ApiFront
 
 from .conversation import continue_run
@@ -38,8 +38,10 @@ def slack_api_front(app: AsyncApp, *, token: str) -> ApiFront:
     async def after_decision(decision: ApiDecision, stream: AgentStream | None) -> None:
         try:
             await refresh_tool_call_messages(services, app.client, decision.run_id, decision.tool_call_id)
-        except SlackApiError:
-            services.logger.warning("could not update the message of %s/%s", decision.run_id, decision.tool_call_id)
+        except (SlackApiError, DatabaseAwayError) as exc:  # the run's answer is still relayed below
+            services.logger.warning(
+                "could not update the message of %s/%s: %s", decision.run_id, decision.tool_call_id, exc
+            )
         if stream is None:
             return  # four eyes: the call still waits; its message shows who approved so far
         rows = await services.stores.messages.of_call(decision.run_id, decision.tool_call_id)

@@ -10,6 +10,7 @@ closed, or a server still starting.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -123,15 +124,16 @@ async def test_an_approval_clicked_after_a_restart_runs_once(postgres_cluster, c
 
 
 class _StartWhenTheTurnFails(logging.Handler):
-    """Starts the stopped cluster as soon as the bot logs that a turn met the database away: the database is
-    back before the turn's end is stored, the moment a turn cut off used to be marked answered."""
+    """Starts the stopped cluster as soon as the bot logs `said` (by default: that a turn met the database away,
+    so the database is back before the turn's end is stored, the moment a turn cut off used to be marked
+    answered)."""
 
-    def __init__(self, cluster):
+    def __init__(self, cluster, said: str = "the database went away during a turn"):
         super().__init__(logging.WARNING)
-        self.cluster, self.fired = cluster, False
+        self.cluster, self.said, self.fired = cluster, said, False
 
     def emit(self, record: logging.LogRecord) -> None:
-        if not self.fired and "the database went away during a turn" in record.getMessage():
+        if not self.fired and self.said in record.getMessage():
             self.fired = True
             self.cluster.start()
 
@@ -165,3 +167,41 @@ async def test_a_turn_the_database_cut_off_before_it_reached_the_agent_is_answer
     finally:
         logging.getLogger("bot.slack").removeHandler(starter)
     assert await run_statuses(cluster_url) == ["completed"]
+
+
+async def test_a_database_gone_while_a_decision_is_shown_still_relays_the_runs_answer(
+    postgres_cluster, cluster_url, slack, model
+):
+    """The database goes away after an Approve click's run has ended, while the click's decision is being shown
+    in its message, for longer than the storage waits: the message is fixed later, but the answer the run
+    gave is still relayed into the thread (it used to be lost with the click's failed listener)."""
+    answer = "已删除记录 3 — record 3 deleted."
+    model.chat.push(tool_calls(call("delete-record", {"id": 3}, id="call_1")), reply(answer))
+    starter = _StartWhenTheTurnFails(postgres_cluster, said="could not update the message")
+    logging.getLogger("bot.slack").addHandler(starter)
+    try:
+        async with running_bot(database_url=cluster_url, slack=slack) as bot:
+            await bot.mention("删除记录 3")
+            message = await bot.approval_message()
+            await slack.settle()
+            update = slack.hold("chat.update")  # the decision's update of its message waits
+            clicking = asyncio.ensure_future(bot.sender.click(message, "tool_approve", user="U2"))
+            await asyncio.wait_for(update.arrived.wait(), 30)
+            await until(lambda: run_completed(bot), 30, what="the run's end")
+            bot.storage.reconnect_for = 0.5
+            await asyncio.to_thread(postgres_cluster.stop, "fast")
+            update.release()
+            assert (await clicking)[0] == 200
+            await until(lambda: any(answer in m.all_text for m in slack.messages.values()), 60, what="the answer")
+            await slack.settle()
+            assert starter.fired
+            assert_one_answer(slack, answer)
+    finally:
+        logging.getLogger("bot.slack").removeHandler(starter)
+
+
+async def run_completed(bot) -> bool:
+    import sqlalchemy as sa
+
+    async with bot.storage.read() as connection:
+        return list(await connection.scalars(sa.text("SELECT status FROM runs"))) == ["completed"]
