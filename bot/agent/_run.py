@@ -120,7 +120,7 @@ class RunDriver:
         except RunTakenOverError as exc:  # the run is another process's now: leave it as it is
             log.warning("%s", exc)
             self.standing.holds_run = False
-            yield Chunk.error(self.run.id, TAKEN_OVER)
+            yield Chunk.error(self.run.id, TAKEN_OVER, taken_over=True)
             yield Chunk.finish(self.run.id, "error", self.usage)
         except DatabaseAwayError as exc:
             # not a failure of the run: storing one would fail too, and telling the reader so would be false.

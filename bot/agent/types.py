@@ -99,6 +99,9 @@ class ErrorPayload(TypedDict, total=False):
     interrupted: bool
     """True when the run did not fail: it stopped here (the database went away for longer than the storage
     waits) and is left to recovery, which goes on with it where it stopped; nothing needs to be sent again."""
+    taken_over: bool
+    """True when this process stalled past the run's lease and another took the run over: nothing of the step
+    it was at was stored, so the text it streamed of that step is no answer (a reader takes it back)."""
 
 
 ChunkPayload = (
@@ -166,8 +169,12 @@ class Chunk:
         return cls(type="finish", run_id=run_id, payload=FinishPayload(finish_reason=finish_reason, usage=usage or {}))
 
     @classmethod
-    def error(cls, run_id: str, message: str, *, interrupted: bool = False) -> Chunk:
-        payload = ErrorPayload(message=message, interrupted=True) if interrupted else ErrorPayload(message=message)
+    def error(cls, run_id: str, message: str, *, interrupted: bool = False, taken_over: bool = False) -> Chunk:
+        payload = ErrorPayload(message=message)
+        if interrupted:
+            payload["interrupted"] = True
+        if taken_over:
+            payload["taken_over"] = True
         return cls(type="error", run_id=run_id, payload=payload)
 
 

@@ -199,6 +199,7 @@ async def relay(
         client, thread, recipient=requester, streaming=services.streaming, logger=services.logger, status=status, tr=tr
     )
     finish = None
+    step_text = 0  # characters of text the current step streamed: not stored if the run was taken over
     try:
         async for chunk in stream.full_stream:
             step = step_of(chunk, tr)
@@ -209,7 +210,11 @@ async def relay(
                 # end opens the answer (the loading status says what runs, the approval message what waits).
                 await reply.step(step, only_if_open=step.state in ("running", *WAITING_STEPS))
             if chunk.type == "text-delta":
-                await reply.append(chunk.payload.get("text", ""))
+                text = chunk.payload.get("text", "")
+                step_text += len(text)
+                await reply.append(text)
+            elif chunk.type == "step-finish":
+                step_text = 0
             elif chunk.type in ("tool-call-approval", "tool-call-suspended"):
                 await reply.close()
                 await post_waiting_call(
@@ -226,6 +231,11 @@ async def relay(
                 await status.show(
                     tr.gettext("is running {tool}…", tool=tool) if tool else tr.gettext("is running a tool…")
                 )
+            elif chunk.type == "error" and chunk.payload.get("taken_over"):
+                # this replica stalled mid-step and another took the run over: its step's text is no answer
+                if reply.take_back(step_text):
+                    services.logger.warning("run %s: text of a step taken over was already shown", stream.run_id)
+                await reply.append(f"\n\n:warning: {chunk.payload.get('message')}")
             elif chunk.type == "error" and chunk.payload.get("interrupted"):
                 # the run did not fail (the database went away): recovery answers in this thread later
                 services.logger.warning("run %s left to recovery: %s", stream.run_id, chunk.payload.get("message"))

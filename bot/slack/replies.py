@@ -131,6 +131,14 @@ class ThreadReply:
         if len(self._text) - self._sent >= self.flush_chars:
             await self._deliver(self._text, final=False)
 
+    def take_back(self, count: int) -> int:
+        """Drop the last `count` characters of the current message that Slack does not have yet (text of a step
+        the runtime did not store); how many of them Slack already has (they stay)."""
+        keep = max(len(self._text) - count, 0)
+        shown = max(self._sent - keep, 0)
+        self._text = self._text[: max(keep, self._sent)]
+        return shown
+
     @property
     def is_open(self) -> bool:
         """Whether this answer is under way: text written (sent or not yet), or a steps line."""

@@ -48,3 +48,27 @@ async def test_long_posted_answer_is_split_into_messages(database_url, model):
         messages = [m for m in slack.messages.values() if m.user == BOT_USER_ID and m.thread_ts]
         assert len(messages) >= 3 and all(len(m.text) <= 3900 for m in messages)
         assert all(m.text.startswith("Paragraph") for m in messages)
+
+
+async def test_the_text_of_a_step_taken_over_is_taken_back_before_slack_has_it(slack):
+    """A replica that stalled mid-step wakes with the model's reply for a run another replica took over: its
+    text is no answer (the step was not stored), so the reply takes it back and shows only the note; text of
+    earlier steps stays."""
+    from slack_sdk.web.async_client import AsyncWebClient
+
+    from bot.slack.replies import ThreadReply
+    from bot.slack.threads import SlackThread
+    from bot.slack.translator import translator
+
+    thread = SlackThread(team_id="T0PLAY", channel="C1", thread_ts=slack.workspace.post("C1", "U1", "hi").ts)
+    client = AsyncWebClient(token="xoxb-test-token", base_url=slack.api_url, retry_handlers=[])
+    answer = ThreadReply(client, thread, recipient="U1", tr=translator("en"))
+    await answer.append("Ich sehe nach. ")  # an earlier step's text, stored
+    stale = "完了 delete-record 60"
+    await answer.append(stale)
+    assert answer.take_back(len(stale)) == 0  # Slack had none of it
+    await answer.append(":warning: another replica took the run over")
+    await answer.close()
+    await slack.settle()
+    [shown] = [m.text for m in slack.messages.values() if m.thread_ts == thread.thread_ts and m.ts != thread.thread_ts]
+    assert shown == "Ich sehe nach. :warning: another replica took the run over"
