@@ -51,6 +51,8 @@ DATABASE_AWAY = (
     "connection is closed",
     "ConnectionDoesNotExistError",
     "DatabaseAwayError",
+    "CommitOutcomeUnknownError",
+    "another operation (2) is in progress",  # asyncpg still reading a server's goodbye (memory._reconnect)
     "AdminShutdownError",
     "the database system is",
     "connection was closed in the middle of operation",
