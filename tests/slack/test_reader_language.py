@@ -35,6 +35,8 @@ WORDS = {
     ),
     "U1": ("is thinking…", "asks:", "Answer", "Send", "Fill this in.", "Answered by", "Thanks for your feedback"),
 }
+CANCEL = {"UTW": "取消", "UHK": "取消", "UCN": "取消", "UKO": "취소", "UJA": "キャンセル", "U1": "Cancel"}
+"""The Cancel button of a waiting call, in each person's language."""
 EMPTY_CITY = {"field:city": {"value": {"type": "plain_text_input", "value": None}}}
 
 
@@ -78,7 +80,7 @@ async def test_a_person_reads_the_question_its_form_and_notes_in_their_language(
     question = await ask_weather(bot, model, user)
     assert thinking in statuses(bot)
     assert asks in question.all_text and "Which city?" in question.all_text  # the tool's words as written
-    assert button_labels(question) == [answer]
+    assert button_labels(question) == [answer, CANCEL[user]]  # whoever may answer may also call it off
 
     await bot.sender.click(question, "tool_answer", user=user)
     view = (await bot.slack.wait_for("views.open"))[0].params["view"]
@@ -127,7 +129,7 @@ async def test_a_thread_keeps_its_starters_language_when_someone_else_answers(bo
 async def test_a_person_without_a_shipped_locale_reads_bot_language(database_url, slack, model, user):
     async with running_bot(database_url=database_url, slack=slack, language="ja") as bot:
         question = await ask_weather(bot, model, user)
-        assert "からの質問:" in question.all_text and button_labels(question) == ["回答"]
+        assert "からの質問:" in question.all_text and button_labels(question) == ["回答", "キャンセル"]
         assert "考え中…" in statuses(bot)
 
 
@@ -144,11 +146,11 @@ async def test_users_info_gives_the_locale_only_when_asked(bot: RunningBot):
 # person -> the approval's headline, its four buttons, the decided note, their Home's header and section,
 # and the ephemeral refusal of a feedback button that rates no answer of the thread
 APPROVAL_WORDS = {
-    "UTW": ("需要核准", ["核准", "拒絕", "附上原因拒絕", "編輯參數"], "<@U2> 於", "核准", "*你仍在等待中的請求*", "這個回答已無法評分。"),
-    "UCN": ("需要批准", ["批准", "拒绝", "附上原因拒绝", "编辑参数"], "<@U2> 于", "批准", "*你仍在等待中的请求*", "这个回答已无法评分。"),
-    "UKO": ("승인이 필요합니다", ["승인", "거절", "사유와 함께 거절", "인수 편집"], "<@U2>님이", "승인", "*아직 대기 중인 내 요청*", "이 답변은 더 이상 평가할 수 없습니다."),
-    "UJA": ("承認が必要です", ["承認", "却下", "理由を付けて却下", "引数を編集"], "<@U2> さんが", "承認", "*まだ待機中のあなたのリクエスト*", "この回答はもう評価できません。"),
-    "U1": ("Approval needed", ["Approve", "Decline", "Decline with reason", "Edit arguments"], "Approved by <@U2>", "Approvals", "*Your requests still waiting*", "This answer can no longer be rated."),
+    "UTW": ("需要核准", ["核准", "拒絕", "附上原因拒絕", "編輯參數", "取消"], "<@U2> 於", "核准", "*你仍在等待中的請求*", "這個回答已無法評分。"),
+    "UCN": ("需要批准", ["批准", "拒绝", "附上原因拒绝", "编辑参数", "取消"], "<@U2> 于", "批准", "*你仍在等待中的请求*", "这个回答已无法评分。"),
+    "UKO": ("승인이 필요합니다", ["승인", "거절", "사유와 함께 거절", "인수 편집", "취소"], "<@U2>님이", "승인", "*아직 대기 중인 내 요청*", "이 답변은 더 이상 평가할 수 없습니다."),
+    "UJA": ("承認が必要です", ["承認", "却下", "理由を付けて却下", "引数を編集", "キャンセル"], "<@U2> さんが", "承認", "*まだ待機中のあなたのリクエスト*", "この回答はもう評価できません。"),
+    "U1": ("Approval needed", ["Approve", "Decline", "Decline with reason", "Edit arguments", "Cancel"], "Approved by <@U2>", "Approvals", "*Your requests still waiting*", "This answer can no longer be rated."),
 }  # fmt: skip
 
 

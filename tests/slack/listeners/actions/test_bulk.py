@@ -68,7 +68,7 @@ async def three_waiting(bot: RunningBot, model):
         e["text"]["text"] for b in view["blocks"] if b.get("block_id") == "home_bulk" for e in b["elements"]
     ]
     # each card apart from the next, and the bulk buttons apart from the last card's own, under their heading
-    kinds = [b["type"] if b["type"] != "section" or "accessory" not in b else "card" for b in view["blocks"]]
+    kinds = ["card" if str(b.get("block_id", "")).startswith("home_pick_") else b["type"] for b in view["blocks"]]
     cards = [i for i, kind in enumerate(kinds) if kind == "card"]
     assert [kinds[i + 1 : i + 3] for i in cards[:-1]] == [["actions", "divider"]] * 2
     bulk = next(i for i, b in enumerate(view["blocks"]) if b.get("block_id") == "home_bulk")
