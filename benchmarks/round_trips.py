@@ -304,7 +304,8 @@ def _workspace(homes: int):
 
 async def _run(database: str, args: argparse.Namespace) -> dict[str, list[Tally]]:
     from bot.slack_emulator import SlackEmulator
-    from tests.support.processes import SECRET, bot_env, free_port
+    from tests.support.pg_cluster import unused_port
+    from tests.support.processes import SECRET, bot_env
     from tests.support.scripted_model import ScriptedModel
     from tests.support.slack import SignedSender
 
@@ -332,7 +333,7 @@ async def _run(database: str, args: argparse.Namespace) -> dict[str, list[Tally]
                 env = bot_env(
                     url, slack, OPENAI_BASE_URL=model.base_url, OPENAI_API_KEY="bench", BOT_LOG_LEVEL="WARNING"
                 )
-                port = free_port()
+                port = unused_port()  # from the kernel's range: two runs at once never share one
                 with (folder / "bot.log").open("ab") as log_file:
                     process = await asyncio.create_subprocess_exec(
                         sys.executable, *replica, "serve", "--port", str(port), "--host", "127.0.0.1",
