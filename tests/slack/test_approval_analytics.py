@@ -199,7 +199,7 @@ async def test_metrics_have_the_time_to_decision_by_tool_and_outcome(admin_bot: 
         ("issue-refund", "approved", 1, 10.0),
     ]:
         assert moved(f"{histogram}_count", tool=tool, outcome=outcome) == count, (tool, outcome)
-        assert moved(f"{histogram}_sum", tool=tool, outcome=outcome) == total, (tool, outcome)
+        assert moved(f"{histogram}_sum", tool=tool, outcome=outcome) == pytest.approx(total), (tool, outcome)
     assert moved(f"{histogram}_bucket", tool="delete-record", outcome="approved", le="2.0") == 1
     assert moved(f"{histogram}_bucket", tool="delete-record", outcome="approved", le="5.0") == 2
     assert moved(f"{histogram}_bucket", tool="issue-refund", outcome="approved", le="5.0") == 0
