@@ -13,7 +13,6 @@ FILE_LIMIT = 700
 CLASS_LIMIT = 400
 
 STILL_TOO_LONG = {
-    "bot/agent/_agent.py",
     "bot/agent/_agent.py:Agent",
 }
 """What is over its limit today and is being split (a file's path, or `path:Class`); the list only shrinks."""

@@ -3,7 +3,6 @@ finds suspended runs; the loop itself lives in `_run`."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -20,10 +19,8 @@ from memory import (
     Storage,
     StoredRun,
     StoredToolCall,
-    with_source_id,
 )
 from memory.states import (
-    RUN_STARTS_IN,
     WAITING_STATES,
 )
 from tools import (
@@ -35,22 +32,19 @@ from ._authorize import (
     Action,
     Directory,
     OpenDirectory,
-    authorize,
-    policy_for,
 )
-from ._autoresume import find_answer, waiting_note
-from ._deciding import Landed, asked_of, check_action, decide_as
+from ._deciding import Landed, check_action, decide_as
 from ._decisions import Decisions
-from ._driving import RequestOptions, RunDeps, SubAgent
+from ._driving import RunDeps, SubAgent
 from ._live_questions import LiveQuestions
 from ._lookups import Lookups
 from ._model import shared_client, whole_replies
 from ._recovery import Recovery
-from ._results import Decided, DecisionResult, Refused
+from ._results import DecisionResult, Refused
 from ._run import RunDriver
+from ._starts import RunStarts
 from ._stream import AgentStream
 from ._sweeps import Sweeps
-from ._thread_cancel import cancel_in_thread
 from ._view import WaitingCallView, actions_for, view_of
 from .types import (
     AgentOutput,
@@ -134,13 +128,13 @@ class Agent:
         self._temporary_storage: Storage | None = None
         """The database this agent made itself, given no storage (`storage`); `aclose` closes it."""
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._request_rules: dict[str, Any] = {}
         self._at_work: Counter[str] = Counter()
         """Run id -> drivers of this process working on it now (`RunDeps.at_work`)."""
         self._redact: Callable[[str], str] = NO_KNOWN_SECRETS
         self.directory: Directory = OpenDirectory()
         """Who people are, as the front end knows them (`attach(directory=...)`), for the rule of who may act."""
         self._lookups = Lookups(self)
+        self._starts = RunStarts(self)
         self._sweeps = Sweeps(self)
         self._live = LiveQuestions(self)
         self._recovery = Recovery(self)
@@ -240,7 +234,7 @@ class Agent:
             tool_specs=self._tool_specs,
             sub_agent_for=self._sub_agent_for,
             hooks=self.hooks,
-            forget_request_rule=self._forget_request_rule,
+            forget_request_rule=self._starts.forget_request_rule,
             hold=self._live.hold,
             at_work=self._at_work,
             redact=self._redact,
@@ -263,7 +257,7 @@ class Agent:
             return None
         agent = self.agents[tool_name.removeprefix(SUB_AGENT_PREFIX)]
         return SubAgent(
-            id=agent.id, start=agent._start_child_run, decide=agent.decide, recover=agent._recovery.recover_run
+            id=agent.id, start=agent._starts.start_child_run, decide=agent.decide, recover=agent._recovery.recover_run
         )
 
     # --- starting runs ----------------------------------------------------------------------
@@ -273,173 +267,12 @@ class Agent:
         `message_id` (optional): the front end's id of the message in the thread (a Slack message's ts). The
         run it starts, or the waiting call it answers, takes it once: a second taker (a replica that stalled
         past its lease while another answered the message) gets `MessageTakenError` and nothing is stored."""
-        request = self._request_options(options)
-        thread_id, resource_id = options.get("thread_id"), options.get("resource_id")
-        message_id = options.get("message_id")  # a thread message is taken once: MessageTakenError
-        uses_memory = self.memory is not None and thread_id is not None
-        notes: list[str] = []
-        new_thread = False
-        if uses_memory and thread_id is not None:
-            # a new thread (a top-level mention: most turns) has no waiting calls, and is stored with its run
-            new_thread = not await self.storage.runs.open_thread(thread_id, resource_id)
-            waiting = [] if new_thread else await self.storage.runs.waiting_calls_in_thread(thread_id)
-            # a live question that takes no data (a page to visit, MCP URL mode) is not answered in the thread
-            parked = [
-                c
-                for c in waiting
-                if not c.requires_approval
-                and c.agent_id == self.id
-                and c.resource_id in (None, resource_id)
-                and not (c.held_by is not None and c.resume_schema is None)
-            ]
-            unclear: list[str] = []
-            speaker = request.request_context.get("requester") or resource_id
-            mine = [c for c in waiting if c.agent_id == self.id and c.resource_id in (None, resource_id)]
-            if mine and isinstance(message, str):  # "never mind": withdraw what waits, if the speaker may
-                cancelled = await cancel_in_thread(self, mine, message, speaker, _user_messages(message))
-                if cancelled is not None:
-                    return cancelled
-            if parked and request.auto_resume_suspended_tools:
-                parked = await self._answerable_by(speaker, parked)  # anyone else's message is a turn of its own
-            if parked and request.auto_resume_suspended_tools:
-                resumed, unclear = await self._auto_resume(parked, message, speaker, message_id)
-                if resumed is not None:
-                    return resumed
-            if waiting:
-                notes.append(waiting_note(waiting, unclear))
-        run = self._new_run(thread_id=thread_id, resource_id=resource_id, uses_memory=uses_memory, options=request)
-        messages = _user_messages(message)
-        await self.storage.runs.create_run(run, with_source_id(messages, message_id), new_thread=new_thread)
-        # a new thread holds only these messages, so its first step needs no read of the thread
-        first_messages = messages if new_thread or not uses_memory else None
-        driver = RunDriver(self._deps(), run, request, messages=first_messages)
-        return AgentStream(run.id, driver.loop(notes))
-
-    async def _auto_resume(
-        self,
-        parked: list[StoredToolCall],
-        message: str | list[dict[str, Any]],
-        speaker: str | None,
-        message_id: str | None = None,
-    ) -> tuple[AgentStream | None, list[str]]:
-        """Resume the parked call the message answers, with the message kept in the thread, decided by its
-        `speaker`; else None and what the message left unclear."""
-        text = message if isinstance(message, str) else "\n".join(str(m.get("content") or "") for m in message)
-        reading = await find_answer(
-            self.model_client, self.model, parked, text, timeout=float(self.default_options["auto_resume_timeout"])
-        )
-        answer = reading.answer
-        if answer is None:
-            return None, reading.unclear
-        result = await self.decide_as(
-            answer.call.run_id,
-            answer.call.tool_call_id,
-            Resume(answer.resume_data),
-            actor=speaker,
-            via="thread",
-            user_messages=with_source_id(_user_messages(message), message_id),
-        )
-        if isinstance(result, Decided):
-            return result.stream, []
-        return None, []  # someone settled it first, the data did not fit, it cannot be reached: a normal turn
-
-    async def _answerable_by(self, speaker: str | None, parked: list[StoredToolCall]) -> list[StoredToolCall]:
-        """The parked calls `speaker` may answer (the rule's `Action.ANSWER`), without auditing the others:
-        a message that answers none of them is an ordinary turn, not a refused answer."""
-        answerable = []
-        for call in parked:
-            run = await self.storage.runs.get_run(call.run_id)
-            if run is None:
-                continue
-            policy = policy_for(await self.storage.policies.get(call.displayed_tool_name), call)
-            if await authorize(asked_of(run, call, speaker, Action.ANSWER), policy, self.directory) is None:
-                answerable.append(call)
-        return answerable
+        return await self._starts.stream(message, **options)
 
     async def generate(self, message: str | list[dict[str, Any]], **options: Any) -> AgentOutput:
         with whole_replies():
             stream = await self.stream(message, **options)
         return await stream.result()
-
-    async def _start_child_run(
-        self, *, prompt: str, parent: StoredRun, run_id: str, options: RequestOptions
-    ) -> AgentStream:
-        """Run this agent as a supervisor's sub-agent: its own run (`run_id`, already named on the
-        supervisor's call), linked to the parent, no thread history."""
-        request = RequestOptions(
-            require_tool_approval=options.require_tool_approval,
-            request_context=options.request_context,
-            max_steps=int(self.default_options["max_steps"]),
-            model_timeout=float(self.default_options["model_timeout"]),
-            heartbeat_interval=float(self.default_options["heartbeat_interval"]),
-        )
-        run = self._new_run(
-            thread_id=None, resource_id=parent.resource_id, uses_memory=False, options=request, run_id=run_id
-        )
-        run.parent_run_id = parent.id
-        messages = _user_messages(prompt)
-        await self.storage.runs.create_run(run, messages)
-        return AgentStream(run.id, RunDriver(self._deps(), run, request, messages=messages).loop())
-
-    def _new_run(
-        self,
-        *,
-        thread_id: str | None,
-        resource_id: str | None,
-        uses_memory: bool,
-        options: RequestOptions,
-        run_id: str | None = None,
-    ) -> StoredRun:
-        run_id = run_id or uuid.uuid4().hex
-        rule = options.require_tool_approval
-        stored_rule = rule if isinstance(rule, bool) else None
-        if callable(rule) and rule is not self.default_options.get("require_tool_approval"):
-            # A callable cannot be stored: it holds in this process only. Any other process that goes on
-            # with the run finds True, so it asks a human wherever the callable would have been asked.
-            self._request_rules[run_id] = rule
-            stored_rule = True
-        return StoredRun(
-            id=run_id,
-            agent_id=self.id,
-            thread_id=thread_id,
-            resource_id=resource_id,
-            uses_memory=uses_memory,
-            status=str(RUN_STARTS_IN),
-            owner=self.owner,
-            heartbeat_at=self.storage.clock.now(),
-            step=0,
-            max_steps=options.max_steps,
-            require_tool_approval=stored_rule,
-            request_context=_jsonable_context(options.request_context),
-        )
-
-    def _request_options(self, options: Mapping[str, Any]) -> RequestOptions:
-        merged = {**self.default_options, **{k: v for k, v in options.items() if v is not None}}
-        return RequestOptions(
-            require_tool_approval=merged.get("require_tool_approval"),
-            request_context=dict(merged.get("request_context") or {}),
-            max_steps=int(merged["max_steps"]),
-            auto_resume_suspended_tools=bool(merged.get("auto_resume_suspended_tools")),
-            model_timeout=float(merged["model_timeout"]),
-            heartbeat_interval=float(merged["heartbeat_interval"]),
-        )
-
-    def _stored_options(self, run: StoredRun) -> RequestOptions:
-        """The options of a stored run, as far as storage holds them (see `_new_run` for the approval rule)."""
-        rule = self._request_rules.get(run.id, run.require_tool_approval)
-        if rule is None:
-            rule = self.default_options.get("require_tool_approval")
-        return RequestOptions(
-            require_tool_approval=rule,
-            request_context=dict(run.request_context or {}),
-            max_steps=run.max_steps,
-            model_timeout=float(self.default_options["model_timeout"]),
-            heartbeat_interval=float(self.default_options["heartbeat_interval"]),
-        )
-
-    def _forget_request_rule(self, run_id: str) -> None:
-        """Drop the callable kept for a run that finished."""
-        self._request_rules.pop(run_id, None)
 
     # --- decisions --------------------------------------------------------------------------
     async def decide(
@@ -678,7 +511,7 @@ class Agent:
 
     def _driver_for(self, run: StoredRun) -> RunDriver:
         """A driver that goes on with a stored run, with the options storage holds for it."""
-        return RunDriver(self._deps(), run, self._stored_options(run))
+        return RunDriver(self._deps(), run, self._starts.stored_options(run))
 
     # --- discovery --------------------------------------------------------------------------
     async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRecord | None:
@@ -723,17 +556,6 @@ class Agent:
         return await self.decide(
             run_id, call_id, Approve() if approved else Decline(reason=reason), decided_by=approver
         )
-
-
-def _user_messages(message: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
-    if isinstance(message, str):
-        return [{"role": "user", "content": message}]
-    return [{"role": m.get("role", "user"), "content": m.get("content")} for m in message]
-
-
-def _jsonable_context(context: dict[str, Any]) -> dict[str, Any]:
-    jsonable: dict[str, Any] = json.loads(json.dumps(context, default=str))
-    return jsonable
 
 
 async def _run_by_the_loop(_input: Any, _ctx: Any) -> Any:
