@@ -128,6 +128,13 @@ def _add_policy_commands(commands: Any) -> tuple[argparse.ArgumentParser, ...]:
         help="let an approver allow the tool for this long in one thread (standing grant; 60 to 604800); 0: no grants",
     )
     policy_set.add_argument(
+        "--undo",
+        dest="undo_seconds",
+        metavar="SECONDS",
+        type=_undo_seconds,
+        help="how long after a call ran it may be undone, when its tool declares how (default 300); 0: no undo",
+    )
+    policy_set.add_argument(
         "--escalate-to",
         dest="escalate_to",
         metavar="S…|C…",
@@ -197,6 +204,15 @@ def _approvals(value: str) -> int:
 
     try:
         return approvals_count(value)
+    except PolicyError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _undo_seconds(value: str) -> int:
+    from memory import PolicyError, undo_seconds_of
+
+    try:
+        return undo_seconds_of(value)
     except PolicyError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -531,6 +547,7 @@ async def _admin(options: argparse.Namespace, settings: Settings, named: Any = N
             expires_after=options.expires,
             approvals_required=options.approvals_required,
             grant_seconds=options.grant_seconds,
+            undo_seconds=options.undo_seconds,
             escalate_to=options.escalate_to,
             escalate_after=options.escalate_after,
         )

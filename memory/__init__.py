@@ -23,6 +23,7 @@ from ._policies import (
     escalation_target,
     expiry_seconds,
     grant_seconds_of,
+    undo_seconds_of,
 )
 from ._reconnect import retried_while_away
 from ._rules import RULES_LIMIT, RuleEffect, ToolRule, rule_of, rules_of
@@ -103,6 +104,7 @@ __all__ = [
     "escalation_target",
     "expiry_seconds",
     "grant_seconds_of",
+    "undo_seconds_of",
     "new_grant_values",
     "pair_tool_results",
     "retried_while_away",

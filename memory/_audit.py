@@ -1,6 +1,7 @@
 """The audit trail: one entry for everything that happens to a tool call a human may care about.
 
-Requested, approved, declined, edited, resumed, expired, executed, failed, interrupted; refused (a
+Requested, approved, declined, edited, resumed, expired, cancelled, executed, failed, interrupted;
+undone and undo_failed (an undo of a call that ran); refused (a
 click or an API call the policy did not allow), blocked (a call the model made to a disabled tool);
 granted, grant_used, grant_revoked (a standing grant given with an approval, a call it let run without
 asking, its early end);
@@ -60,6 +61,12 @@ class AuditAction(StrEnum):
     """Someone's approvals were handed to someone else until a time (`memory._delegations`)."""
     DELEGATION_ENDED = "delegation_ended"
     """A delegation was ended early, or its time ran out."""
+    CANCELLED = "cancelled"
+    """Someone who may decide a waiting call (or an admin) withdrew it: it never ran (not a decline)."""
+    UNDONE = "undone"
+    """A call that ran was undone by its tool's undo, within its policy's window."""
+    UNDO_FAILED = "undo_failed"
+    """The tool's undo raised or did not answer in time: the call's effect may stand."""
     ESCALATION_FAILED = "escalation_failed"
     """The escalation could not be delivered for good (a group with no members, an unknown channel)."""
 

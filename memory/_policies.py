@@ -145,6 +145,28 @@ def grant_seconds_of(value: str | int) -> int:
     return value
 
 
+UNDO_DEFAULT = 300
+"""Seconds after a call ran during which it may be undone, when its tool declares how (`undo=`) and no
+admin changed its policy's `undo_seconds`."""
+UNDO_LIMIT = 7 * 24 * 3600
+_UNDO_BOUNDS = f"an undo window lasts 1 second to 7 days ({UNDO_LIMIT} seconds), or 0 for no undo"
+
+
+def undo_seconds_of(value: str | int) -> int:
+    """The undo window `value` names, in seconds (0: no undo); the one rule of the command line, the App
+    Home, the HTTP API and storage. Raises `PolicyError` (one line) for anything else."""
+    if isinstance(value, bool):
+        raise PolicyError(f"{value!r} is not a number of seconds: {_UNDO_BOUNDS}")
+    if isinstance(value, str):
+        text = value.strip()
+        if not (text.isascii() and text.isdigit()) or len(text) > 9:
+            raise PolicyError(f"{text[:40]!r} is not a whole number of seconds: {_UNDO_BOUNDS}")
+        value = int(text)
+    if not isinstance(value, int) or not 0 <= value <= UNDO_LIMIT:
+        raise PolicyError(f"{value!r}: {_UNDO_BOUNDS}")
+    return value
+
+
 def approvals_count(value: str | int) -> int:
     """The number of approvals `value` names (1 to `APPROVALS_LIMIT`); the one rule of the command line,
     the App Home, the HTTP API and storage. Raises `PolicyError` (one line) for anything else."""
@@ -236,6 +258,9 @@ class ToolPolicy:
     rules: tuple[ToolRule, ...] = ()
     """Ordered conditions on a call, each with what follows when it matches; the first that matches
     decides, none: the fields above do (see `memory._rules`)."""
+    undo_seconds: int = UNDO_DEFAULT
+    """Seconds after a call ran during which it may be undone, when its tool declares how (`undo=`);
+    0: never."""
     version: int = 0
     """0 for the defaults; every stored change adds one."""
     updated_by: str | None = None
@@ -257,6 +282,7 @@ class ToolPolicy:
             "escalate_to": self.escalate_to,
             "escalate_after": self.escalate_after,
             "rules": [rule.fields() for rule in self.rules],
+            "undo_seconds": self.undo_seconds,
             "version": self.version,
         }
 
@@ -312,6 +338,8 @@ class PolicyChange:
     """Seconds; 0 removes the escalation delay."""
     rules: Iterable[ToolRule | dict[str, Any]] | None = None
     """The whole ordered list of rules (an empty list removes them all)."""
+    undo_seconds: int | None = None
+    """Seconds after a call ran during which it may be undone (its tool must declare how); 0: no undo."""
 
     def checked(self) -> dict[str, object]:
         """The columns this change sets, validated; raises `PolicyError`."""
@@ -345,6 +373,8 @@ class PolicyChange:
             values["escalate_after"] = escalation_seconds(self.escalate_after) or None
         if self.rules is not None:
             values["rules"] = [rule.fields() for rule in rules_of(self.rules)]
+        if self.undo_seconds is not None:
+            values["undo_seconds"] = undo_seconds_of(self.undo_seconds)
         return values
 
 
@@ -577,6 +607,7 @@ def policy_of(row: Any) -> ToolPolicy:
         escalate_to=row.escalate_to,
         escalate_after=row.escalate_after,
         rules=rules_of(row.rules or ()),
+        undo_seconds=UNDO_DEFAULT if row.undo_seconds is None else row.undo_seconds,
         version=row.version,
         updated_by=row.updated_by,
         updated_at=row.updated_at,
@@ -587,6 +618,7 @@ __all__ = [
     "APPROVALS_LIMIT",
     "EXPIRY_LIMIT",
     "GRANT_LIMIT",
+    "UNDO_DEFAULT",
     "PolicyChange",
     "PolicyError",
     "PolicyMode",
@@ -594,6 +626,7 @@ __all__ = [
     "ToolPolicy",
     "UnreadablePolicy",
     "approvals_count",
+    "undo_seconds_of",
     "escalation_seconds",
     "escalation_target",
     "expiry_seconds",

@@ -87,6 +87,7 @@ class Storage:
         from ._notices import WorkNotices
         from ._policies import PolicyStore
         from ._runs import RunStore
+        from ._undo import UndoStore
 
         self.notices = WorkNotices(self)
         """Work any replica created, heard on PostgreSQL (`memory._notices`): the sweeps sleep until it comes."""
@@ -95,6 +96,7 @@ class Storage:
         self.policies = PolicyStore(self)
         self.grants = GrantStore(self)
         self.delegations = DelegationStore(self)
+        self.undos = UndoStore(self)
 
     @classmethod
     def temporary(cls) -> Storage:

@@ -76,6 +76,9 @@ class StoredToolCall:
     held_by: str | None = None
     interrupted: bool = False
     escalated_at: datetime | None = None
+    undo_state: str | None = None
+    undone_by: str | None = None
+    undone_at: datetime | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
     suspended_at: datetime | None = None

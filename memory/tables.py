@@ -171,6 +171,11 @@ class ToolCallRow(Base):
     held, when its process stopped, and no result was stored: it may or may not have taken effect. Set by
     the recovery's move (`memory.states.INTERRUPTED_FROM`); a move that stores a new `suspend_payload`
     (a new wait) clears it."""
+    undo_state: Mapped[str | None] = mapped_column(String(16))
+    """After the call ran (`done`): "undoing" once one person's Undo won it (one conditional UPDATE), then
+    "undone" or "undo_failed"; None: not undone."""
+    undone_by: Mapped[str | None] = mapped_column(String(255))
+    undone_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     suspended_at: Mapped[datetime | None]
@@ -220,6 +225,8 @@ class PolicyRow(Base):
     expires_after: Mapped[int | None] = mapped_column(Integer)
     approvals_required: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     grant_seconds: Mapped[int | None] = mapped_column(Integer)
+    undo_seconds: Mapped[int | None] = mapped_column(Integer)
+    """Seconds after a call ran during which it may be undone; None: the default (300), 0: never."""
     """The longest standing grant an approver may give, in seconds; None: no grants."""
     escalate_to: Mapped[str | None] = mapped_column(String(32))
     escalate_after: Mapped[int | None] = mapped_column(Integer)

@@ -27,6 +27,8 @@ class ApprovalCheck:
 
 PREVIEW_TIMEOUT = 5.0
 """Seconds a tool's preview may take by default before the approval is posted without it."""
+UNDO_TIMEOUT = 30.0
+"""Seconds a tool's undo may take by default before it is recorded as failed."""
 
 ApprovalRule = Union[bool, Callable[[ApprovalCheck], bool | Awaitable[bool]]]  # noqa: UP007 - a runtime alias
 
@@ -134,6 +136,11 @@ class Tool:
     Same arguments as `execute`; it must change nothing. None: no preview."""
     preview_timeout: float = PREVIEW_TIMEOUT
     """Seconds a preview may take; a slower one is shown as not answering, and the approval is posted anyway."""
+    undo: Callable[[Any, Any], Awaitable[Any]] | None = None
+    """How to undo a call that ran: `async def undo(input, result)`, given the call's validated arguments and
+    the result it returned; what it returns is shown and told to the model. None: the tool offers no undo."""
+    undo_timeout: float = UNDO_TIMEOUT
+    """Seconds an undo may take; a slower one is recorded as failed (`undo_failed`)."""
 
     def parameters(self) -> dict[str, Any]:
         """The JSON Schema offered to the model for the arguments."""
@@ -182,16 +189,26 @@ def create_tool(
     hints: tuple[str, ...] = (),
     preview: Callable[[Any, ToolContext], Awaitable[Any]] | None = None,
     preview_timeout: float = PREVIEW_TIMEOUT,
+    undo: Callable[[Any, Any], Awaitable[Any]] | None = None,
+    undo_timeout: float = UNDO_TIMEOUT,
 ) -> Tool:
     """Declare a tool. Each schema is a pydantic model class or a JSON Schema dict (Draft 2020-12).
 
     `preview` (optional) is a dry run with `execute`'s arguments, run before an approval is posted; what it
     returns (text, or any JSON value) is shown to the approver. It must change nothing; one that raises or
-    takes longer than `preview_timeout` seconds is shown as failed, and the decision goes on without it."""
+    takes longer than `preview_timeout` seconds is shown as failed, and the decision goes on without it.
+
+    `undo` (optional) undoes a call that ran, given its arguments and its result (`async def undo(input,
+    result)`); a person may use it within the tool policy's undo window (`undo_seconds`, 5 minutes by
+    default), once. One that raises or takes longer than `undo_timeout` seconds is recorded as failed."""
     if not inspect.iscoroutinefunction(execute):
         raise TypeError(f"tool {id!r}: execute must be an async function (async def execute(input, ctx))")
     if preview is not None and not inspect.iscoroutinefunction(preview):
         raise TypeError(f"tool {id!r}: preview must be an async function (async def preview(input, ctx))")
+    if undo is not None and not inspect.iscoroutinefunction(undo):
+        raise TypeError(f"tool {id!r}: undo must be an async function (async def undo(input, result))")
+    if not 0 < undo_timeout <= 300:
+        raise ValueError(f"tool {id!r}: undo_timeout must be more than 0 and at most 300 seconds")
     if not 0 < preview_timeout <= 300:
         raise ValueError(f"tool {id!r}: preview_timeout must be more than 0 and at most 300 seconds")
     return Tool(
@@ -208,4 +225,6 @@ def create_tool(
         hints=tuple(hints),
         preview=preview,
         preview_timeout=float(preview_timeout),
+        undo=undo,
+        undo_timeout=float(undo_timeout),
     )

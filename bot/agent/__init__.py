@@ -18,6 +18,7 @@ from ._model import limit_model_requests
 from ._results import AlreadyDecided, Counted, Decided, DecisionResult, Gone, Invalid, Refused
 from ._revoking import GrantEnded, NoGrant, Revoked, RevokeResult, revoke_grant
 from ._stream import AgentStream, wait_for_running_runs
+from ._undoing import CannotUndo, NotUndoable, UndoFailed, Undone, UndoResult
 from ._view import WaitingCallView, offered_actions, refusal_for
 from .exceptions import (
     AgentError,
@@ -100,6 +101,11 @@ __all__ = [
     "AmbiguousSuspendedRunsError",
     "Approve",
     "Cancel",
+    "CannotUndo",
+    "NotUndoable",
+    "UndoFailed",
+    "UndoResult",
+    "Undone",
     "CancelQuestion",
     "ConditionError",
     "ApprovalNotCountedError",

@@ -9,6 +9,7 @@ import socket
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from bot.defaults import DEFAULT_MODEL
@@ -45,6 +46,7 @@ from ._run import RunDriver
 from ._starts import RunStarts
 from ._stream import AgentStream
 from ._sweeps import Sweeps
+from ._undoing import UndoResult, undo_as, undo_until
 from ._view import WaitingCallView, actions_for, view_of
 from .types import (
     AgentOutput,
@@ -313,6 +315,16 @@ class Agent:
         happened, as one `DecisionResult` (decided, counted, refused, already decided, gone, invalid).
         Every front end decides through this; a refusal is audited `refused` with its reason."""
         return await decide_as(self, run_id, tool_call_id, decision, actor=actor, via=via, user_messages=user_messages)
+
+    async def undo_as(self, run_id: str, tool_call_id: str, *, actor: str | None, via: str = "runtime") -> UndoResult:
+        """Undo a call that ran, for `actor`, if its tool declares how (`undo=`), its policy's window is open
+        and the rule lets them (whoever approved it, and admins): `Undone`, `UndoFailed`, or why not
+        (`CannotUndo`, `Refused`, `Gone`). Exactly one caller, on any replica, undoes a call, once."""
+        return await undo_as(self, run_id, tool_call_id, actor=actor, via=via)
+
+    async def undo_until(self, run_id: str, tool_call_id: str) -> datetime | None:
+        """Until when the call may be undone, if an Undo may be offered now; None otherwise."""
+        return await undo_until(self, run_id, tool_call_id)
 
     async def check(
         self,

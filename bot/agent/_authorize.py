@@ -103,6 +103,8 @@ class RefusalReason(StrEnum):
     NOT_THE_SPEAKER = "not_the_speaker"
     """An answer to a question by someone who may not answer it."""
     NOT_THE_GRANTER = "not_the_granter"
+    NOT_THE_UNDOER = "not_the_undoer"
+    """An undo by someone who neither approved the call nor administers the bot."""
     GRANT_NOT_ALLOWED = "grant_not_allowed"
     DIRECTORY_UNAVAILABLE = "directory_unavailable"
     HELD_ELSEWHERE = "held_elsewhere"
@@ -127,6 +129,7 @@ _TEMPLATES: dict[RefusalReason, str] = {
     RefusalReason.NO_ACTOR: "Nothing was decided: name who decides (approver=...).",
     RefusalReason.NOT_THE_SPEAKER: "Only {who} may answer this question from {tool}.",
     RefusalReason.NOT_THE_GRANTER: "Only {who}, who gave it, or an admin may revoke this grant.",
+    RefusalReason.NOT_THE_UNDOER: "Only {who}, who approved it, or an admin may undo this {tool} call.",
     RefusalReason.GRANT_NOT_ALLOWED: "No standing grant for {tool}: {detail}. Nothing was changed; "
     "the request still waits.",
     RefusalReason.DIRECTORY_UNAVAILABLE: "I could not check whether you may decide this: {detail}. "

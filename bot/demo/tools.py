@@ -71,8 +71,18 @@ def build_demo_tools(storage: Storage) -> list[Tool]:
 
     async def delete_record(input: DeleteRecordInput, _ctx: ToolContext) -> dict[str, Any]:
         async with _session(storage) as session:
+            row = await session.get(DemoRecordRow, input.id)
+            title = row.title if row is not None else None
             result = await session.execute(delete(DemoRecordRow).where(DemoRecordRow.id == input.id))
-        return {"deleted": cast(CursorResult[Any], result).rowcount == 1, "id": input.id}
+        return {"deleted": cast(CursorResult[Any], result).rowcount == 1, "id": input.id, "title": title}
+
+    async def undo_delete(input: DeleteRecordInput, result: Any) -> dict[str, Any]:
+        """Put the deleted record back, with the title the deletion returned."""
+        if not isinstance(result, dict) or not result.get("deleted"):
+            return {"restored": False, "id": input.id, "why": "nothing was deleted"}
+        async with _session(storage) as session:
+            session.add(DemoRecordRow(id=input.id, title=str(result.get("title") or "")))
+        return {"restored": True, "id": input.id}
 
     async def preview_delete(input: DeleteRecordInput, _ctx: ToolContext) -> str:
         """The dry run of `delete-record`: which record would go, read only."""
@@ -90,6 +100,13 @@ def build_demo_tools(storage: Storage) -> list[Tool]:
             await session.flush()
             refund_id = refund.id
         return {"refund_id": refund_id, "order_id": input.order_id, "amount": input.amount}
+
+    async def undo_refund(input: IssueRefundInput, result: Any) -> dict[str, Any]:
+        """Take the refund back: its row goes (a real tool would reverse it at the payment provider)."""
+        refund_id = result.get("refund_id") if isinstance(result, dict) else None
+        async with _session(storage) as session:
+            gone = await session.execute(delete(DemoRefundRow).where(DemoRefundRow.id == refund_id))
+        return {"reversed": cast(CursorResult[Any], gone).rowcount == 1, "refund_id": refund_id}
 
     async def get_weather(input: WeatherInput, ctx: ToolContext) -> Any:
         answer = ctx.agent.resume_data
@@ -119,6 +136,7 @@ def build_demo_tools(storage: Storage) -> list[Tool]:
             require_approval=True,
             execute=delete_record,
             preview=preview_delete,
+            undo=undo_delete,
         ),
         create_tool(
             id="issue-refund",
@@ -126,6 +144,7 @@ def build_demo_tools(storage: Storage) -> list[Tool]:
             input_schema=IssueRefundInput,
             require_approval=True,
             execute=issue_refund,
+            undo=undo_refund,
         ),
         create_tool(
             id="get-weather",

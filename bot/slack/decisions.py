@@ -41,6 +41,7 @@ from .services import SlackServices
 from .tables import ToolCallMessageRow
 from .threads import SlackThread
 from .translator import N_
+from .undo import offer_undo
 from .waiting_messages import record_of, refresh_message, still_waits
 
 # What a refused click is told (catalog message ids: `refuse` says them in the clicker's language).
@@ -278,8 +279,10 @@ async def decide_and_show(
 
 
 async def go_on(services: SlackServices, client: AsyncWebClient, call: WaitingCall, stream: AgentStream) -> None:
-    """The second half of `decide`: relay the run as it goes on after the decision, in its thread."""
+    """The second half of `decide`: relay the run as it goes on after the decision, in its thread; then offer
+    Undo on the message of a call that ran, if it may be undone."""
     await continue_run(services, client, stream, thread=call.thread, requester=call.row.requester)
+    await offer_undo(services, client, call.row.run_id, call.row.tool_call_id)
 
 
 async def tell(client: AsyncWebClient, *, channel: str, user: str, text: str, thread_ts: str | None = None) -> None:
@@ -323,3 +326,5 @@ async def refuse(
         fresh = await services.stores.messages.get(refused.row.id)
         if fresh is not None and (fresh.kind == "approval" or fresh.closed_at is None):
             await refresh_message(services, client, fresh)
+            if fresh.kind == "approval":  # a call that ran keeps its Undo while it may be undone
+                await offer_undo(services, client, fresh.run_id, fresh.tool_call_id)

@@ -14,6 +14,7 @@ from .conversation import continue_run
 from .decisions import thread_of_row
 from .directory import DirectoryError, is_user_id
 from .services import home_changed, services_of_app
+from .undo import offer_undo
 from .waiting_messages import refresh_tool_call_messages
 
 
@@ -47,6 +48,7 @@ def slack_api_front(app: AsyncApp, *, token: str) -> ApiFront:
         rows = await services.stores.messages.of_call(decision.run_id, decision.tool_call_id)
         if rows:
             await continue_run(services, app.client, stream, thread=thread_of_row(rows[0]), requester=rows[0].requester)
+            await offer_undo(services, app.client, decision.run_id, decision.tool_call_id)
         else:
             await stream.result()  # nothing in Slack shows this call: the run goes on unseen
 

@@ -63,6 +63,8 @@ def refusal_text(refusal: Refusal, tr: Translator) -> str:
             )
         case RefusalReason.NOT_THE_SPEAKER:
             return tr.gettext("Only {who} may answer this question from {tool}.", who=who, tool=tool)
+        case RefusalReason.NOT_THE_UNDOER:
+            return tr.gettext("Only {who}, who approved it, or an admin may undo this {tool} call.", who=who, tool=tool)
         case RefusalReason.NOT_THE_GRANTER:
             return tr.gettext("Only {who}, who gave it, or an admin may revoke this grant.", who=who)
         case RefusalReason.GRANT_NOT_ALLOWED:

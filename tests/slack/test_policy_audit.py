@@ -73,7 +73,8 @@ async def test_policy_changes_refusals_and_blocked_calls_are_audited(admin_bot: 
     assert home_change.before == ToolPolicy(tool_name="delete-record").fields()
     assert home_change.after == {
         "mode": "inherit", "approvers": ["U2"], "self_approval": True, "expires_after": 600,
-        "approvals_required": 1, "grant_seconds": None, "escalate_to": None, "escalate_after": None, "rules": [], "version": 1,
+        "approvals_required": 1, "grant_seconds": None, "escalate_to": None, "escalate_after": None, "rules": [],
+        "undo_seconds": 300, "version": 1,
     }  # fmt: skip
     assert (cli_change.before["mode"], cli_change.after["mode"]) == ("inherit", "disabled")
     assert cli_change.detail.startswith("command line: ")

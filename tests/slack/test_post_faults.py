@@ -61,7 +61,7 @@ async def test_every_copy_decides_the_one_call_and_all_are_updated(bot: RunningB
     assert bot.slack.message("C1", stops[-1].params["ts"]).text == "Deleted record 3."
     await bot.slack.settle()
     for shown in (first, second, third):
-        assert shown.action_ids() == [] and "Approved" in shown.all_text and "<@U2>" in shown.all_text
+        assert shown.action_ids() in ([], ["tool_undo"]) and "Approved" in shown.all_text and "<@U2>" in shown.all_text
 
     await bot.sender.click(stale_screen, "tool_approve", user="U3")  # buttons still shown there
     told = await bot.slack.wait_for("chat.postEphemeral", lambda c: c.params["user"] == "U3")
@@ -101,7 +101,7 @@ async def test_an_approval_posted_while_slack_was_down_appears_once_slack_is_bac
     finally:
         recovery.cancel()
         await asyncio.gather(recovery, return_exceptions=True)
-    assert "Approved" in message.all_text and message.action_ids() == []
+    assert "Approved" in message.all_text and message.action_ids() in ([], ["tool_undo"])  # only Undo, once it ran
     assert await record_ids(bot) == [1, 2, 4, 5]
 
 

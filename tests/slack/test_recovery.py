@@ -112,7 +112,7 @@ async def test_a_waiting_call_with_no_message_is_posted_by_the_recovery(bot: Run
     await bot.slack.wait_for("chat.stopStream", lambda c: "Deleted record 2." in c.text or True, count=2)
     await bot.slack.settle()
     assert await record_ids(bot) == [1, 3, 4, 5]
-    assert "Approved" in message.all_text and message.action_ids() == []
+    assert "Approved" in message.all_text and message.action_ids() in ([], ["tool_undo"])  # only Undo, once it ran
     assert (await recover(bot)).posted == 0
 
 

@@ -19,6 +19,7 @@ from ...delegation_builder import END_DELEGATION, HAND_OVER
 from ...feedback_builder import FEEDBACK
 from ...home_builder import BULK_APPROVE, BULK_DECLINE, BULK_DECLINE_WITH_REASON, BULK_PICK, EDIT_POLICY, REVOKE_GRANT
 from ...question_builder import ANSWER, CANCEL_QUESTION, DECLINE_QUESTION, OPEN_URL, SHOW_QUESTION
+from ...undo import UNDO
 from .analytics import handle_approval_analytics_button
 from .answer import (
     handle_answer_button,
@@ -44,6 +45,7 @@ from .feedback import handle_feedback_button
 from .grant_revoke import handle_grant_revoke_button
 from .policy_edit import handle_policy_edit_button
 from .show_question import handle_show_question_button
+from .undo import handle_undo_button
 
 
 def register(app: AsyncApp) -> None:
@@ -53,6 +55,7 @@ def register(app: AsyncApp) -> None:
     app.action(DECLINE)(handle_decline_button)
     app.action(DECLINE_WITH_REASON)(handle_decline_with_reason_button)
     app.action(CANCEL)(handle_cancel_button)
+    app.action(UNDO)(handle_undo_button)
     app.action(EDIT_ARGS)(handle_edit_args_button)
     app.action(ANSWER)(handle_answer_button)
     app.action(DECLINE_QUESTION)(handle_question_decline_button)

@@ -70,7 +70,7 @@ async def test_double_click_runs_the_tool_once(bot: RunningBot, model):
     await bot.slack.settle()
     assert await record_ids(bot) == [1, 2, 4, 5]
     assert len(model.chat.requests) == 2  # one decision, one continuation
-    assert message.action_ids() == []
+    assert message.action_ids() == ["tool_undo"]  # the deletion ran: it may be undone, nothing else
 
 
 async def test_click_on_an_already_decided_message(bot: RunningBot, model):
@@ -80,13 +80,14 @@ async def test_click_on_an_already_decided_message(bot: RunningBot, model):
     stale = type(message)(**{**message.__dict__, "blocks": list(message.blocks)})  # what a stale client still shows
     await bot.sender.click(message, "tool_approve", user="U1")
     await bot.slack.wait_for("chat.stopStream")
+    await bot.slack.wait_for("chat.update", lambda c: "tool_undo" in str(c.params.get("blocks")))  # it ran
     updates_before = len(bot.slack.calls_of("chat.update"))
 
     await bot.sender.click(stale, "tool_decline", user="U3")
     ephemeral = await bot.slack.wait_for("chat.postEphemeral")
     assert ephemeral[0].params["user"] == "U3" and "already decided" in ephemeral[0].params["text"]
-    await bot.slack.wait_for("chat.update", count=updates_before + 1)
-    assert "Approved" in message.all_text and message.action_ids() == []
+    await bot.slack.wait_for("chat.update", count=updates_before + 2)  # shown again, its Undo kept
+    assert "Approved" in message.all_text and message.action_ids() == ["tool_undo"]
     assert await record_ids(bot) == [1, 2, 4, 5]
 
 
