@@ -16,10 +16,19 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from ._storage import Storage
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+
+class _Listened(Protocol):
+    """What the notices need of their `Storage` (named here, not imported: the storage makes its notices)."""
+
+    is_sqlite: bool
+    engine: AsyncEngine
+
+    async def migrate(self) -> None: ...
+
 
 log = logging.getLogger("memory")
 
@@ -38,7 +47,7 @@ _RETRY_LISTEN = 5.0
 class WorkNotices:
     """The work notices of one `Storage` (see the module docstring)."""
 
-    def __init__(self, storage: Storage):
+    def __init__(self, storage: _Listened):
         self._storage = storage
         self._changed: dict[str, float] = {}
         """Per table, when (monotonic) the last notice of it came."""

@@ -115,6 +115,7 @@ def test_the_page_draws_every_emoji_the_bot_writes():
     written = set()
     for source in (root / "bot" / "slack").rglob("*.py"):
         written |= set(re.findall(r"(?<![\w:]):([a-z][a-z_0-9]+):(?![\w:])", source.read_text()))
+    written.discard("memory")  # SQLite's in-memory database, ":memory:", is no emoji
     assert written and written <= drawn, written - drawn
 
 

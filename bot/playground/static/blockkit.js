@@ -5,7 +5,8 @@
 const BlockKit = (() => {
   const EMOJI = {
     raised_hand: "✋", white_check_mark: "✅", no_entry_sign: "🚫", grey_question: "❔", question: "❓",
-    warning: "⚠️", x: "❌", heavy_check_mark: "✔️", hourglass: "⌛", hourglass_flowing_sand: "⏳",
+    warning: "⚠️", x: "❌", heavy_check_mark: "✔️", heavy_multiplication_x: "✖️", hourglass: "⌛",
+    hourglass_flowing_sand: "⏳", leftwards_arrow_with_hook: "↩️",
     lock: "🔒", wave: "👋", tada: "🎉", sunny: "☀️", cloud: "☁️", rain_cloud: "🌧️", memo: "📝",
     wastebasket: "🗑️", moneybag: "💰", robot_face: "🤖", bust_in_silhouette: "👤", pencil2: "✏️",
     information_source: "ℹ️", speech_balloon: "💬", thinking_face: "🤔", eyes: "👀", mag: "🔍", busts_in_silhouette: "👥", scroll: "📜", palm_tree: "🌴", handshake: "🤝", scissors: "✂️",
