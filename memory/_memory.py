@@ -72,6 +72,17 @@ class Memory:
             )
         return found is not None
 
+    async def taken_by(self, thread_id: str, message_id: str) -> str | None:
+        """The status of the run that took the thread's message `message_id` (`Agent.stream`'s `message_id`: it
+        started that run, or answered a call of it); None when nothing took it (or it was stored unnamed)."""
+        async with self.storage.read() as connection:
+            return await connection.scalar(
+                select(RunRow.status)
+                .join(MessageRow, MessageRow.run_id == RunRow.id)
+                .where(MessageRow.thread_id == thread_id, MessageRow.source_id == message_id)
+                .limit(1)
+            )
+
     async def answered_since(self, thread_id: str, since: datetime) -> bool:
         """Whether a run of the thread that started at or after `since` finished with its answer: how a front
         end learns, after the replica that took a message stalled or stopped, that the answer was given."""

@@ -49,6 +49,9 @@ async def reached_the_agent(services: SlackServices, message: QueuedMessage) -> 
     memory = services.agent.memory
     if memory is None or message.started_at is None:
         return True
+    ts = message.event.get("ts")
+    if ts and await memory.taken_by(message.thread_id, str(ts)) is not None:
+        return True
     return await memory.user_spoke_since(message.thread_id, message.started_at)
 
 
@@ -58,4 +61,10 @@ async def answered_already(services: SlackServices, message: QueuedMessage) -> b
     memory = services.agent.memory
     if memory is None or message.started_at is None:
         return False
+    ts = message.event.get("ts")
+    status = await memory.taken_by(message.thread_id, str(ts)) if ts else None
+    if status is not None and status != "running":
+        # answered, or waiting for a person (its approval or question is in the thread; the run goes on after
+        # the decision): "please send it again" would be false
+        return True
     return await memory.answered_since(message.thread_id, message.started_at)

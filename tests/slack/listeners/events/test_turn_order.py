@@ -18,7 +18,7 @@ from bot.slack.stores import SlackStores, prepare_slack_tables
 from bot.slack.tables import SlackThreadTurnRow
 from bot.slack.threads import SlackThread
 from bot.slack.turn_queue import INTERRUPTED_TEXT, QUEUED_TEXT
-from memory import StoredRun
+from memory import StoredRun, with_source_id
 from memory.states import RUN_STARTS_IN, RunStatus
 from memory.tables import RunRow, utcnow
 from tests.support.scripted_model import failure, reply
@@ -153,7 +153,9 @@ async def test_a_rate_limited_model_is_asked_again_after_its_retry_after_and_the
     assert not [c for c in slack.calls_of("chat.postMessage") if ":warning:" in str(c.params.get("text"))]
 
 
-async def crashed_mid_turn(storage, *, reached_the_agent: bool, answered: bool = False) -> tuple[dict, str]:
+async def crashed_mid_turn(
+    storage, *, reached_the_agent: bool, answered: bool = False, waiting: bool = False
+) -> tuple[dict, str]:
     """What a replica that died mid-turn leaves: its turn row, a message whose turn it started (and, if
     `reached_the_agent`, whose text the runtime had stored in the thread, in a run that goes on, or that
     finished with its answer if `answered`), a message queued behind it."""
@@ -173,7 +175,10 @@ async def crashed_mid_turn(storage, *, reached_the_agent: bool, answered: bool =
     if reached_the_agent:  # the run it started stored the message (the runtime's recovery goes on with it)
         run = StoredRun(id="run-dead", agent_id="demo", thread_id=thread_id, resource_id="U1", uses_memory=True,
                      status=RUN_STARTS_IN, step=1, max_steps=10)  # fmt: skip
-        await storage.runs.create_run(run, [{"role": "user", "content": "first"}])
+        await storage.runs.create_run(run, with_source_id([{"role": "user", "content": "first"}], first["ts"]))
+        if waiting:  # its call waits for a person: the approval is in the thread, the run goes on after it
+            async with storage.session() as session:
+                await session.execute(update(RunRow).where(RunRow.id == run.id).values(status=RunStatus.SUSPENDED))
         if answered:
             async with storage.session() as session:  # and finished it before the replica died
                 await session.execute(update(RunRow).where(RunRow.id == run.id).values(status=RunStatus.COMPLETED))
@@ -232,3 +237,19 @@ async def test_a_message_whose_turn_a_crashed_replica_started_before_the_runtime
         await slack.settle()
         assert INTERRUPTED_TEXT not in [m.text for m in slack.thread("C1", first["ts"])]
         assert await turns.sweep() == 0
+
+
+async def test_a_message_whose_run_waits_for_a_person_gets_no_send_it_again(database_url, slack, model, storage):
+    """Issue 41's long soak: the replica stopped after its turn's run had asked for an approval (or the call was
+    interrupted and waits to be approved again), before it marked the turn done. The run that took the message
+    waits for a person in the thread, so "please send it again" would be false; the next message is answered."""
+    first, _ = await crashed_mid_turn(storage, reached_the_agent=True, waiting=True)
+    model.chat.push(reply("二つ目の答え。"))
+    async with running_bot(database_url=database_url, slack=slack, stale_after=5) as bot:
+        turns = services_of_app(bot.app).turns
+        turns.sweep_every = 0.01
+        await turns.sweep()  # or the bot's own sweep at its start took it (see above)
+        assert await answers_in_thread(slack, first["ts"], 1) == ["二つ目の答え。"]
+        await slack.settle()
+        assert INTERRUPTED_TEXT not in [m.text for m in slack.thread("C1", first["ts"])]
+        assert [last_user_text(r) for r in model.chat.requests] == ["second"]
