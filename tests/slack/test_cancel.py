@@ -168,3 +168,18 @@ async def test_a_question_is_cancelled_from_its_button_and_in_the_thread(bot: Ru
     await bot.slack.wait_for("chat.stopStream", count=2)
     assert [line for line in await lines(bot) if line[0] == "cancelled"][-1] == ("cancelled", "U1", "thread")
     assert model.structured.requests == []
+
+
+async def test_an_expiry_is_told_as_an_expiry_not_a_decline_nor_a_cancel(bot: RunningBot, model, clock):
+    await bot.storage.policies.set("delete-record", PolicyChange(expires_after=60))
+    ask_to_delete(model)
+    await bot.mention("delete record 3", user="U1")
+    message = await bot.approval_message()
+    clock.advance(61)
+    assert len(await bot.agent.expire_waiting_approvals()) == 1
+    await bot.slack.wait_until(lambda: message.action_ids() == [], what="the message closed")
+    await bot.slack.wait_for("chat.stopStream")
+    assert "Expired" in message.all_text and "Declined" not in message.all_text and "Cancelled" not in message.all_text
+    assert "expired" in told(model) and "declined" not in told(model) and "cancelled" not in told(model)
+    assert [line[0] for line in await lines(bot)] == ["requested", "expired"]
+    assert await record_ids(bot) == [1, 2, 3, 4, 5]
