@@ -71,6 +71,7 @@ MODE_BLOCK, APPROVERS_BLOCK, SELF_APPROVAL_BLOCK, EXPIRY_BLOCK, APPROVALS_BLOCK,
     "policy_grant_seconds",
 )
 ESCALATE_TO_BLOCK, ESCALATE_AFTER_BLOCK = "policy_escalate_to", "policy_escalate_after"
+UNDO_BLOCK = "policy_undo_seconds"
 RULES_BLOCK = "policy_rules"
 MODE_LABELS = {
     PolicyMode.INHERIT: N_("As the code says"),
@@ -577,6 +578,16 @@ def build_policy_modal(policy: ToolPolicy, tr: Translator) -> dict[str, Any]:
             ),
         ),
         InputBlock(
+            block_id=UNDO_BLOCK,
+            label=tr.gettext("Undo window (seconds)"),
+            optional=True,
+            hint=tr.gettext(
+                "How long after a call ran whoever approved it (or an admin) may undo it, when the tool declares "
+                "how; up to 604800. Empty: 300. 0: no undo."
+            ),
+            element=PlainTextInputElement(action_id="value", initial_value=str(policy.undo_seconds)),
+        ),
+        InputBlock(
             block_id=ESCALATE_TO_BLOCK,
             label=tr.gettext("Escalate to"),
             optional=True,
@@ -639,6 +650,7 @@ def read_policy_modal(values: dict[str, Any]) -> dict[str, Any]:
         "expiry": (field(EXPIRY_BLOCK).get("value") or "").strip(),
         "approvals_required": (field(APPROVALS_BLOCK).get("value") or "").strip(),
         "grant_seconds": (field(GRANTS_BLOCK).get("value") or "").strip(),
+        "undo_seconds": (field(UNDO_BLOCK).get("value") or "").strip(),
         "escalate_to": (field(ESCALATE_TO_BLOCK).get("value") or "").strip(),
         "escalate_after": (field(ESCALATE_AFTER_BLOCK).get("value") or "").strip(),
         "rules": field(RULES_BLOCK).get("value") or "",

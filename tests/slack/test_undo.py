@@ -6,13 +6,14 @@ the real Bolt app, the Slack emulation and the scripted model."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
 from memory import PolicyChange
 from tests.support.scripted_model import call, reply, tool_calls
 
-from .harness import RunningBot, record_ids, running_bot
+from .harness import RunningBot, modal_values, opened_policy_modal, record_ids, request, running_bot
 
 pytestmark = pytest.mark.both_databases
 
@@ -123,3 +124,25 @@ async def test_two_replicas_undo_it_exactly_once(database_url, slack, model):
         await slack.settle()
         assert await record_ids(one) == [1, 2, 3, 4, 5]
         assert await lines(one, "undone") == [("U2", "button")] and await lines(one, "undo_failed") == []
+
+
+async def test_the_undo_window_is_set_from_the_home_form_and_the_http_api(admin_bot: RunningBot):
+    bot = admin_bot  # U1 is an admin
+    modal = await opened_policy_modal(bot, "delete-record")
+    shown = [b for b in modal["blocks"] if b.get("block_id") == "policy_undo_seconds"]
+    assert shown and shown[0]["element"]["initial_value"] == "300"  # the default
+
+    def undo(value: str) -> dict:
+        return {**modal_values(), "policy_undo_seconds": {"value": {"type": "plain_text_input", "value": value}}}
+
+    status, body = await bot.sender.submit(modal, undo("five minutes"), user="U1")
+    assert status == 200 and "policy_undo_seconds" in json.loads(body)["errors"]
+    status, _ = await bot.sender.submit(modal, undo("0"), user="U1")
+    assert status == 200
+    assert (await bot.storage.policies.get("delete-record")).undo_seconds == 0
+
+    status, answer = await request(bot, "PATCH", "/api/policies/delete-record", body={"undoSeconds": 120})
+    assert status == 200 and answer["undoSeconds"] == 120, answer
+    assert (await bot.storage.policies.get("delete-record")).undo_seconds == 120
+    status, answer = await request(bot, "PATCH", "/api/policies/delete-record", body={"undoSeconds": -1})
+    assert status == 400

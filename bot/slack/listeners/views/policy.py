@@ -13,6 +13,7 @@ from slack_bolt.context.async_context import AsyncBoltContext
 
 from bot.admin import AdminInputError, change_policy, rules_from_words
 from memory import (
+    UNDO_DEFAULT,
     PolicyChange,
     PolicyError,
     approvals_count,
@@ -20,6 +21,7 @@ from memory import (
     escalation_target,
     expiry_seconds,
     grant_seconds_of,
+    undo_seconds_of,
 )
 
 from ...directory import DirectoryError
@@ -32,6 +34,7 @@ from ...home_builder import (
     GRANTS_BLOCK,
     MODE_BLOCK,
     RULES_BLOCK,
+    UNDO_BLOCK,
     read_policy_modal,
 )
 from ...services import home_changed, services_of
@@ -69,6 +72,11 @@ async def handle_policy_submission(
         await ack(response_action="errors", errors={GRANTS_BLOCK: tr.said(exc)[:150]})
         return
     try:
+        undo = undo_seconds_of(fields["undo_seconds"] or str(UNDO_DEFAULT))
+    except PolicyError as exc:
+        await ack(response_action="errors", errors={UNDO_BLOCK: tr.said(exc)[:150]})
+        return
+    try:
         escalate_to = escalation_target(fields["escalate_to"]) or ""
     except PolicyError as exc:
         await ack(response_action="errors", errors={ESCALATE_TO_BLOCK: tr.said(exc)[:150]})
@@ -90,6 +98,7 @@ async def handle_policy_submission(
         expires_after=expiry,
         approvals_required=approvals,
         grant_seconds=grants,
+        undo_seconds=undo,
         escalate_to=escalate_to,
         escalate_after=escalate_after,
         rules=rules,
