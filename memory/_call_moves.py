@@ -159,7 +159,7 @@ class CallMoves(StorePart):
             )
             if not moved:
                 return False, None
-            return True, await next_move(self._storage, connection, run, owner, holds_run=holds_run)
+            return True, await next_move(self._storage, connection, run, owner=owner, holds_run=holds_run)
 
     async def _transition(
         self,

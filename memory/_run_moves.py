@@ -122,7 +122,7 @@ class RunMoves(StorePart):
         """What follows a worker's calls of the current step: see `memory._run_sql.next_move`."""
         async with self._storage.transaction() as connection:
             await take_turn(self._storage, connection, run)
-            return await next_move(self._storage, connection, run, owner, holds_run=holds_run)
+            return await next_move(self._storage, connection, run, owner=owner, holds_run=holds_run)
 
     async def heartbeat(self, run_id: str, owner: str) -> None:
         """Refresh the run's lease: a process is still working on it."""

@@ -268,7 +268,7 @@ async def take_turn(storage: Database, connection: AsyncConnection, run: StoredR
 
 
 async def next_move(
-    storage: Database, connection: AsyncConnection, run: StoredRun, owner: str, *, holds_run: bool
+    storage: Database, connection: AsyncConnection, run: StoredRun, *, owner: str, holds_run: bool
 ) -> NextMove:
     """`CONTINUE` (`owner` goes on with the run: its step is settled), `SUSPENDED` (a call of the step
     still waits or works; the run is parked if `owner` held it), or `HANDED_OFF` (another process goes on).

@@ -73,7 +73,9 @@ class Storage:
         self._database_key = f"{url}#{id(self)}" if in_memory else url
         pool = {} if in_memory else _pool_options(pool_size, max_overflow)
         self._shared = None if in_memory else _shared_engine(url, echo=echo, dialect=self.dialect, pool=pool)
-        self.engine: AsyncEngine = self._shared.engine if self._shared else _new_engine(url, echo, self.dialect, pool)
+        self.engine: AsyncEngine = (
+            self._shared.engine if self._shared else _new_engine(url, echo=echo, dialect=self.dialect, pool=pool)
+        )
         self._closed = False
         self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
         # Reads outside a write transaction (`Dialect.read_options`): no write lock, no BEGIN ... COMMIT.
@@ -350,12 +352,12 @@ def _shared_engine(url: str, *, echo: bool, dialect: Dialect, pool: dict[str, in
     key = (url, echo, tuple(sorted(pool.items())))
     shared = _ENGINES.setdefault(loop, {}).get(key)
     if shared is None:
-        shared = _ENGINES[loop][key] = _SharedEngine(_new_engine(url, echo, dialect, pool))
+        shared = _ENGINES[loop][key] = _SharedEngine(_new_engine(url, echo=echo, dialect=dialect, pool=pool))
     shared.users += 1
     return shared
 
 
-def _new_engine(url: str, echo: bool, dialect: Dialect, pool: dict[str, int] | None = None) -> AsyncEngine:
+def _new_engine(url: str, *, echo: bool, dialect: Dialect, pool: dict[str, int] | None = None) -> AsyncEngine:
     # set when the connection opens, not by a statement each
     engine = create_async_engine(url, echo=echo, **dialect.engine_options, **(pool or {}))
     dialect.configure(engine)
