@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from bot.agent import ConditionError, check_condition
-from memory import PolicyChange, PolicyError, PolicyMode, Storage, ToolPolicy, ToolRule, rule_of, rules_of
+from memory import UNDO_DEFAULT, PolicyChange, PolicyError, PolicyMode, Storage, ToolPolicy, ToolRule, rule_of, rules_of
 
 from .admin import agent_tools, rule_words
 
@@ -32,6 +32,7 @@ FIELDS = (
     "grant_seconds",
     "escalate_to",
     "escalate_after",
+    "undo_seconds",
     "rules",
 )
 """What a tool's entry in the file may say, in the order the export writes it."""
@@ -225,6 +226,8 @@ def _change_values(fields: Mapping[str, Any]) -> dict[str, Any]:
     for name in ("expires_after", "grant_seconds", "escalate_after"):
         if name in values and values[name] is None:
             values[name] = 0
+    if "undo_seconds" in values and values["undo_seconds"] is None:
+        values["undo_seconds"] = UNDO_DEFAULT
     if "escalate_to" in values and values["escalate_to"] is None:
         values["escalate_to"] = ""
     if "approvers" in values:
@@ -250,6 +253,7 @@ def _policy_with(current: ToolPolicy, values: Mapping[str, Any]) -> ToolPolicy:
         grant_seconds=values["grant_seconds"],
         escalate_to=values["escalate_to"],
         escalate_after=values["escalate_after"],
+        undo_seconds=values["undo_seconds"],
         rules=rules_of(values["rules"]),
     )
 

@@ -123,3 +123,26 @@ async def test_the_demo_policies_file_applies_to_the_demo_agent(database_url):
         "delete-record: rule 1 added: if args.id <= 2 then refuse (named 'keep the first records') [trial]",
         f"Applied 2 tool policies from {demo}.",
     ]
+
+
+async def test_the_undo_window_round_trips_through_a_policies_file_and_the_command_line(database_url, tmp_path: Path):
+    code, exported, err = await bot_command("policy", "export", database_url=database_url)
+    assert code == 0, err
+    assert "    undo_seconds: 300\n" in exported  # the default, said
+    head, tail = exported.split("delete-record:", 1)
+    file = tmp_path / "policies.yaml"
+    file.write_text(head + "delete-record:" + tail.replace("undo_seconds: 300", "undo_seconds: 0", 1), encoding="utf-8")
+    code, out, err = await bot_command("policy", "apply", str(file), "--plan", database_url=database_url)
+    assert (code, out.splitlines()) == (0, ["delete-record: undo_seconds: 300 -> 0"]), err
+    code, out, err = await bot_command("policy", "apply", str(file), database_url=database_url)
+    assert code == 0, err
+    code, _, err = await bot_command("policy", "set", "issue-refund", "--undo", "60", database_url=database_url)
+    assert code == 0, err
+    code, _, err = await bot_command("policy", "set", "issue-refund", "--undo", "soon", database_url=database_url)
+    assert code != 0 and "soon" in err
+    storage = Storage(database_url)
+    try:
+        assert (await storage.policies.get("delete-record")).undo_seconds == 0
+        assert (await storage.policies.get("issue-refund")).undo_seconds == 60
+    finally:
+        await storage.close()
