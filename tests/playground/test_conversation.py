@@ -53,7 +53,7 @@ async def test_delete_record_waits_for_approval_and_bob_approves_it_in_place(pag
         return message if "Approved by <@UBOB>" in shown_text(message) else None
 
     updated = await page.wait_for(decided, what="the approval updated in place")
-    assert action_ids(updated) == [] and updated["edited"]
+    assert action_ids(updated) in ([], ["tool_undo"]) and updated["edited"]  # at most Undo, once it ran
     done = await page.wait_for(
         lambda s: [m for m in thread(s, ts) if "record 2 is deleted" in m["text"]], what="the bot's summary"
     )
