@@ -174,6 +174,29 @@ class RunQueries(StorePart):
         async with self._storage.read_session() as session:
             return [(row.run_id, row.tool_call_id) for row in await session.execute(statement)]
 
+    async def questions_waiting_since(
+        self, agent_id: str, tool_name: str, *, before: datetime, limit: int = 100
+    ) -> list[tuple[str, str]]:
+        """(run id, tool call id) of the top-level calls of one agent whose tool `tool_name` asked a question
+        (`suspend()`) still unanswered since before `before`: what the expiry sweep expires. A live question (an
+        MCP server's, held open by its process) is left to that process, which cancels it at its own expiry."""
+        statement = (
+            select(ToolCallRow.run_id, ToolCallRow.tool_call_id)
+            .join(RunRow, RunRow.id == ToolCallRow.run_id)
+            .where(
+                ToolCallRow.agent_id == agent_id,
+                ToolCallRow.state == str(ToolCallState.SUSPENDED),
+                ToolCallRow.held_by.is_(None),
+                func.coalesce(ToolCallRow.shown_tool_name, ToolCallRow.tool_name) == tool_name,
+                ToolCallRow.suspended_at < before,
+                RunRow.parent_run_id.is_(None),
+            )
+            .order_by(ToolCallRow.suspended_at)
+            .limit(limit)
+        )
+        async with self._storage.read_session() as session:
+            return [(row.run_id, row.tool_call_id) for row in await session.execute(statement)]
+
     async def approvals_to_escalate(
         self, agent_id: str, tool_name: str, *, before: datetime, limit: int = 100
     ) -> list[tuple[str, str, datetime]]:

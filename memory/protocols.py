@@ -125,6 +125,13 @@ class RunStorage(Protocol):
         """(run id, tool call id) of one agent's top-level calls of `tool_name` waiting for approval since `before`."""
         ...
 
+    async def questions_waiting_since(
+        self, agent_id: str, tool_name: str, *, before: datetime, limit: int = 100
+    ) -> list[tuple[str, str]]:
+        """(run id, tool call id) of one agent's top-level calls of `tool_name` whose question (not a live one)
+        waits for an answer since `before`."""
+        ...
+
     async def transition(
         self,
         call: StoredToolCall,

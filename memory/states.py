@@ -171,7 +171,7 @@ class DecisionKind(StrEnum):
     DECLINE = "decline"
     RESUME = "resume"
     EXPIRE = "expire"
-    """Nobody decided before the tool policy's expiry: declined as expired (by the expiry sweep)."""
+    """Nobody decided (or answered) before the tool policy's expiry: settled as expired (by the expiry sweep)."""
     DECLINE_QUESTION = "decline_question"
     """The human will not answer a live question (an MCP server's `elicitation/create`): the server hears
     `decline`, and its call goes on."""
@@ -232,8 +232,10 @@ DECISION_WAITS_IN: dict[DecisionKind, ToolCallState] = {
 """The waiting state a call must be in for each kind of decision (a new kind adds its row)."""
 ALSO_WAITS_IN: dict[DecisionKind, frozenset[ToolCallState]] = {
     DecisionKind.CANCEL: frozenset({ToolCallState.SUSPENDED}),
+    DecisionKind.EXPIRE: frozenset({ToolCallState.SUSPENDED}),
 }
-"""The other waiting states a kind of decision can settle: a cancel withdraws a question too."""
+"""The other waiting states a kind of decision can settle: a cancel withdraws a question too, and a question
+nobody answered within its tool policy's expiry expires as an approval does."""
 
 _WAITS_FOR = {ToolCallState.AWAITING_APPROVAL: "approval", ToolCallState.SUSPENDED: "resume data"}
 

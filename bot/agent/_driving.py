@@ -128,8 +128,12 @@ def disabled_error(tool_name: str) -> str:
 
 
 def expired_message(call: StoredToolCall, reason: str | None) -> dict[str, Any]:
-    """The tool message the model reads when nobody decided a call before its policy's expiry."""
-    content = "Nobody approved this tool call in time: the approval request expired, so it was not run."
+    """The tool message the model reads when nobody decided a call (or answered its question) before its
+    policy's expiry."""
+    if call.state == ToolCallState.SUSPENDED:
+        content = "Nobody answered this tool's question in time: the question expired, so the tool did not go on."
+    else:
+        content = "Nobody approved this tool call in time: the approval request expired, so it was not run."
     if reason:
         content += f" ({reason})"
     return {"role": "tool", "tool_call_id": call.tool_call_id, "content": content}

@@ -54,8 +54,9 @@ class Sweeps:
         """The stored policies a sweep skipped and logged (each is logged once)."""
 
     async def expire_waiting_approvals(self) -> list[tuple[str, str]]:
-        """Decline as expired every call of this agent that waited for approval longer than its tool
-        policy's expiry; returns the (run id, tool call id) of the calls this process expired."""
+        """Settle as expired every call of this agent that waited for approval, or for the answer to its
+        question, longer than its tool policy's expiry; returns the (run id, tool call id) of the calls this
+        process expired."""
         storage = self._agent.storage
         expired: list[tuple[str, str]] = []
         now = storage.clock.now()
@@ -76,14 +77,24 @@ class Sweeps:
             self._agent.id, policy.tool_name, before=before
         ):
             decision = Expire(reason=f"nobody decided within {policy.expires_after} s")
-            try:
-                stream = await self._agent.decide(run_id, call_id, decision, via="expiry")
-            except ToolCallNotSuspendedError:
-                continue  # decided meanwhile, or another replica expired it
-            log.info("expired %s/%s (%s, after %ss)", run_id, call_id, policy.tool_name, policy.expires_after)
-            in_background(self._agent.hooks, stream)
-            expired.append((run_id, call_id))
+            if await self._expire(run_id, call_id, decision, policy):
+                expired.append((run_id, call_id))
+        for run_id, call_id in await self._agent.storage.runs.questions_waiting_since(
+            self._agent.id, policy.tool_name, before=before
+        ):
+            decision = Expire(reason=f"nobody answered within {policy.expires_after} s")
+            if await self._expire(run_id, call_id, decision, policy):
+                expired.append((run_id, call_id))
         return expired
+
+    async def _expire(self, run_id: str, call_id: str, decision: Expire, policy: ToolPolicy) -> bool:
+        try:
+            stream = await self._agent.decide(run_id, call_id, decision, via="expiry")
+        except ToolCallNotSuspendedError:
+            return False  # decided meanwhile, or another replica expired it
+        log.info("expired %s/%s (%s, after %ss)", run_id, call_id, policy.tool_name, policy.expires_after)
+        in_background(self._agent.hooks, stream)
+        return True
 
     async def escalate_waiting_approvals(self) -> list[tuple[str, str]]:
         """Bring every call of this agent still waiting for approval longer than its policy's

@@ -56,7 +56,8 @@ class AnswerView:
     answered_at: datetime | None
     resume_data: Any = None
     refused: str | None = None
-    """"declined" or "cancelled" when the question was not answered (the server heard `decline` / `cancel`)."""
+    """"declined" or "cancelled" when the question was not answered (a live one's server heard `decline` /
+    `cancel`), "expired" when nobody answered within its tool policy's expiry."""
     refused_by: str | None = None
     """Who declined or cancelled it; None for the bot (nobody answered in time)."""
     live: bool = True
@@ -122,6 +123,15 @@ def build_question_blocks(view: QuestionView, tr: Translator) -> list[Block]:
 
 def build_answered_question_blocks(view: QuestionView, answer: AnswerView, tr: Translator) -> list[Block]:
     """The question once answered: no button; who answered, when, and with what."""
+    if answer.refused == "expired":  # nobody answered within the tool policy's expiry
+        date = slack_date(answer.answered_at) if answer.answered_at else None
+        said = (
+            tr.gettext("Expired on {date}: nobody answered in time.", date=date)
+            if date
+            else tr.gettext("Expired: nobody answered in time.")
+        )
+        return [*_describe(view, tr), SectionBlock(text=MarkdownTextObject(text=f":hourglass: {said}")),
+                *_show_question(view, tr)]  # fmt: skip
     if answer.refused:
         line = f":no_entry_sign: {_refusal(answer, tr)}"
         return [*_describe(view, tr), SectionBlock(text=MarkdownTextObject(text=line)), *_show_question(view, tr)]

@@ -300,7 +300,7 @@ async def refresh_message(
     shown = await services.stores.messages.every_message(await services.stores.messages.get(row.id) or row)
     if not shown:
         return False
-    refused = record.outcome if record is not None and record.outcome in ("declined", "cancelled") else None
+    refused = record.outcome if record is not None and record.outcome in ("declined", "cancelled", "expired") else None
     answer = AnswerView(
         answered_by=answered_by,
         answered_at=record.decided_at if (answered_by or refused) and record is not None else None,
@@ -313,7 +313,10 @@ async def refresh_message(
     def settled(tr: Translator) -> tuple[str, list]:
         if row.kind == "approval":
             return _settled_approval(row, record, tr)
-        text = tr.gettext("Answered: {tool}", tool=row.tool_name)
+        if refused == "expired":
+            text = tr.gettext("Expired: {tool}", tool=row.tool_name)
+        else:
+            text = tr.gettext("Answered: {tool}", tool=row.tool_name)
         return text, build_answered_question_blocks(question_view_of(row), answer, tr)
 
     failures = []

@@ -118,7 +118,8 @@ async def test_expiry_with_two_replicas_declines_the_call_once_and_the_run_goes_
             await store.close()
 
 
-async def test_questions_never_expire(model, storage, clock):
+async def test_a_question_expires_with_its_tools_policy(model, storage, clock):
+    """A tool's own question waits at most its tool policy's expiry, as an approval does (issue 44)."""
     from tools import create_tool
 
     async def ask(input, ctx):
@@ -129,9 +130,15 @@ async def test_questions_never_expire(model, storage, clock):
     await storage.policies.set("get-weather", PolicyChange(expires_after=1))
     model.chat.push(tool_calls(call("get-weather", {}, id="c1")))
     suspended = one(await collect(await agent.stream("weather?")), "tool-call-suspended")
-    clock.advance(1.3)
+    model.chat.push(reply("Nobody said which city."))
+    clock.advance(0.5)
     assert await agent.expire_waiting_approvals() == []
     assert (await agent.get_tool_call(suspended.run_id, "c1")).state == "suspended"
+    clock.advance(0.8)
+    assert await agent.expire_waiting_approvals() == [(suspended.run_id, "c1")]
+    record = await agent.get_tool_call(suspended.run_id, "c1")
+    assert (record.state, record.outcome) == ("expired", "expired")
+    assert await agent.expire_waiting_approvals() == []  # once
 
 
 async def test_the_audit_rows_of_one_whole_cycle(model, storage):

@@ -183,3 +183,25 @@ async def test_an_expiry_is_told_as_an_expiry_not_a_decline_nor_a_cancel(bot: Ru
     assert "expired" in told(model) and "declined" not in told(model) and "cancelled" not in told(model)
     assert [line[0] for line in await lines(bot)] == ["requested", "expired"]
     assert await record_ids(bot) == [1, 2, 3, 4, 5]
+
+
+async def test_a_question_nobody_answers_expires_with_its_tools_policy(bot: RunningBot, model, clock):
+    """A tool's own question waits at most its tool policy's expiry, then expires as an approval does: the
+    message says so and keeps no buttons, the model reads that nobody answered, the audit says `expired`."""
+    await bot.storage.policies.set("get-weather", PolicyChange(expires_after=60))
+    model.chat.push(tool_calls(call("get-weather", {}, id="call_1")), reply("No city, no forecast."))
+    await bot.mention("天気は？", user="UJA")
+    question = await bot.question_message()
+    clock.advance(59)
+    assert await bot.agent.expire_waiting_approvals() == []  # not yet
+    clock.advance(2)
+    assert len(await bot.agent.expire_waiting_approvals()) == 1
+    await bot.slack.wait_until(lambda: question.action_ids() == [], what="the question closed")
+    await bot.slack.wait_for("chat.stopStream")
+    assert "期限切れ" in question.all_text, question.all_text  # in the thread's language (UJA's)
+    assert "Nobody answered this tool's question in time" in told(model) and "declined" not in told(model)
+    assert [line[:2] for line in await lines(bot)] == [("expired", "system")]
+    assert (await bot.agent.list_suspended_runs()).total == 0
+    await bot.say("大阪", thread_ts=question.thread_ts, user="UJA")  # too late: a turn of its own
+    await bot.slack.wait_for("chat.stopStream", count=2)
+    assert model.structured.requests == []
