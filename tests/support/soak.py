@@ -91,6 +91,8 @@ class Request:
     decisions: list[str] = field(default_factory=list)
     """`approve`/`decline` for each approval message this person decided in the thread."""
     refused_clicks: list[int] = field(default_factory=list)
+    clicks: list[str] = field(default_factory=list)
+    """Every click sent, answered or not (a stopped replica carries out a click whose answer timed out)."""
     """The HTTP status of each click that did not get a 200 (it is clicked again)."""
     lost_clicks: list[str] = field(default_factory=list)
     """Approval messages whose click was acknowledged but which still showed live buttons 5 s later."""
@@ -320,6 +322,7 @@ class Soak:
                         request.lost_clicks.append(message.ts)
                     choice = "tool_approve" if request.kind == "list" or rng.random() < 0.6 else "tool_decline"
                     decider = rng.choice(deciders)
+                    request.clicks.append(choice)  # sent: it may decide even if its answer never comes back
                     with contextlib.suppress(TimeoutError, aiohttp.ClientError, AssertionError):
                         status, _ = await asyncio.wait_for(self.sender.click(message, choice, user=decider), 5)
                         if status == 200:
@@ -416,7 +419,7 @@ class Soak:
             # instruction); what the runtime promises then is one idempotency key for both, so a system that
             # honours it (as the tools' contract asks) applies the effect once, and that one result is stored.
             applied = {key.group(1) for key in map(_KEY.search, finished) if key}
-            approved = "tool_approve" in request.decisions
+            approved = "tool_approve" in request.clicks
             if request.kind == "delete" and not approved and finished:
                 findings.problems.append(f"{where}: ran without an approval ({request.decisions})")
             if answers and "(not run)" not in answers[0] and len(applied) != 1:
