@@ -158,21 +158,10 @@ class RunQueries(StorePart):
     ) -> list[tuple[str, str]]:
         """(run id, tool call id) of the top-level calls of one agent that wait for approval of `tool_name`
         (as a human sees it) since before `before`: what the expiry sweep declines."""
-        statement = (
-            select(ToolCallRow.run_id, ToolCallRow.tool_call_id)
-            .join(RunRow, RunRow.id == ToolCallRow.run_id)
-            .where(
-                ToolCallRow.agent_id == agent_id,
-                ToolCallRow.state == str(ToolCallState.AWAITING_APPROVAL),
-                func.coalesce(ToolCallRow.shown_tool_name, ToolCallRow.tool_name) == tool_name,
-                ToolCallRow.suspended_at < before,
-                RunRow.parent_run_id.is_(None),
-            )
-            .order_by(ToolCallRow.suspended_at)
-            .limit(limit)
+        rows = await self._waiting_since(
+            agent_id, tool_name, ToolCallState.AWAITING_APPROVAL, before=before, limit=limit
         )
-        async with self._storage.read_session() as session:
-            return [(row.run_id, row.tool_call_id) for row in await session.execute(statement)]
+        return [(row.run_id, row.tool_call_id) for row in rows]
 
     async def questions_waiting_since(
         self, agent_id: str, tool_name: str, *, before: datetime, limit: int = 100
@@ -180,22 +169,10 @@ class RunQueries(StorePart):
         """(run id, tool call id) of the top-level calls of one agent whose tool `tool_name` asked a question
         (`suspend()`) still unanswered since before `before`: what the expiry sweep expires. A live question (an
         MCP server's, held open by its process) is left to that process, which cancels it at its own expiry."""
-        statement = (
-            select(ToolCallRow.run_id, ToolCallRow.tool_call_id)
-            .join(RunRow, RunRow.id == ToolCallRow.run_id)
-            .where(
-                ToolCallRow.agent_id == agent_id,
-                ToolCallRow.state == str(ToolCallState.SUSPENDED),
-                ToolCallRow.held_by.is_(None),
-                func.coalesce(ToolCallRow.shown_tool_name, ToolCallRow.tool_name) == tool_name,
-                ToolCallRow.suspended_at < before,
-                RunRow.parent_run_id.is_(None),
-            )
-            .order_by(ToolCallRow.suspended_at)
-            .limit(limit)
+        rows = await self._waiting_since(
+            agent_id, tool_name, ToolCallState.SUSPENDED, ToolCallRow.held_by.is_(None), before=before, limit=limit
         )
-        async with self._storage.read_session() as session:
-            return [(row.run_id, row.tool_call_id) for row in await session.execute(statement)]
+        return [(row.run_id, row.tool_call_id) for row in rows]
 
     async def approvals_to_escalate(
         self, agent_id: str, tool_name: str, *, before: datetime, limit: int = 100
@@ -203,22 +180,32 @@ class RunQueries(StorePart):
         """(run id, tool call id, waiting since) of the top-level calls of one agent that wait for approval
         of `tool_name` since before `before` and whose current wait was not escalated: what the
         escalation sweep brings to its policy's `escalate_to`."""
+        rows = await self._waiting_since(
+            agent_id, tool_name, ToolCallState.AWAITING_APPROVAL, NOT_ESCALATED, before=before, limit=limit
+        )
+        return [(row.run_id, row.tool_call_id, row.suspended_at) for row in rows]
+
+    async def _waiting_since(
+        self, agent_id: str, tool_name: str, state: ToolCallState, *more: Any, before: datetime, limit: int
+    ) -> list[Any]:
+        """The top-level calls of one agent's `tool_name` (as a human sees it) in `state` since before `before`
+        (and meeting `more`), oldest first: what the expiry and escalation sweeps look at."""
         statement = (
             select(ToolCallRow.run_id, ToolCallRow.tool_call_id, ToolCallRow.suspended_at)
             .join(RunRow, RunRow.id == ToolCallRow.run_id)
             .where(
                 ToolCallRow.agent_id == agent_id,
-                ToolCallRow.state == str(ToolCallState.AWAITING_APPROVAL),
+                ToolCallRow.state == str(state),
                 func.coalesce(ToolCallRow.shown_tool_name, ToolCallRow.tool_name) == tool_name,
                 ToolCallRow.suspended_at < before,
-                NOT_ESCALATED,
                 RunRow.parent_run_id.is_(None),
+                *more,
             )
             .order_by(ToolCallRow.suspended_at)
             .limit(limit)
         )
         async with self._storage.read_session() as session:
-            return [(row.run_id, row.tool_call_id, row.suspended_at) for row in await session.execute(statement)]
+            return list(await session.execute(statement))
 
     async def suspended_runs(
         self,
