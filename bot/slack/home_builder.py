@@ -549,7 +549,9 @@ def build_policy_modal(policy: ToolPolicy, tr: Translator) -> dict[str, Any]:
             block_id=EXPIRY_BLOCK,
             label=tr.gettext("Expiry (seconds)"),
             optional=True,
-            hint=tr.gettext("A waiting approval, or a question the tool asked, expires after this long. Empty or 0: never."),
+            hint=tr.gettext(
+                "A waiting approval, or a question the tool asked, expires after this long. Empty or 0: never."
+            ),
             element=PlainTextInputElement(
                 action_id="value", initial_value=str(policy.expires_after) if policy.expires_after else None
             ),
