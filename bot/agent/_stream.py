@@ -22,6 +22,9 @@ from .types import (
 
 log = logging.getLogger(__name__)
 
+PROGRESS_LINES = 1000
+"""The most progress lines (`ctx.progress`) of one call a stream keeps."""
+
 
 class AgentStream:
     """The chunks of one run, and its output at the end.
@@ -35,6 +38,7 @@ class AgentStream:
     def __init__(self, run_id: str, source: AsyncIterator[Chunk]):
         self.run_id = run_id
         self._chunks: list[Chunk] = []
+        self._progress_lines: dict[str, int] = {}  # tool call id -> the progress lines kept of it
         self._done = False
         self._arrived = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._pump(source), name=f"run {run_id}")
@@ -72,11 +76,20 @@ class AgentStream:
                 self._wake()
 
     def _progress(self, tool_call_id: str, tool_name: str, message: str) -> None:
-        """A running tool's progress line (`ctx.progress`), between the chunks the run itself yields."""
-        if not self._done:
-            self._chunks.append(Chunk.tool_progress(self.run_id, tool_call_id=tool_call_id, tool_name=tool_name,
-                                                    message=message))  # fmt: skip
-            self._wake()
+        """A running tool's progress line (`ctx.progress`), between the chunks the run itself yields; at most
+        `PROGRESS_LINES` of one call are kept (the stream keeps its chunks for every reader, and a tool that
+        reports in a tight loop must not fill the process's memory with them)."""
+        said = self._progress_lines.get(tool_call_id, 0)
+        if self._done or said >= PROGRESS_LINES:
+            if said == PROGRESS_LINES:
+                log.warning("run %s: %s reported more than %d progress lines; the rest are left out",
+                            self.run_id, tool_name, PROGRESS_LINES)  # fmt: skip
+                self._progress_lines[tool_call_id] = said + 1
+            return
+        self._progress_lines[tool_call_id] = said + 1
+        self._chunks.append(Chunk.tool_progress(self.run_id, tool_call_id=tool_call_id, tool_name=tool_name,
+                                                message=message))  # fmt: skip
+        self._wake()
 
     def _wake(self) -> None:
         arrived, self._arrived = self._arrived, asyncio.Event()

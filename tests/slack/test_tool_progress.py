@@ -69,3 +69,22 @@ async def test_slack_shows_the_progress_on_the_calls_task_card(database_url, sla
         assert updates[-1][0] == "complete"
         answer = bot.slack.message("C1", stops[-1].params["ts"])
         assert answer.text == "Copied 120 rows."
+
+
+async def test_a_tool_reporting_in_a_tight_loop_keeps_at_most_a_thousand_lines(model):
+    """The stream keeps its chunks for every reader: a tool calling `ctx.progress` without end must not fill
+    the bot's memory with them."""
+
+    async def chatty(_input, ctx):
+        for n in range(5000):
+            ctx.progress(f"行 {n}")
+        return {"done": True}
+
+    tool = create_tool(id="chatty", description="Reports a lot", input_schema={"type": "object"}, execute=chatty)
+    agent = Agent(id="chatter", model=MODEL, tools=[tool], instructions="Run it.")
+    model.chat.push(tool_calls(call("chatty", {}, id="call_x")), reply("Done."))
+    stream = await agent.stream("run it", thread_id="t", resource_id="U1")
+    said = [c.payload["message"] async for c in stream.full_stream if c.type == "tool-progress"]
+    assert said == [f"行 {n}" for n in range(1000)]
+    assert (await stream.result()).text == "Done."
+    await agent.aclose()
