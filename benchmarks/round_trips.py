@@ -80,6 +80,7 @@ class Tally:
     transactions: int = 0
     writing: int = 0
     kinds: dict[str, int] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
 
     @property
     def round_trips(self) -> int:
@@ -99,6 +100,7 @@ class _Transactions:
             return  # the pool's reset of a connection with no transaction: the driver sends nothing
         tally.statements += 1
         words = " ".join(sql.split())
+        tally.lines.append(f"{connection}\t{words[:300]}")
         verb = words.split(" ", 1)[0].upper() if words else "?"
         table = re.search(r"\b(?:FROM|INTO|UPDATE)\s+\"?(\w+)", words, re.IGNORECASE)
         kind = f"{verb} {table.group(1)}" if table and verb not in ("BEGIN", "COMMIT", "ROLLBACK") else verb
@@ -143,6 +145,7 @@ class PostgresLog:
         for pid, what, sql in entries:
             if what == "parse":
                 counting.tally.prepares += 1
+                counting.tally.lines.append(f"{pid}\tPARSE {' '.join(sql.split())[:120]}")
             elif what in ("execute", "statement"):
                 counting.statement(pid, sql)
         return counting.tally
@@ -484,6 +487,7 @@ async def main() -> int:
     )
     parser.add_argument("--quiet", type=float, default=0.4, help="seconds without a statement that end a window")
     parser.add_argument("--kinds", action="store_true", help="also list each action's statements by verb and table")
+    parser.add_argument("--statements", type=Path, help="write each action's statements (its last repeat) to this file")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's log and the replica's log")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.1f}")
@@ -492,6 +496,10 @@ async def main() -> int:
         print(table(database, results))
         if args.kinds:
             print(kinds(results))
+        if args.statements:
+            with args.statements.open("a") as out:
+                for name, tallies in results.items():
+                    out.write(f"## {database}: {name}\n" + "\n".join(tallies[-1].lines) + "\n\n")
         print(f"load average: {os.getloadavg()[0]:.1f}\n")
     return 0
 
