@@ -28,6 +28,11 @@ class Database(Protocol):
         """One write transaction on a plain connection, committed on success."""
         ...
 
+    def statement(self, *, idempotent: bool = False) -> AbstractAsyncContextManager[AsyncConnection]:
+        """A connection for one write statement that commits by itself (autocommit on PostgreSQL: one round
+        trip, no BEGIN ... COMMIT); statements merged by `Dialect.together` count as one."""
+        ...
+
     def read(self) -> AbstractAsyncContextManager[AsyncConnection]:
         """A plain connection for reads alone, outside any write transaction."""
         ...

@@ -173,6 +173,33 @@ class Storage:
             await _ended_quietly(connection, commit=committing)
 
     @asynccontextmanager
+    async def statement(self, *, idempotent: bool = False) -> AsyncIterator[AsyncConnection]:
+        """A connection for one write statement that commits by itself (several, merged by
+        `Dialect.together`, count as one): on PostgreSQL in autocommit, one round trip where
+        `transaction()` takes three (BEGIN, the statement, COMMIT); on SQLite a transaction like `transaction()`.
+
+        Only for work that is whole in one statement: a second statement here commits apart from the first.
+        A connection that drops while the statement runs leaves its outcome unknown
+        (`CommitOutcomeUnknownError`), unless the caller says it is `idempotent` (an INSERT ... ON CONFLICT
+        DO NOTHING, an UPDATE to a value): then it is `DatabaseAwayError`, which `retried_while_away` retries.
+        """
+        if self.is_sqlite:
+            async with self.transaction() as connection:
+                yield connection
+            return
+        if not self._migrated:
+            await self.migrate()
+        connection = await connected(self._read_engine.connect, reconnect_for=self.reconnect_for)
+        try:
+            yield connection
+        except Exception as exc:
+            if database_away(exc) and not isinstance(exc, DatabaseAwayError):
+                raise away_error(exc, committing=not idempotent) from exc
+            raise
+        finally:
+            await _ended_quietly(connection, commit=False)
+
+    @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
         """A plain connection for reads alone, outside any write transaction (see `read_session`)."""
         if not self._migrated:

@@ -6,18 +6,22 @@ branching on the database itself.
   with BEGIN IMMEDIATE, see `Storage`), so a row lock is unneeded (and unsupported); PostgreSQL locks rows;
 - how reads outside a write transaction are made (no write lock on SQLite; autocommit on PostgreSQL);
 - how the driver connects and each transaction begins, and what a migration takes first (WAL journal on SQLite; an advisory lock,
-  so one replica migrates at a time, on PostgreSQL).
+  so one replica migrates at a time, on PostgreSQL);
+- how several writes travel together (`together`: one statement of data-modifying CTEs on PostgreSQL, one
+  round trip; one after the other on SQLite, where a statement costs no round trip).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Connection, Select, event, text
+from sqlalchemy import BindParameter, Connection, Select, Table, bindparam, event, func, literal_column, select, text
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.sql.dml import UpdateBase
 
 from ._sqlite_driver import BEGIN_WRITE
 
@@ -54,6 +58,51 @@ class Dialect:
         on SQLite the write lock of BEGIN IMMEDIATE already makes them take turns."""
         if not self.is_sqlite:
             await connection.execute(statement, parameters)
+
+    async def together(self, connection: AsyncConnection, *statements: UpdateBase) -> list[int]:
+        """Run the INSERT, UPDATE and DELETE `statements` as one, and return the rows each one wrote (with
+        RETURNING: the rows it returned).
+
+        On PostgreSQL they become one statement of data-modifying CTEs, one round trip: each sees the
+        database as it was before all of them (none reads what another writes, and no two may write the same
+        row), and foreign keys are checked once all are done (a parent and its child may be inserted
+        together). On SQLite they run one after the other on `connection`, with the same effect for writes
+        that meet those conditions. Atomic on both: give it `Storage.statement()` or a transaction.
+
+        Give each statement's values through `row(...)`: two INSERTs of one statement cannot share the bind
+        names SQLAlchemy gives a column's value (its key), which `row` makes unique.
+        """
+        if self.is_sqlite:
+            counts = []
+            for statement in statements:
+                result = await connection.execute(statement)
+                counts.append(len(result.all()) if result.returns_rows else result.rowcount)
+            return counts
+        parts = [
+            (statement if statement.returning_column_descriptions else statement.returning(literal_column("1"))).cte(
+                f"together_{n}"
+            )
+            for n, statement in enumerate(statements)
+        ]
+        counted = select(*(select(func.count()).select_from(part).scalar_subquery() for part in parts))
+        return [int(count) for count in (await connection.execute(counted)).one()]
+
+    @staticmethod
+    def row(table: Table, values: Mapping[str, Any], *, updating: bool = False) -> dict[str, BindParameter[Any]]:
+        """`values` of `table`'s columns (by key) for an INSERT's or, `updating`, an UPDATE's `.values(...)` in
+        `together`: each a bind of its own name, and the columns' Python-side defaults (`default`, or
+        `onupdate` when `updating`) that `values` leaves out filled in, as SQLAlchemy would have."""
+        bound: dict[str, BindParameter[Any]] = {}
+        for column in table.columns:
+            if column.key in values:
+                value = values[column.key]
+            else:
+                default = column.onupdate if updating else column.default
+                if default is None or not (default.is_scalar or default.is_callable):
+                    continue
+                value = default.arg(None) if default.is_callable else default.arg  # type: ignore[attr-defined]
+            bound[column.key] = bindparam(None, value, type_=column.type, unique=True)
+        return bound
 
     @property
     def read_options(self) -> dict[str, Any]:

@@ -1,0 +1,71 @@
+"""`Storage.statement()` and `Dialect.together(...)`: several writes that travel as one (one round trip on
+PostgreSQL) are stored whole or not at all, on SQLite and on PostgreSQL (the `storage` fixture)."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from memory.tables import MessageRow, RunRow, ThreadRow
+
+RUNS, THREADS, MESSAGES = RunRow.__table__, ThreadRow.__table__, MessageRow.__table__
+
+
+def a_run(run_id: str, thread_id: str = "thread-ü") -> dict[str, object]:
+    return {"id": run_id, "agent_id": "agent", "thread_id": thread_id, "status": "running", "max_steps": 5}
+
+
+def values(storage, table, **given):
+    return storage.dialect.row(table, given)
+
+
+async def count(storage, table, *where) -> int:
+    async with storage.read() as connection:
+        return (await connection.execute(select(func.count()).select_from(table).where(*where))).scalar_one()
+
+
+async def test_a_parent_and_its_child_are_written_together_and_counted(storage):
+    async with storage.statement() as connection:
+        written = await storage.dialect.together(
+            connection,
+            insert(THREADS).values(values(storage, THREADS, id="thread-ü", resource_id="东京")),
+            insert(RUNS).values(values(storage, RUNS, **a_run("run-1"))),
+            insert(MESSAGES).values(
+                values(storage, MESSAGES, run_id="run-1", thread_id="thread-ü", role="user", content="서울로 가요")
+            ),
+            update(RUNS).where(RUNS.c.id == "no-such-run").values(values(storage, RUNS, step=1)),
+        )
+    assert written == [1, 1, 1, 0]
+    async with storage.read() as connection:
+        said = (await connection.execute(select(MESSAGES.c.content).where(MESSAGES.c.run_id == "run-1"))).scalars()
+        assert list(said) == ["서울로 가요"]
+
+
+async def test_rows_returned_are_counted(storage):
+    async with storage.statement() as connection:
+        await storage.dialect.together(connection, insert(RUNS).values(values(storage, RUNS, **a_run("run-1"))))
+    async with storage.statement() as connection:
+        written = await storage.dialect.together(
+            connection,
+            update(RUNS).where(RUNS.c.id == "run-1", RUNS.c.step == 0).values(step=1).returning(RUNS.c.id),
+            insert(MESSAGES)
+            .values(values(storage, MESSAGES, run_id="run-1", role="assistant", content="مرحبا"))
+            .returning(MESSAGES.c.id),
+        )
+    assert written == [1, 1]
+
+
+@pytest.mark.parametrize("inside", ["statement", "transaction"])
+async def test_writes_together_are_stored_whole_or_not_at_all(storage, inside):
+    async with storage.statement() as connection:
+        await storage.dialect.together(connection, insert(RUNS).values(values(storage, RUNS, **a_run("run-1"))))
+    with pytest.raises(IntegrityError):
+        async with getattr(storage, inside)() as connection:
+            await storage.dialect.together(
+                connection,
+                insert(MESSAGES).values(values(storage, MESSAGES, run_id="run-1", role="user", content="Ünïcödé")),
+                insert(RUNS).values(values(storage, RUNS, **a_run("run-1"))),  # its key is taken: the whole fails
+            )
+    assert await count(storage, MESSAGES) == 0
+    assert await count(storage, RUNS) == 1
