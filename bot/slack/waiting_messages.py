@@ -297,7 +297,7 @@ async def refresh_message(
     if row.maybe_copies:
         await find_copies(services, client, row)
         await adopt_escalation_copies(services, client, row.id)
-    shown = await services.stores.messages.every_message(await services.stores.messages.get(row.id) or row)
+    shown = await services.stores.messages.every_message(row)  # read with its ts now (a copy may be newer)
     if not shown:
         return False
     refused = record.outcome if record is not None and record.outcome in ("declined", "cancelled", "expired") else None
@@ -343,9 +343,7 @@ async def _show_approvals_so_far(
     services: SlackServices, client: AsyncWebClient, row: ToolCallMessageRow, record: ToolCallRecord
 ) -> None:
     """Four eyes: every copy of a waiting approval shows who approved so far, its buttons kept."""
-    for channel, ts, escalated_to in await services.stores.messages.every_message(
-        await services.stores.messages.get(row.id) or row
-    ):
+    for channel, ts, escalated_to in await services.stores.messages.every_message(row):
         tr = await _words_of_reader(services, row, escalated_to)
         view = await waiting_approval_view(services, row, record, tr, viewer=reader_of(escalated_to))
         text, blocks = approval_text(view, tr), build_approval_blocks(view, tr)

@@ -4,8 +4,8 @@ the dialect's INSERT (for ON CONFLICT DO NOTHING, `memory.dialects`).
 A store runs SQL statements on plain connections (`Storage.transaction`, `Storage.read`): no ORM unit of
 work (measured on SQLite, a one-statement write transaction through a session cost 1.3x one on a
 connection, a read 1.6x). A store whose methods hand out mapped
-rows (`ToolCallMessageRow`, `HomeViewRow`) loads them through ORM sessions instead (`_writing_rows`,
-`_reading_rows`).
+rows (`ToolCallMessageRow`) loads them through ORM sessions instead (`_reading_rows`). A write that is whole
+in one statement commits by itself (`_one_statement`: one round trip on PostgreSQL).
 
 The stores do not migrate: the adapter's tables are brought up to date once, when the bot starts
 (`prepare_slack_tables`), not checked on every call.
@@ -43,18 +43,20 @@ class TableStore:
             yield own
 
     @asynccontextmanager
+    async def _one_statement(self, *, idempotent: bool = False) -> AsyncIterator[AsyncConnection]:
+        """A write that is whole in one statement, committed by itself (`Storage.statement`: one round trip on
+        PostgreSQL, where `_writing` takes three). `idempotent`: running it twice is the same as once, so a
+        connection lost while it ran is tried again (`retried_while_away`) rather than an unknown outcome."""
+        async with self.storage.statement(idempotent=idempotent) as connection:
+            yield connection
+
+    @asynccontextmanager
     async def _reading(self) -> AsyncIterator[AsyncConnection]:
         """A connection for reads alone, outside a write transaction (`Storage.read`): no write lock on
         SQLite, no BEGIN/COMMIT on PostgreSQL. What is read and then written in one decision stays in
         `_writing`."""
         async with self.storage.read() as connection:
             yield connection
-
-    @asynccontextmanager
-    async def _writing_rows(self) -> AsyncIterator[AsyncSession]:
-        """`_writing` for statements that load mapped rows: an ORM session in one transaction."""
-        async with self.storage.session() as session:
-            yield session
 
     @asynccontextmanager
     async def _reading_rows(self) -> AsyncIterator[AsyncSession]:

@@ -56,20 +56,23 @@ class ClickLog(TableStore):
 
     async def _insert_clicks(self, rows: list[dict[str, Any]]) -> set[str]:
         values = [{key: value for key, value in row.items() if key != "event_id"} for row in rows]
-        async with self._writing() as connection:
-            await connection.execute(self._insert(SlackClickRow), values)
+        # each click's id is its own: a second try of the INSERT after a lost connection adds nothing
+        statement = self._insert(SlackClickRow).on_conflict_do_nothing(index_elements=["id"])
+        async with self._one_statement(idempotent=True) as connection:
+            await connection.execute(statement, values)
         return {row["id"] for row in rows}
 
     async def done(self, click_id: str) -> None:
         """The click's listener returned: nothing of it is left to carry out."""
-        async with self._writing() as connection:
+        async with self._one_statement(idempotent=True) as connection:
             await connection.execute(_DONE, {"b_id": click_id, "b_now": utcnow()})
 
     async def take_left(self, *, holder: str, stale_after: float) -> list[tuple[str, dict[str, Any], int]]:
         """Take the clicks not done whose holder has not finished them within `stale_after` seconds (it
         stopped, or never got to them): (id, payload, tries) of each, now held by `holder`."""
         now = utcnow()
-        async with self._writing() as connection:
+        # a take that landed but whose answer was lost is taken again once it is stale: tried again here
+        async with self._one_statement(idempotent=True) as connection:
             rows = (
                 await connection.execute(
                     update(SlackClickRow)
@@ -84,7 +87,7 @@ class ClickLog(TableStore):
 
     async def prune(self) -> int:
         """Forget clicks done more than `keep_done` ago; how many."""
-        async with self._writing() as connection:
+        async with self._one_statement(idempotent=True) as connection:
             result = await connection.execute(
                 delete(SlackClickRow).where(SlackClickRow.done_at < utcnow() - self.keep_done)
             )

@@ -23,8 +23,8 @@ class HomeViews(TableStore):
             .values(user_id=user_id, digest=None, opened_at=utcnow())
             .on_conflict_do_nothing(index_elements=["user_id"])
         )
-        async with self._writing_rows() as session:
-            await session.execute(statement)
+        async with self._one_statement(idempotent=True) as connection:
+            await connection.execute(statement)
 
     async def digests(self) -> dict[str, str | None]:
         """Every user who opened the App Home, with the digest of the view last published for them."""
@@ -45,7 +45,7 @@ class HomeViews(TableStore):
         if not digests:
             return
         digest = case(*((HomeViewRow.user_id == user, value) for user, value in digests.items()))
-        async with self._writing() as connection:
+        async with self._one_statement(idempotent=True) as connection:
             await connection.execute(
                 update(HomeViewRow)
                 .where(HomeViewRow.user_id.in_(list(digests)))

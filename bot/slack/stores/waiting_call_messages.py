@@ -81,11 +81,14 @@ class WaitingCallMessages(TableStore):
         statement = self._insert(ToolCallMessageRow).values(**values)
         if waiting_since is not None:
             statement = statement.on_conflict_do_nothing(index_elements=["run_id", "tool_call_id", "waiting_since"])
-        async with self._writing_rows() as session:
-            inserted = rows_changed(await session.execute(statement)) == 1
-        found = await self.get(values["id"]) if inserted else await self.of_wait(run_id, tool_call_id, waiting_since)
-        assert found is not None, "the row was just inserted, or another insert of the same wait won"
-        return found, claim if inserted else claim and await self.claim_post(found)
+        # one wait's row is inserted once (a second try meets the first's), so a lost connection is tried again
+        async with self._one_statement(idempotent=waiting_since is not None) as connection:
+            inserted = rows_changed(await connection.execute(statement)) == 1
+        if inserted:  # the row is what was written: not read back
+            return ToolCallMessageRow(**values, ts=None, closed_at=None), claim
+        found = await self.of_wait(run_id, tool_call_id, waiting_since)
+        assert found is not None, "another insert of the same wait won"
+        return found, claim and await self.claim_post(found)
 
     async def of_wait(
         self, run_id: str, tool_call_id: str, waiting_since: datetime | None
@@ -110,8 +113,9 @@ class WaitingCallMessages(TableStore):
             else ToolCallMessageRow.post_claimed_at == row.post_claimed_at
         )
         now = self.storage.clock.now()
-        async with self._writing_rows() as session:
-            result = await session.execute(
+        # tried again after a lost connection, a claim that landed fails: the recovery pass posts it later
+        async with self._one_statement(idempotent=True) as connection:
+            result = await connection.execute(
                 update(ToolCallMessageRow)
                 .where(ToolCallMessageRow.id == row.id, ToolCallMessageRow.ts.is_(None), claimed)
                 .values(post_claimed_at=now, post_attempts=ToolCallMessageRow.post_attempts + 1)
@@ -176,8 +180,8 @@ class WaitingCallMessages(TableStore):
 
     async def set_ts(self, ref: str, ts: str) -> None:
         """Record a posted message of `ref`: the first becomes its ts, any other a copy."""
-        async with self._writing_rows() as session:
-            result = await session.execute(
+        async with self._one_statement(idempotent=True) as connection:
+            result = await connection.execute(
                 update(ToolCallMessageRow)
                 .where(ToolCallMessageRow.id == ref, or_(ToolCallMessageRow.ts.is_(None), ToolCallMessageRow.ts == ts))
                 .values(ts=ts)
@@ -202,8 +206,8 @@ class WaitingCallMessages(TableStore):
             )
             .on_conflict_do_nothing(index_elements=["message_id", "ts"])
         )
-        async with self._writing_rows() as session:
-            return rows_changed(await session.execute(statement)) == 1
+        async with self._one_statement(idempotent=True) as connection:
+            return rows_changed(await connection.execute(statement)) == 1
 
     async def escalated_to(self, ref: str) -> set[str]:
         """Whom the escalation already posted a copy of `ref`'s message to (user IDs, channel IDs)."""
@@ -219,17 +223,18 @@ class WaitingCallMessages(TableStore):
         """Record, before posting it, an escalation's post of `ref`'s message to `escalated_to` (a person or a
         channel), and mark the message as maybe having copies nobody recorded (its answer may be lost); False
         if a post to them was tried before (a copy of it may be in Slack: look before posting again)."""
-        statement = (
+        dialect = self.storage.dialect
+        noted = (
             self._insert(EscalationPostRow)
-            .values(message_id=ref, escalated_to=escalated_to, tried_at=utcnow())
+            .values(dialect.row(EscalationPostRow.__table__, {"message_id": ref, "escalated_to": escalated_to,
+                                                               "tried_at": utcnow()}))
             .on_conflict_do_nothing(index_elements=["message_id", "escalated_to"])
-        )
-        async with self._writing_rows() as session:
-            first = rows_changed(await session.execute(statement)) == 1
-            await session.execute(
-                update(ToolCallMessageRow).where(ToolCallMessageRow.id == ref).values(maybe_copies=True)
-            )
-        return first
+        )  # fmt: skip
+        marked = update(ToolCallMessageRow).where(ToolCallMessageRow.id == ref).values(maybe_copies=True)
+        # tried again after a lost connection, a post that was noted is "tried before": looked for first
+        async with self._one_statement(idempotent=True) as connection:
+            first, _ = await dialect.together(connection, noted, marked)
+        return first == 1
 
     async def unconfirmed_escalation_posts(self, ref: str) -> list[str]:
         """Whom an escalation's post of `ref`'s message was tried to without a copy being recorded (its answer was
@@ -257,24 +262,23 @@ class WaitingCallMessages(TableStore):
             return found is not None
 
     async def every_message(self, row: ToolCallMessageRow) -> list[ShownMessage]:
-        """Every known message that shows `row`'s call: its own first, then the copies (an escalation's in
-        their own channels, with whom the escalation posted each to)."""
-        async with self._reading_rows() as session:
-            copies = await session.execute(
-                select(ToolCallMessageCopyRow.channel, ToolCallMessageCopyRow.ts, ToolCallMessageCopyRow.escalated_to)
-                .where(ToolCallMessageCopyRow.message_id == row.id)
-                .order_by(ToolCallMessageCopyRow.created_at)
-            )
-            found = [ShownMessage(row.channel, row.ts)] if row.ts else []
-            for channel, ts, escalated_to in copies:
-                if (channel or row.channel, ts) not in [(m.channel, m.ts) for m in found]:
-                    found.append(ShownMessage(channel or row.channel, ts, escalated_to))
-            return found
+        """Every known message that shows `row`'s call: its own first (its ts as stored now, which `row` is
+        brought up to), then the copies (an escalation's in their own channels, with whom the escalation posted
+        each to). One read of the row and its copies together."""
+        async with self._reading() as connection:
+            result = (await connection.execute(_EVERY_MESSAGE, {"b_ref": row.id})).all()
+        if result:
+            row.ts = result[0].own_ts
+        found = [ShownMessage(row.channel, row.ts)] if row.ts else []
+        for _, channel, ts, escalated_to in result:
+            if ts is not None and (channel or row.channel, ts) not in [(m.channel, m.ts) for m in found]:
+                found.append(ShownMessage(channel or row.channel, ts, escalated_to))
+        return found
 
     async def mark_maybe_copies(self, ref: str) -> None:
         """A post of `ref` may have gone out without its answer (a copy may show in Slack)."""
-        async with self._writing_rows() as session:
-            await session.execute(
+        async with self._one_statement(idempotent=True) as connection:
+            await connection.execute(
                 update(ToolCallMessageRow).where(ToolCallMessageRow.id == ref).values(maybe_copies=True)
             )
 
@@ -315,8 +319,8 @@ class WaitingCallMessages(TableStore):
 
     async def close(self, ref: str, at: datetime | None = None) -> bool:
         """Mark the message closed; True only for the one caller that closed it (replicas, copies)."""
-        async with self._writing_rows() as session:
-            result = await session.execute(
+        async with self._one_statement(idempotent=True) as connection:
+            result = await connection.execute(
                 update(ToolCallMessageRow)
                 .where(ToolCallMessageRow.id == ref, ToolCallMessageRow.closed_at.is_(None))
                 .values(closed_at=at or utcnow())
@@ -325,6 +329,13 @@ class WaitingCallMessages(TableStore):
 
 
 _MESSAGES = ToolCallMessageRow.__table__
+_COPIES = ToolCallMessageCopyRow.__table__
+_EVERY_MESSAGE = (
+    select(_MESSAGES.c.ts.label("own_ts"), _COPIES.c.channel, _COPIES.c.ts, _COPIES.c.escalated_to)
+    .select_from(_MESSAGES.outerjoin(_COPIES, _COPIES.c.message_id == _MESSAGES.c.id))
+    .where(_MESSAGES.c.id == bindparam("b_ref"))
+    .order_by(_COPIES.c.created_at)
+)
 _OPEN_IN_THREAD = select(_MESSAGES).where(
     _MESSAGES.c.thread_id == bindparam("b_thread"), _MESSAGES.c.closed_at.is_(None)
 )
