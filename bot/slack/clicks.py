@@ -26,6 +26,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.listener.async_listener_completion_handler import AsyncListenerCompletionHandler
+from slack_bolt.listener.async_listener_error_handler import AsyncListenerErrorHandler
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
@@ -64,15 +65,23 @@ def record_clicks(clicks: ClickLog, holder: str):
     return record_slack_clicks
 
 
+FAILED = "approval_bot_click_failed"
+"""Set in a request's Bolt context when its listener raised (`ClickFailure`): the click is left to the sweep."""
+
+
 class ClickCompletion(AsyncListenerCompletionHandler):
-    """Marks a recorded click done once its listener has returned (one that raised is left to the sweep)."""
+    """Marks a recorded click done once its listener has returned (one that raised is left to the sweep).
+
+    Bolt hands this handler no response when a global middleware returned none (ours call `next()` and
+    return nothing) and also when a listener raised after its ack, so whether the listener raised is read
+    from the context, where `ClickFailure` wrote it."""
 
     def __init__(self, clicks: ClickLog):
         self.clicks = clicks
 
     async def handle(self, request: AsyncBoltRequest, response: BoltResponse | None) -> None:
         click_id = request.context.get(CLICK)
-        if click_id is None or response is None or response.status >= 500:
+        if click_id is None or request.context.get(FAILED) or (response is not None and response.status >= 500):
             return
         try:
             await self.clicks.done(click_id)
@@ -80,12 +89,25 @@ class ClickCompletion(AsyncListenerCompletionHandler):
             _log.exception("could not mark click %s done", click_id)
 
 
+class ClickFailure(AsyncListenerErrorHandler):
+    """Notes in the request's context that its listener raised, then lets Bolt's own handler log it."""
+
+    def __init__(self, handler: AsyncListenerErrorHandler):
+        self.handler = handler
+
+    async def handle(self, error: Exception, request: AsyncBoltRequest, response: BoltResponse | None) -> None:
+        request.context[FAILED] = True
+        await self.handler.handle(error=error, request=request, response=response)
+
+
 def complete_clicks(app: AsyncApp, clicks: ClickLog) -> None:
-    """Mark every recorded click done when its listener returns, whichever listener it is."""
+    """Mark every recorded click done when its listener returns, whichever listener it is (an app that sets
+    its own error handler, `app.error`, must do so before this)."""
     runner = app._async_listener_runner  # Bolt names no public setter for its completion handler
-    if not hasattr(runner, "listener_completion_handler"):
+    if not hasattr(runner, "listener_completion_handler") or not hasattr(runner, "listener_error_handler"):
         raise RuntimeError("this slack_bolt has no listener completion handler: clicks could not be marked done")
     runner.listener_completion_handler = ClickCompletion(clicks)
+    runner.listener_error_handler = ClickFailure(runner.listener_error_handler)
 
 
 async def carry_out_left_clicks(app: AsyncApp, *, stale_after: float) -> int:
