@@ -47,7 +47,7 @@ from ._run import RunDriver
 from ._starts import RunStarts
 from ._stream import AgentStream
 from ._sweeps import Sweeps
-from ._undoing import UndoResult, undo_as, undo_until
+from ._undoing import UndoResult, undo_as, undo_until, undo_until_of
 from ._view import WaitingCallView, actions_for, view_of
 from .types import (
     AgentOutput,
@@ -321,6 +321,15 @@ class Agent(DecisionForms):
     async def undo_until(self, run_id: str, tool_call_id: str) -> datetime | None:
         """Until when the call may be undone, if an Undo may be offered now; None otherwise."""
         return await undo_until(self, run_id, tool_call_id)
+
+    async def undo_offer(self, run_id: str, tool_call_id: str) -> tuple[ToolCallRecord, datetime] | None:
+        """The call's record and until when it may be undone, if an Undo may be offered now (`undo_until`); None
+        otherwise. The call is read once for both."""
+        call = await self.storage.runs.get_tool_call(run_id, tool_call_id)
+        if call is None or call.agent_id != self.id:
+            return None
+        until = await undo_until_of(self, call)
+        return (self._record_of(call), until) if until is not None else None
 
     async def check(
         self,

@@ -111,7 +111,12 @@ async def undo_until(agent: UndoAgent, run_id: str, tool_call_id: str) -> dateti
     """Until when the call may be undone, if an Undo may be offered now (it ran, nobody undid it, its tool
     declares how, its policy's window is open); None otherwise."""
     call = await agent.storage.runs.get_tool_call(run_id, tool_call_id)
-    if call is None or call.state != ToolCallState.DONE or call.undo_state is not None or call.updated_at is None:
+    return await undo_until_of(agent, call) if call is not None else None
+
+
+async def undo_until_of(agent: UndoAgent, call: StoredToolCall) -> datetime | None:
+    """`undo_until` of a call the caller read."""
+    if call.state != ToolCallState.DONE or call.undo_state is not None or call.updated_at is None:
         return None
     window = await undo_window(agent, call)
     until = call.updated_at + timedelta(seconds=window)

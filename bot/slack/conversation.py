@@ -105,8 +105,10 @@ async def run_turn(
     which another replica continues instead of answering it a second time. Nothing is written in the
     thread before the status was set, so that the answer takes it away.
 
-    A `new` conversation that ended in an answer has no such messages: the thread held none of the bot's
-    before this turn, and a run that posts one stops at its waiting call. Its thread is not read for them.
+    A `new` conversation has no such messages: the thread held none of the bot's before this turn, and each
+    message this turn posted was checked after its post (`post_recorded`: one whose call was settled
+    meanwhile is brought up to date there), while a call settled later is shown by whoever settles it. Its
+    thread is not read for them.
 
     `taken_again_if_away`: a turn of the thread's queue, which raises `DatabaseAwayError` (after saying nothing)
     when the database stayed away, so the queue takes the message again instead of marking it answered.
@@ -152,7 +154,7 @@ async def run_turn(
         raise away
     if away is not None:
         return
-    if not (new and finish == "stop"):
+    if not new:
         await refresh_open_messages(services, client, thread.thread_id)
 
 

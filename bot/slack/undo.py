@@ -17,6 +17,7 @@ from bot.agent import CannotUndo, NotUndoable, Refused, UndoFailed, Undone
 from .mrkdwn import escape, slack_date
 from .permissions import refusal_text
 from .services import SlackServices
+from .stores.waiting_call_messages import ShownMessage
 from .tables import ToolCallMessageRow
 from .translator import N_, Translator
 from .waiting_messages import _settled_approval, _words_of_reader, record_of
@@ -64,20 +65,30 @@ def undone_line(undone: Undone | UndoFailed, tr: Translator) -> str:
 async def offer_undo(services: SlackServices, client: AsyncWebClient, run_id: str, tool_call_id: str) -> None:
     """Show Undo on the messages of a call that just ran, if it may be undone (its tool declares how, its
     policy's window is open, nobody undid it)."""
-    for row in await services.stores.messages.of_call(run_id, tool_call_id):
+    offer = await services.agent.undo_offer(run_id, tool_call_id)  # the call read once, for every message
+    if offer is None:
+        return
+    record, until = offer
+    for row, shown in await services.stores.messages.shown_of_call(run_id, tool_call_id):
         if row.kind != "approval":
             continue
-        until = await services.agent.undo_until(run_id, tool_call_id)
-        record = await record_of(services, row)
-        if until is None or record is None:
-            continue
-        await _show(services, client, row, record, extra=lambda tr, ref=row.id, end=until: undo_blocks(ref, end, tr))
+        extra = lambda tr, ref=row.id, end=until: undo_blocks(ref, end, tr)  # noqa: E731
+        await _show(services, client, row, record, extra=extra, shown=shown)
 
 
 async def _show(
-    services: SlackServices, client: AsyncWebClient, row: ToolCallMessageRow, record: Any, *, extra: Any
+    services: SlackServices,
+    client: AsyncWebClient,
+    row: ToolCallMessageRow,
+    record: Any,
+    *,
+    extra: Any,
+    shown: list[ShownMessage] | None = None,
 ) -> None:
-    for channel, ts, escalated_to in await services.stores.messages.every_message(row):
+    """Show the settled approval of `row` on every message of its call (`shown`: those, as the caller read them)."""
+    if shown is None:
+        shown = await services.stores.messages.every_message(row)
+    for channel, ts, escalated_to in shown:
         tr = await _words_of_reader(services, row, escalated_to)
         text, blocks = _settled_approval(row, record, tr)
         try:

@@ -52,6 +52,13 @@ from .threads import SlackThread
 from .translator import Translator
 
 
+class Unread:
+    """Not read yet by the caller (a view it did not read, as opposed to None: read, and no call waits)."""
+
+
+UNREAD = Unread()
+
+
 async def post_waiting_call(
     services: SlackServices,
     client: AsyncWebClient,
@@ -65,7 +72,9 @@ async def post_waiting_call(
     """Post the message of the call a chunk shows waiting: an approval for `tool-call-approval` (an
     interrupted call's says so), what the tool asks, with an Answer button, for `tool-call-suspended`."""
     payload = cast(WaitingCallPayload, chunk.payload)  # a tool-call-approval or tool-call-suspended chunk's
-    record = await services.agent.get_tool_call(run_id, payload["tool_call_id"])
+    # the call read once, as its message shows it (None: it no longer waits, and its record alone is read)
+    shown = await services.agent.waiting_call_view(run_id, payload["tool_call_id"])
+    record = shown.record if shown is not None else await services.agent.get_tool_call(run_id, payload["tool_call_id"])
     if chunk.type == "tool-call-approval":
         kind, args, answerable_by_form = "approval", payload.get("args"), None
         interrupted = bool(payload.get("interrupted", False)) or (record is not None and record.interrupted)
@@ -87,7 +96,7 @@ async def post_waiting_call(
         interrupted=interrupted,
     )
     if mine:
-        await post_recorded(services, client, row, record, answerable_by_form=answerable_by_form)
+        await post_recorded(services, client, row, record, answerable_by_form=answerable_by_form, shown=shown)
     return row
 
 
@@ -99,17 +108,21 @@ async def post_recorded(
     *,
     answerable_by_form: bool | None = None,
     search_first: bool = False,
+    shown: WaitingCallView | None | Unread = UNREAD,
 ) -> str | None:
     """Post the message of a recorded row whose posting the caller has claimed; its ts, or None when it
-    could not be posted now (the thread is told, if Slack lets us, and the recovery pass posts it later)."""
+    could not be posted now (the thread is told, if Slack lets us, and the recovery pass posts it later).
+    `shown`: the runtime's view of the call as the caller just read it (read here when not given)."""
     if row.kind == "approval":
         tr = await services.languages.of_thread(row.thread_id, row.requester)
-        view = await waiting_approval_view(services, row, record, tr)
+        view = await waiting_approval_view(services, row, record, tr, shown=shown)
         text, blocks = approval_text(view, tr), build_approval_blocks(view, tr)
     else:
         if answerable_by_form is None:
             answerable_by_form = record is not None and record.resume_schema is not None
-        question = await waiting_question_view(services, row, record, answerable_by_form=answerable_by_form)
+        question = await waiting_question_view(
+            services, row, record, answerable_by_form=answerable_by_form, shown=shown
+        )
         tr = await services.languages.of_thread(row.thread_id, row.requester)
         text, blocks = question_text(question, tr), build_question_blocks(question, tr)
     ts = await deliver(services, client, row, text=text, blocks=blocks, search_first=search_first)
@@ -155,13 +168,16 @@ async def waiting_approval_view(
     tr: Translator,
     *,
     viewer: str | None = None,
+    shown: WaitingCallView | None | Unread = UNREAD,
 ) -> ApprovalView:
     """The approval message of `row`, rendered from the runtime's one view of the waiting call
     (`Agent.waiting_call_view`): its arguments and preview, who asked, the approvals so far, who may decide
     (in the words of `tr`) and until when, the grants on offer, and the buttons the rule allows: the
     `viewer`'s, for a copy one person reads (a DM); anyone's for a message many read (`viewer` None).
-    A call that no longer waits gets no buttons (its message is brought up to date next)."""
-    shown = await services.agent.waiting_call_view(row.run_id, row.tool_call_id)
+    A call that no longer waits gets no buttons (its message is brought up to date next). `shown`: that view
+    as the caller just read it (read here when not given)."""
+    if isinstance(shown, Unread):
+        shown = await services.agent.waiting_call_view(row.run_id, row.tool_call_id)
     if shown is None:
         return dataclasses.replace(approval_view_of(row, record), actions=frozenset())
     if viewer is None:
@@ -227,13 +243,20 @@ def preview_view_of(record: ToolCallRecord | None) -> PreviewView | None:
 
 
 async def waiting_question_view(
-    services: SlackServices, row: ToolCallMessageRow, record: ToolCallRecord | None, *, answerable_by_form: bool
+    services: SlackServices,
+    row: ToolCallMessageRow,
+    record: ToolCallRecord | None,
+    *,
+    answerable_by_form: bool,
+    shown: WaitingCallView | None | Unread = UNREAD,
 ) -> QuestionView:
     """The question message of `row`, with the buttons the rule offers someone on the runtime's one view of
     the call (`offered_actions`): Answer (with a form, when the tool says what data it takes), and Decline
-    and Cancel of a live question; none once the call no longer waits."""
+    and Cancel of a live question; none once the call no longer waits. `shown`: that view as the caller
+    just read it (read here when not given)."""
     question = question_view_of(row, answerable_by_form=answerable_by_form, record=record)
-    shown = await services.agent.waiting_call_view(row.run_id, row.tool_call_id)
+    if isinstance(shown, Unread):
+        shown = await services.agent.waiting_call_view(row.run_id, row.tool_call_id)
     offered = await offered_actions(shown) if shown is not None else frozenset()
     return dataclasses.replace(
         question,
@@ -343,9 +366,10 @@ async def _show_approvals_so_far(
     services: SlackServices, client: AsyncWebClient, row: ToolCallMessageRow, record: ToolCallRecord
 ) -> None:
     """Four eyes: every copy of a waiting approval shows who approved so far, its buttons kept."""
+    shown = await services.agent.waiting_call_view(row.run_id, row.tool_call_id)  # once for every copy
     for channel, ts, escalated_to in await services.stores.messages.every_message(row):
         tr = await _words_of_reader(services, row, escalated_to)
-        view = await waiting_approval_view(services, row, record, tr, viewer=reader_of(escalated_to))
+        view = await waiting_approval_view(services, row, record, tr, viewer=reader_of(escalated_to), shown=shown)
         text, blocks = approval_text(view, tr), build_approval_blocks(view, tr)
         try:
             await client.chat_update(channel=channel, ts=ts, text=text, blocks=blocks)

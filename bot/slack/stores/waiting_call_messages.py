@@ -269,11 +269,22 @@ class WaitingCallMessages(TableStore):
             result = (await connection.execute(_EVERY_MESSAGE, {"b_ref": row.id})).all()
         if result:
             row.ts = result[0].own_ts
-        found = [ShownMessage(row.channel, row.ts)] if row.ts else []
-        for _, channel, ts, escalated_to in result:
-            if ts is not None and (channel or row.channel, ts) not in [(m.channel, m.ts) for m in found]:
-                found.append(ShownMessage(channel or row.channel, ts, escalated_to))
-        return found
+        return _shown(row, [(channel, ts, escalated_to) for _, channel, ts, escalated_to in result])
+
+    async def shown_of_call(
+        self, run_id: str, tool_call_id: str
+    ) -> list[tuple[ToolCallMessageRow, list[ShownMessage]]]:
+        """Every message of the call over all its waits, oldest first, each with every known message that shows
+        it (`every_message`); one read of the rows and their copies together."""
+        rows: dict[str, tuple[ToolCallMessageRow, list[tuple[str | None, str | None, str | None]]]] = {}
+        async with self._reading() as connection:
+            result = await connection.execute(_SHOWN_OF_CALL, {"b_run": run_id, "b_call": tool_call_id})
+            for found in result:
+                values = found._mapping
+                if values["id"] not in rows:
+                    rows[values["id"]] = (ToolCallMessageRow(**{c.key: values[c.key] for c in _MESSAGES.c}), [])
+                rows[values["id"]][1].append((values["copy_channel"], values["copy_ts"], values["copy_escalated_to"]))
+        return [(row, _shown(row, copies)) for row, copies in rows.values()]
 
     async def mark_maybe_copies(self, ref: str) -> None:
         """A post of `ref` may have gone out without its answer (a copy may show in Slack)."""
@@ -328,8 +339,29 @@ class WaitingCallMessages(TableStore):
         return bool(rows_changed(result))
 
 
+def _shown(row: ToolCallMessageRow, copies: list[tuple[str | None, str | None, str | None]]) -> list[ShownMessage]:
+    """The messages that show `row`'s call: its own (once posted), then its copies (channel, ts, escalated_to;
+    a None ts is none: an outer join's row without copies), each once."""
+    found = [ShownMessage(row.channel, row.ts)] if row.ts else []
+    for channel, ts, escalated_to in copies:
+        if ts is not None and (channel or row.channel, ts) not in [(m.channel, m.ts) for m in found]:
+            found.append(ShownMessage(channel or row.channel, ts, escalated_to))
+    return found
+
+
 _MESSAGES = ToolCallMessageRow.__table__
 _COPIES = ToolCallMessageCopyRow.__table__
+_SHOWN_OF_CALL = (
+    select(
+        _MESSAGES,
+        _COPIES.c.channel.label("copy_channel"),
+        _COPIES.c.ts.label("copy_ts"),
+        _COPIES.c.escalated_to.label("copy_escalated_to"),
+    )
+    .select_from(_MESSAGES.outerjoin(_COPIES, _COPIES.c.message_id == _MESSAGES.c.id))
+    .where(_MESSAGES.c.run_id == bindparam("b_run"), _MESSAGES.c.tool_call_id == bindparam("b_call"))
+    .order_by(_MESSAGES.c.created_at, _MESSAGES.c.id, _COPIES.c.created_at)
+)
 _EVERY_MESSAGE = (
     select(_MESSAGES.c.ts.label("own_ts"), _COPIES.c.channel, _COPIES.c.ts, _COPIES.c.escalated_to)
     .select_from(_MESSAGES.outerjoin(_COPIES, _COPIES.c.message_id == _MESSAGES.c.id))
