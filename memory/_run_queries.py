@@ -6,17 +6,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import and_, case, exists, func, or_, select
 
+from ._policies import ToolPolicy, policy_of
 from ._reconnect import retried_while_away
 from ._run_sql import (
     CALL,
     CALLS,
     LATEST_WAITING,
     NOT_ESCALATED,
+    POLICIES,
     RUN,
+    RUN_CALL_AND_POLICY,
     RUN_MESSAGES,
     RUNS,
     WAITING_IN_THREAD,
@@ -44,13 +48,28 @@ class RunQueries(StorePart):
         self, run_id: str, tool_call_id: str | None
     ) -> tuple[StoredRun | None, StoredToolCall | None]:
         """A run and one of its calls (with no `tool_call_id`, the call that waits latest), read together."""
+        run, call, _policy = await self.run_call_and_policy(run_id, tool_call_id)
+        return run, call
+
+    async def run_call_and_policy(
+        self, run_id: str, tool_call_id: str | None
+    ) -> tuple[StoredRun | None, StoredToolCall | None, ToolPolicy | None]:
+        """A run, one of its calls (with no `tool_call_id`, the call that waits latest) and the policy of the
+        tool a human decides about (`displayed_tool_name`; the defaults when none is stored): one statement,
+        what a decision or a view of a waiting call reads."""
+        statement = RUN_CALL_AND_POLICY[tool_call_id is None]
         async with self._storage.read() as connection:
-            row = (await connection.execute(RUN, {"b_run": run_id})).first()
-            if row is None:
-                return None, None
-            statement = LATEST_WAITING if tool_call_id is None else CALL
-            call = (await connection.execute(statement, {"b_run": run_id, "b_call": tool_call_id})).first()
-        return StoredRun(**row._mapping), StoredToolCall(**call._mapping) if call is not None else None
+            row = (await connection.execute(statement, {"b_run": run_id, "b_call": tool_call_id})).first()
+        if row is None:
+            return None, None, None
+        values = row._mapping
+        run = StoredRun(**{column.key: values[column] for column in RUNS.c})
+        if values[CALLS.c.id] is None:
+            return run, None, None
+        call = StoredToolCall(**{column.key: values[column] for column in CALLS.c})
+        if values[POLICIES.c.tool_name] is None:
+            return run, call, ToolPolicy(tool_name=call.displayed_tool_name)
+        return run, call, policy_of(SimpleNamespace(**{column.key: values[column] for column in POLICIES.c}))
 
     async def held_calls(self, owner: str, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], StoredToolCall]:
         """The calls among `keys` (run id, tool call id) that `owner` still holds live (`held_by`), by key."""

@@ -80,6 +80,32 @@ LATEST_WAITING = (
     .order_by(CALLS.c.suspended_at.desc(), CALLS.c.id.desc())
     .limit(1)
 )
+
+
+def _run_call_and_policy(latest_waiting: bool) -> Any:
+    """The run `b_run`, its call `b_call` (with `latest_waiting`, the one that waits latest) and that call's
+    policy (of `displayed_tool_name`), in one row; the call's and the policy's columns NULL when there is none."""
+    if latest_waiting:
+        waiting = CALLS.alias("waiting")
+        latest = (
+            select(waiting.c.id)
+            .where(waiting.c.run_id == bindparam("b_run"), one_of(waiting.c.state, WAITING_STATES))
+            .order_by(waiting.c.suspended_at.desc(), waiting.c.id.desc())
+            .limit(1)
+            .scalar_subquery()
+        )
+        which = CALLS.c.id == latest
+    else:
+        which = CALLS.c.tool_call_id == bindparam("b_call")
+    shown_name = func.coalesce(CALLS.c.shown_tool_name, CALLS.c.tool_name)
+    joined = RUNS.outerjoin(CALLS, and_(CALLS.c.run_id == RUNS.c.id, which)).outerjoin(
+        POLICIES, POLICIES.c.tool_name == shown_name
+    )
+    return select(RUNS, CALLS, POLICIES).select_from(joined).where(RUNS.c.id == bindparam("b_run"))
+
+
+RUN_CALL_AND_POLICY = {False: _run_call_and_policy(False), True: _run_call_and_policy(True)}
+"""By whether the call is the one that waits latest (no tool call id given): see `_run_call_and_policy`."""
 UNSETTLED = exists().where(
     CALLS.c.run_id == RUNS.c.id, CALLS.c.step == RUNS.c.step, ~one_of(CALLS.c.state, SETTLED_STATES)
 )

@@ -39,6 +39,13 @@ class RunStorage(Protocol):
         """A run and one of its calls (no `tool_call_id`: the call that waits latest), read together."""
         ...
 
+    async def run_call_and_policy(
+        self, run_id: str, tool_call_id: str | None
+    ) -> tuple[StoredRun | None, StoredToolCall | None, ToolPolicy | None]:
+        """A run, one of its calls and the policy of the tool a human decides about, in one read (what a
+        decision or a view of a waiting call reads)."""
+        ...
+
     async def move_run(
         self,
         run: StoredRun,

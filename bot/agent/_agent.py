@@ -20,6 +20,7 @@ from memory import (
     Storage,
     StoredRun,
     StoredToolCall,
+    ToolPolicy,
 )
 from memory.states import (
     WAITING_STATES,
@@ -348,10 +349,10 @@ class Agent(DecisionForms):
     async def waiting_call_view(self, run_id: str, tool_call_id: str) -> WaitingCallView | None:
         """The one view of a call that waits for a person (approval or answer), that every surface renders;
         None when no such call of this agent waits."""
-        run, call = await self.storage.runs.run_and_call(run_id, tool_call_id)
-        if run is None or call is None or run.agent_id != self.id or call.state not in WAITING_STATES:
+        run, call, policy = await self.storage.runs.run_call_and_policy(run_id, tool_call_id)
+        if run is None or call is None or policy is None or run.agent_id != self.id or call.state not in WAITING_STATES:
             return None
-        return view_of(self, run, call, await self.storage.policies.get(call.displayed_tool_name))
+        return view_of(self, run, call, policy)
 
     async def actions_for(
         self, view: WaitingCallView, viewer: str | None, *, delegations: DelegationReader | None = None
@@ -370,10 +371,10 @@ class Agent(DecisionForms):
         decided_for: str | None = None,
         via: str = "runtime",
         user_messages: Sequence[dict[str, Any]] = (),
-        read: tuple[StoredRun, StoredToolCall] | None = None,
+        read: tuple[StoredRun, StoredToolCall, ToolPolicy] | None = None,
     ) -> Landed:
-        """`decide`, saying what landed (`_decisions.Decisions`); `read`: the run and call as the caller just
-        read them."""
+        """`decide`, saying what landed (`_decisions.Decisions`); `read`: the run, the call and its tool's
+        policy as the caller just read them."""
         return await self._decisions.decide(
             run_id,
             tool_call_id,

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memory import DelegationReader, Grant, Storage, StoredRun, StoredToolCall, ToolCallState
+from memory import DelegationReader, Grant, Storage, StoredRun, StoredToolCall, ToolCallState, ToolPolicy
 from memory.states import can_decide
 
 from ._authorize import (
@@ -76,7 +76,7 @@ class DecidingAgent(Protocol):
         decided_for: str | None = None,
         via: str = "runtime",
         user_messages: Sequence[dict[str, Any]] = (),
-        read: tuple[StoredRun, StoredToolCall] | None = None,
+        read: tuple[StoredRun, StoredToolCall, ToolPolicy] | None = None,
     ) -> Landed: ...
 
 
@@ -127,8 +127,8 @@ async def decide_as(
     user_messages: Sequence[dict[str, Any]] = (),
 ) -> DecisionResult:
     """See `Agent.decide_as`."""
-    run, call = await agent.storage.runs.run_and_call(run_id, tool_call_id)
-    if run is None or run.agent_id != agent.id or call is None:
+    run, call, stored_policy = await agent.storage.runs.run_call_and_policy(run_id, tool_call_id)
+    if run is None or run.agent_id != agent.id or call is None or stored_policy is None:
         return Gone(run_id=run_id, tool_call_id=tool_call_id)
     if not can_decide(call.state, decision.kind):
         return await _stale(agent, call, actor=actor, action=_action_or_none(decision), via=via)
@@ -136,14 +136,14 @@ async def decide_as(
     if isinstance(decision, DeclineQuestion | CancelQuestion) and not call.held_by:
         return AlreadyDecided(record=agent._record_of(call))  # only a live question can be dismissed
     action = action_of(decision)
-    policy = policy_for(await agent.storage.policies.get(call.displayed_tool_name), call)
+    policy = policy_for(stored_policy, call)
     verdict = await permit(asked_of(run, call, actor, action), policy, agent.directory, delegations_of(agent))
     if isinstance(verdict, Refusal):
         return await _refused(agent, call, verdict, actor=actor, action=action, via=via)
     try:
         landed = await agent._decide(
             run.id, call.tool_call_id, decision, decided_by=actor, decided_for=verdict.on_behalf_of, via=via,
-            user_messages=user_messages, read=(run, call),
+            user_messages=user_messages, read=(run, call, stored_policy),
         )  # fmt: skip
     except SnapshotNotFoundError:
         return Gone(run_id=run_id, tool_call_id=tool_call_id)
@@ -181,10 +181,10 @@ async def check_action(
     agent: DecidingAgent, run_id: str, tool_call_id: str, action: Action, *, actor: str | None, via: str, audit: bool
 ) -> Refused | None:
     """See `Agent.check`."""
-    run, call = await agent.storage.runs.run_and_call(run_id, tool_call_id)
-    if run is None or call is None or run.agent_id != agent.id:
+    run, call, stored_policy = await agent.storage.runs.run_call_and_policy(run_id, tool_call_id)
+    if run is None or call is None or stored_policy is None or run.agent_id != agent.id:
         return None  # nothing to refuse: the decision itself finds it gone
-    policy = policy_for(await agent.storage.policies.get(call.displayed_tool_name), call)
+    policy = policy_for(stored_policy, call)
     refusal = await permit(asked_of(run, call, actor, action), policy, agent.directory, delegations_of(agent))
     if not isinstance(refusal, Refusal):
         return None

@@ -90,10 +90,11 @@ class Decisions:
         decided_for: str | None = None,
         via: str = "runtime",
         user_messages: Sequence[dict[str, Any]] = (),
-        read: tuple[StoredRun, StoredToolCall] | None = None,
+        read: tuple[StoredRun, StoredToolCall, ToolPolicy] | None = None,
     ) -> Landed:
-        """`decide`, saying what landed; `read`: the run and call as the caller just read them."""
-        run, call = read or await self._waiting_call(run_id, tool_call_id, decision.kind)
+        """`decide`, saying what landed; `read`: the run, the call and its tool's policy (the one in force at
+        the decision) as the caller just read them, in one statement."""
+        run, call, policy = read or await self._waiting_call(run_id, tool_call_id, decision.kind)
         decision = as_decided(call, decision)
         if isinstance(decision, DeclineQuestion | CancelQuestion) and not call.held_by:
             raise ToolCallNotSuspendedError(
@@ -104,7 +105,6 @@ class Decisions:
             # the supervisor's run cannot follow a hand-over to another process yet: decide nothing
             raise QuestionHeldElsewhereError(run.id, call.tool_call_id)
         decision, edit = self._checked_decision(call, decision)
-        policy = await self._agent.storage.policies.get(call.displayed_tool_name)  # in force at the decision
         grant = self._new_grant(run, call, decision, policy, decided_by, edit)  # None unless one is asked for
         won = WonDecision(decision=decision, decided_by=decided_by, decided_for=decided_for, via=via)
         quorum: tuple[int, int] | None = None  # four eyes, the last approval: (approvals counted before it, needed)
@@ -146,14 +146,15 @@ class Decisions:
 
     async def _waiting_call(
         self, run_id: str, tool_call_id: str | None, kind: DecisionKind
-    ) -> tuple[StoredRun, StoredToolCall]:
-        """This agent's run and its call that waits for a decision of `kind`; raises when there is none."""
-        run, call = await self._agent.storage.runs.run_and_call(run_id, tool_call_id)
+    ) -> tuple[StoredRun, StoredToolCall, ToolPolicy]:
+        """This agent's run, its call that waits for a decision of `kind` and the call's policy (one read);
+        raises when there is none."""
+        run, call, policy = await self._agent.storage.runs.run_call_and_policy(run_id, tool_call_id)
         if run is None or run.agent_id != self._agent.id:
             raise SnapshotNotFoundError(run_id, storage_configured=self._agent._storage_configured)
-        if call is None or not can_decide(call.state, kind):
+        if call is None or policy is None or not can_decide(call.state, kind):
             raise ToolCallNotSuspendedError(run_id, tool_call_id, call.state if call else None, wanted=kind)
-        return run, call
+        return run, call, policy
 
     def _checked_decision(self, call: StoredToolCall, decision: Decision) -> tuple[Decision, dict[str, Any]]:
         """The decision as it will be stored (resume data cleaned and validated) and the fields of an edit

@@ -151,10 +151,10 @@ class RunStarts:
         a message that answers none of them is an ordinary turn, not a refused answer."""
         answerable = []
         for call in parked:
-            run = await self._agent.storage.runs.get_run(call.run_id)
-            if run is None:
+            run, _call, stored = await self._agent.storage.runs.run_call_and_policy(call.run_id, call.tool_call_id)
+            if run is None or stored is None:
                 continue
-            policy = policy_for(await self._agent.storage.policies.get(call.displayed_tool_name), call)
+            policy = policy_for(stored, call)
             if await authorize(asked_of(run, call, speaker, Action.ANSWER), policy, self._agent.directory) is None:
                 answerable.append(call)
         return answerable

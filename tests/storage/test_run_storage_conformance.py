@@ -15,7 +15,7 @@ from datetime import timedelta
 
 import pytest
 
-from memory import RunStatus, StoredToolCall, ThreadOwnerError, ToolCallState
+from memory import PolicyChange, RunStatus, StoredToolCall, ThreadOwnerError, ToolCallState
 from memory.protocols import RunStorage
 from memory.tables import utcnow
 from tests.support.rows import a_call, a_run
@@ -48,6 +48,26 @@ async def test_a_recorded_call_reads_back_with_its_arguments(storage):
     assert (stored.state, stored.args) == ("awaiting_approval", {"id": 3, "note": "削除してください"})
     assert (await storage.runs.latest_waiting_call(call.run_id)).tool_call_id == call.tool_call_id
     assert await storage.runs.call_ids(call.run_id) == {call.tool_call_id}
+
+
+async def test_a_run_its_call_and_the_policy_read_back_in_one(storage):
+    call = await a_waiting_call(storage.runs)
+    run, stored, policy = await storage.runs.run_call_and_policy(call.run_id, call.tool_call_id)
+    assert (run.id, run.step, stored.tool_call_id, stored.args) == (call.run_id, 1, "call-1", call.args)
+    assert (policy.tool_name, policy.version, policy.approvals_required) == ("delete-record", 0, 1)  # the defaults
+    await storage.policies.set("delete-record", PolicyChange(approvals_required=2, approvers=["U1", "U2"]))
+    _run, latest, policy = await storage.runs.run_call_and_policy(call.run_id, None)  # the call that waits latest
+    assert (latest.tool_call_id, policy.version, policy.approvals_required) == ("call-1", 1, 2)
+    assert policy.approvers == ("U1", "U2")
+    # a supervisor's call is decided under the policy of the tool it shows
+    await storage.runs.transition(stored, ToolCallState.RUNNING, allowed_from=[ToolCallState.AWAITING_APPROVAL])
+    await storage.runs.transition(stored, ToolCallState.AWAITING_APPROVAL, shown_tool_name="send-mail")
+    _run, shown, policy = await storage.runs.run_call_and_policy(call.run_id, "call-1")
+    assert (shown.displayed_tool_name, policy.tool_name, policy.version) == ("send-mail", "send-mail", 0)
+    assert await storage.runs.run_call_and_policy(call.run_id, "no-such-call") == (run, None, None)
+    await storage.runs.transition(shown, ToolCallState.DECLINED)
+    assert (await storage.runs.run_call_and_policy(call.run_id, None))[1:] == (None, None)  # nothing waits
+    assert await storage.runs.run_call_and_policy("no-such-run", "call-1") == (None, None, None)
 
 
 async def test_of_racing_decisions_on_one_call_exactly_one_wins(storage):
