@@ -8,6 +8,7 @@ import asyncio
 import inspect
 import logging
 import uuid
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -49,12 +50,18 @@ class CallRunner:
         """Tool call id -> the time of this driver's own "started" mark: its result is stored only if nothing
         moved the call since (a stalled process's execution, interrupted and run again elsewhere, is not)."""
 
-    async def work_on(self, calls: list[StoredToolCall], policy: ToolPolicy | None = None) -> list[Chunk]:
+    async def work_on(
+        self, calls: list[StoredToolCall], policies: Mapping[str, ToolPolicy] | None = None
+    ) -> list[Chunk]:
         """Carry out calls that need no (more) decision, concurrently; the chunks of their outcomes.
-        `policy`: of the one call a decision just read it for (see `_execute`)."""
+        `policies`: tool call id -> its tool's policy, as this action read it already (when the call was
+        proposed, or decided): not read again (see `_execute`)."""
         alone = len(calls) == 1  # then its result decides the run's next move too
+        policies = policies or {}
         chunks: list[Chunk] = []
-        for outcome in await asyncio.gather(*(self._work_on_one(call, policy, decides_next=alone) for call in calls)):
+        for outcome in await asyncio.gather(
+            *(self._work_on_one(call, policies.get(call.tool_call_id), decides_next=alone) for call in calls)
+        ):
             chunks += outcome
         return chunks
 
@@ -69,8 +76,9 @@ class CallRunner:
         """Run a call that is pending (no approval needed) or decided (approved, or resumed with data).
         `decides_next`: it is the driver's only work, so storing its result also makes the run's next move.
 
-        The tool's policy is read again (it may have changed), unless the decision just read it
-        (`policy`). The `before_tool_call` hook runs first; then the call is marked `running` in storage
+        The tool's policy is read, unless this action read it already (`policy`: when the call was proposed,
+        or decided); a disable that came since is still met, by the started mark's own read of it. The
+        `before_tool_call` hook runs first; then the call is marked `running` in storage
         (the "tool started" mark, one conditional UPDATE: whoever wins runs it, once), in the same
         statement as the last read of the policy (a disable committed before it wins); then `execute`.
         """
@@ -268,7 +276,7 @@ class CallRunner:
             return chunks
         if decision.kind.refuses:
             return [self._denied_chunk(call, decision.reason)]  # its tool message was stored with the decision
-        return await self.work_on([call], policy)
+        return await self.work_on([call], {call.tool_call_id: policy})
 
     async def _continue_sub_agent(self, row: StoredToolCall, *, decides_next: bool) -> list[Chunk]:
         """Go on with the sub-agent run of a supervisor's call that was at work when its process stopped."""

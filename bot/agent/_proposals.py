@@ -40,8 +40,9 @@ class Proposals:
         self.run = run
         self.options = options
         self.runs = deps.runs
-        self._policy_versions: dict[str, int] = {}
-        """Tool call id -> the version of its tool's policy when it was proposed (for the audit trail)."""
+        self.policies: dict[str, ToolPolicy] = {}
+        """Tool call id -> its tool's policy when it was proposed: its version for the audit trail, and what
+        the call runs under in the same step (not read again)."""
         self._blocked_ids: set[str] = set()
         """Tool call ids of the calls the model made to a disabled tool (audited as `blocked`)."""
         self.granted: dict[str, Grant] = {}
@@ -80,8 +81,7 @@ class Proposals:
         except SchemaValidationError as exc:
             return failed_call(row, f"invalid arguments for {name!r}: {exc}")
         row.fingerprint = fingerprint(name, row.args)
-        policy = await self.deps.policies.get(name)
-        self._policy_versions[row.tool_call_id] = policy.version
+        policy = self.policies[row.tool_call_id] = await self.deps.policies.get(name)
         if policy.disabled:
             self._blocked_ids.add(row.tool_call_id)
             return failed_call(row, disabled_error(name))
@@ -209,7 +209,8 @@ class Proposals:
         requester = context.get("requester") or self.run.resource_id
         audits = []
         for row in rows:
-            version = self._policy_versions.get(row.tool_call_id)
+            policy = self.policies.get(row.tool_call_id)
+            version = policy.version if policy is not None else None
             if row.tool_call_id in self._trials:
                 action, trial = self._trials[row.tool_call_id]
                 audits.append(

@@ -213,7 +213,8 @@ class RunDriver:
             for row in rows:
                 if row.state == ToolCallState.FAILED:
                     yield self.calls.result_chunk(row)
-            for chunk in await self.calls.work_on([row for row in rows if row.state == ToolCallState.PENDING]):
+            pending_rows = [row for row in rows if row.state == ToolCallState.PENDING]
+            for chunk in await self.calls.work_on(pending_rows, self.proposals.policies):
                 yield chunk
             waiting, move = await self._after_work(rows)
             for chunk in waiting:
