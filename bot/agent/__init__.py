@@ -11,7 +11,7 @@ from memory.states import DecisionKind, RunStatus, ToolCallState, waits_instead
 from ._agent import Agent
 from ._authorize import PLAIN, Action, Directory, Naming, OpenDirectory, Refusal, RefusalReason
 from ._conditions import ConditionError, check_condition, rule_line
-from ._deciding import refuse_stale
+from ._deciding import CallRead, refuse_stale
 from ._fingerprint import fingerprint
 from ._grounding import yes_or_no
 from ._model import limit_model_requests
@@ -80,6 +80,7 @@ __all__ = [
     "Action",
     "Agent",
     "AlreadyDecided",
+    "CallRead",
     "Counted",
     "Decided",
     "DecisionResult",

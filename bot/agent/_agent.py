@@ -35,7 +35,7 @@ from ._authorize import (
     Directory,
     OpenDirectory,
 )
-from ._deciding import Landed, check_action, decide_as
+from ._deciding import CallRead, Landed, check_action, decide_as, read_call
 from ._decisions import Decisions
 from ._driving import RunDeps, SubAgent
 from ._forms import DecisionForms
@@ -48,7 +48,7 @@ from ._run import RunDriver
 from ._starts import RunStarts
 from ._stream import AgentStream
 from ._sweeps import Sweeps
-from ._undoing import UndoResult, undo_as, undo_until, undo_until_of
+from ._undoing import UndoResult, undo_as, undo_offer
 from ._view import WaitingCallView, actions_for, view_of
 from .types import (
     AgentOutput,
@@ -307,11 +307,20 @@ class Agent(DecisionForms):
         actor: str | None,
         via: str = "runtime",
         user_messages: Sequence[dict[str, Any]] = (),
+        read: CallRead | None = None,
     ) -> DecisionResult:
         """Decide one waiting call for `actor`, if the rule lets them (`_authorize.authorize`): what
         happened, as one `DecisionResult` (decided, counted, refused, already decided, gone, invalid).
-        Every front end decides through this; a refusal is audited `refused` with its reason."""
-        return await decide_as(self, run_id, tool_call_id, decision, actor=actor, via=via, user_messages=user_messages)
+        Every front end decides through this; a refusal is audited `refused` with its reason. `read`: the
+        run, call and policy as the caller just read them (`read_call`), not read again."""
+        return await decide_as(
+            self, run_id, tool_call_id, decision, actor=actor, via=via, user_messages=user_messages, read=read
+        )
+
+    async def read_call(self, run_id: str, tool_call_id: str) -> CallRead | None:
+        """This agent's run, one of its calls and its tool's policy, read in one statement, with the call's
+        record (None: no such call), for a front end that looks at a call before it decides it (`read=`)."""
+        return await read_call(self, run_id, tool_call_id)
 
     async def undo_as(self, run_id: str, tool_call_id: str, *, actor: str | None, via: str = "runtime") -> UndoResult:
         """Undo a call that ran, for `actor`, if its tool declares how (`undo=`), its policy's window is open
@@ -319,18 +328,10 @@ class Agent(DecisionForms):
         (`CannotUndo`, `Refused`, `Gone`). Exactly one caller, on any replica, undoes a call, once."""
         return await undo_as(self, run_id, tool_call_id, actor=actor, via=via)
 
-    async def undo_until(self, run_id: str, tool_call_id: str) -> datetime | None:
-        """Until when the call may be undone, if an Undo may be offered now; None otherwise."""
-        return await undo_until(self, run_id, tool_call_id)
-
     async def undo_offer(self, run_id: str, tool_call_id: str) -> tuple[ToolCallRecord, datetime] | None:
-        """The call's record and until when it may be undone, if an Undo may be offered now (`undo_until`); None
-        otherwise. The call is read once for both."""
-        call = await self.storage.runs.get_tool_call(run_id, tool_call_id)
-        if call is None or call.agent_id != self.id:
-            return None
-        until = await undo_until_of(self, call)
-        return (self._record_of(call), until) if until is not None else None
+        """The call's record and until when it may be undone, if an Undo may be offered now (it ran, nobody
+        undid it, its tool declares how, its policy's window is open); None otherwise."""
+        return await undo_offer(self, run_id, tool_call_id)
 
     async def check(
         self,
@@ -341,10 +342,12 @@ class Agent(DecisionForms):
         actor: str | None,
         via: str = "runtime",
         audit: bool = True,
+        read: CallRead | None = None,
     ) -> Refused | None:
         """Whether `actor` may `action` the waiting call, before anything is decided (a form about to open, a
-        view offering the action): None if so, else the refusal, audited unless `audit` is False."""
-        return await check_action(self, run_id, tool_call_id, action, actor=actor, via=via, audit=audit)
+        view offering the action): None if so, else the refusal, audited unless `audit` is False. `read`: the
+        run, call and policy as the caller just read them (`read_call`)."""
+        return await check_action(self, run_id, tool_call_id, action, actor=actor, via=via, audit=audit, read=read)
 
     async def waiting_call_view(self, run_id: str, tool_call_id: str) -> WaitingCallView | None:
         """The one view of a call that waits for a person (approval or answer), that every surface renders;

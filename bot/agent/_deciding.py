@@ -52,6 +52,18 @@ class Landed:
     grant: dict[str, Any] | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class CallRead:
+    """A run, one of its calls and its tool's policy as a caller just read them (`Agent.read_call`), with the
+    call's record: given back to `decide_as` or `check`, they are not read again (each decision stays one
+    conditional write, so a call decided since is found out there)."""
+
+    run: StoredRun
+    call: StoredToolCall
+    policy: ToolPolicy
+    record: ToolCallRecord
+
+
 class DecidingAgent(Protocol):
     """What deciding needs of `Agent` (a protocol, so this module does not import `_agent`)."""
 
@@ -125,9 +137,10 @@ async def decide_as(
     actor: str | None,
     via: str,
     user_messages: Sequence[dict[str, Any]] = (),
+    read: CallRead | None = None,
 ) -> DecisionResult:
     """See `Agent.decide_as`."""
-    run, call, stored_policy = await agent.storage.runs.run_call_and_policy(run_id, tool_call_id)
+    run, call, stored_policy = await _read(agent, run_id, tool_call_id, read)
     if run is None or run.agent_id != agent.id or call is None or stored_policy is None:
         return Gone(run_id=run_id, tool_call_id=tool_call_id)
     if not can_decide(call.state, decision.kind):
@@ -178,10 +191,18 @@ async def decide_as(
 
 
 async def check_action(
-    agent: DecidingAgent, run_id: str, tool_call_id: str, action: Action, *, actor: str | None, via: str, audit: bool
+    agent: DecidingAgent,
+    run_id: str,
+    tool_call_id: str,
+    action: Action,
+    *,
+    actor: str | None,
+    via: str,
+    audit: bool,
+    read: CallRead | None = None,
 ) -> Refused | None:
     """See `Agent.check`."""
-    run, call, stored_policy = await agent.storage.runs.run_call_and_policy(run_id, tool_call_id)
+    run, call, stored_policy = await _read(agent, run_id, tool_call_id, read)
     if run is None or call is None or stored_policy is None or run.agent_id != agent.id:
         return None  # nothing to refuse: the decision itself finds it gone
     policy = policy_for(stored_policy, call)
@@ -191,6 +212,25 @@ async def check_action(
     if not audit:
         return Refused(refusal=refusal, record=agent._record_of(call))
     return await _refused(agent, call, refusal, actor=actor, action=action, via=via)
+
+
+async def read_call(agent: DecidingAgent, run_id: str, tool_call_id: str) -> CallRead | None:
+    """See `Agent.read_call`."""
+    run, call, policy = await agent.storage.runs.run_call_and_policy(run_id, tool_call_id)
+    if run is None or call is None or policy is None or run.agent_id != agent.id:
+        return None
+    return CallRead(run=run, call=call, policy=policy, record=agent._record_of(call))
+
+
+async def _read(
+    agent: DecidingAgent, run_id: str, tool_call_id: str | None, read: CallRead | None
+) -> tuple[StoredRun | None, StoredToolCall | None, ToolPolicy | None]:
+    """The run, call and policy `read` holds (the caller read them), else read now, in one statement."""
+    if read is None:
+        return await agent.storage.runs.run_call_and_policy(run_id, tool_call_id)
+    if read.run.id != run_id or tool_call_id not in (None, read.call.tool_call_id):
+        raise ValueError(f"the call read is {read.run.id}/{read.call.tool_call_id}, not {run_id}/{tool_call_id}")
+    return read.run, read.call, read.policy
 
 
 def delegations_of(agent: DecidingAgent) -> DelegationReader:
@@ -242,4 +282,4 @@ async def _refused(
     return Refused(refusal=refusal, record=agent._record_of(call))
 
 
-__all__ = ["Landed", "action_of", "check_action", "decide_as", "delegations_of"]
+__all__ = ["CallRead", "Landed", "action_of", "check_action", "decide_as", "delegations_of", "read_call"]

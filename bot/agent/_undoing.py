@@ -23,6 +23,7 @@ from ._authorize import Directory, Refusal, RefusalReason, approvers_so_far, req
 from ._contained import run_contained
 from ._results import Gone, Refused
 from .exceptions import DirectoryUnavailableError
+from .types import ToolCallRecord
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,8 @@ class UndoAgent(Protocol):
     def directory(self) -> Directory: ...
 
     def _find_tool(self, name: str) -> Tool | None: ...
+
+    def _record_of(self, row: StoredToolCall) -> ToolCallRecord: ...
 
 
 class NotUndoable(StrEnum):
@@ -107,15 +110,18 @@ async def undo_window(agent: UndoAgent, call: StoredToolCall) -> int:
     return (await agent.storage.policies.get(call.displayed_tool_name)).undo_seconds
 
 
-async def undo_until(agent: UndoAgent, run_id: str, tool_call_id: str) -> datetime | None:
+async def undo_offer(agent: UndoAgent, run_id: str, tool_call_id: str) -> tuple[ToolCallRecord, datetime] | None:
+    """See `Agent.undo_offer`: the call is read once, for its record and its window."""
+    call = await agent.storage.runs.get_tool_call(run_id, tool_call_id)
+    if call is None or call.agent_id != agent.id:
+        return None
+    until = await undo_until(agent, call)
+    return (agent._record_of(call), until) if until is not None else None
+
+
+async def undo_until(agent: UndoAgent, call: StoredToolCall) -> datetime | None:
     """Until when the call may be undone, if an Undo may be offered now (it ran, nobody undid it, its tool
     declares how, its policy's window is open); None otherwise."""
-    call = await agent.storage.runs.get_tool_call(run_id, tool_call_id)
-    return await undo_until_of(agent, call) if call is not None else None
-
-
-async def undo_until_of(agent: UndoAgent, call: StoredToolCall) -> datetime | None:
-    """`undo_until` of a call the caller read."""
     if call.state != ToolCallState.DONE or call.undo_state is not None or call.updated_at is None:
         return None
     window = await undo_window(agent, call)

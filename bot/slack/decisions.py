@@ -19,6 +19,7 @@ from bot.agent import (
     Action,
     AgentStream,
     AlreadyDecided,
+    CallRead,
     Counted,
     DatabaseAwayError,
     Decided,
@@ -42,7 +43,7 @@ from .tables import ToolCallMessageRow
 from .threads import SlackThread
 from .translator import N_
 from .undo import offer_undo
-from .waiting_messages import record_of, refresh_message, still_waits
+from .waiting_messages import refresh_message, still_waits
 
 # What a refused click is told (catalog message ids: `refuse` says them in the clicker's language).
 UNKNOWN = N_("This button does not belong to a request that is waiting here.")
@@ -104,6 +105,8 @@ class WaitingCall:
 
     row: ToolCallMessageRow
     record: ToolCallRecord
+    read: CallRead | None = None
+    """The run and call as the click's check read them: the decision does not read them again."""
 
     @property
     def thread(self) -> SlackThread:
@@ -181,14 +184,15 @@ async def find_waiting_call(
             raise ClickRefused(UNKNOWN, RefusalReason.UNKNOWN)
         await services.stores.messages.set_ts(row.id, message_ts)
         row = await services.stores.messages.get(row.id) or row
-    record = await record_of(services, row)
+    read = await services.agent.read_call(row.run_id, row.tool_call_id)
+    record = read.record if read is not None else None
     if record is None or not still_waits(row, record):
         if record is not None and record.state == ToolCallState.EXPIRED:
             raise ClickRefused(EXPIRED, RefusalReason.EXPIRED, row=row)
         raise ClickRefused(_already(kind), RefusalReason.ALREADY_DECIDED, row=row)
     if fingerprint is not None and fingerprint != (record.fingerprint or ""):
         raise ClickRefused(NOT_AS_SHOWN, RefusalReason.NOT_AS_SHOWN, about=row)
-    return WaitingCall(row=row, record=record)
+    return WaitingCall(row=row, record=record, read=read)
 
 
 async def check_decider(
@@ -197,7 +201,9 @@ async def check_decider(
     """Ask the runtime's rule whether `user_id` may `action` the call before a form about it opens; a
     refusal (audited by the runtime) is raised as `ClickRefused`. The rule may ask Slack (`users.info`, a
     user group's members), so a modal submission asks it after its ack."""
-    refused = await services.agent.check(call.row.run_id, call.row.tool_call_id, Action(action), actor=user_id, via=via)
+    refused = await services.agent.check(
+        call.row.run_id, call.row.tool_call_id, Action(action), actor=user_id, via=via, read=call.read
+    )
     if refused is not None:
         tr = await services.languages.of_person(user_id)
         raise ClickRefused(refusal_text(refused.refusal, tr), RefusalReason.NOT_ALLOWED, about=call.row)
@@ -237,7 +243,9 @@ async def decide_and_show(
     of who may); the result shown in its message; the run's stream to relay (`go_on`), or None when the call
     still waits (four eyes: this approval counted, more are needed). Raises `ClickRefused` when nothing was
     decided, `DataUnfit` when the runtime found the form's data unfit."""
-    result = await services.agent.decide_as(call.row.run_id, call.row.tool_call_id, decision, actor=user_id, via=via)
+    result = await services.agent.decide_as(
+        call.row.run_id, call.row.tool_call_id, decision, actor=user_id, via=via, read=call.read
+    )
     match result:
         case Refused():
             reason = (
