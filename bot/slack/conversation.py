@@ -21,6 +21,7 @@ from .feedback_builder import build_feedback_block
 from .mrkdwn import slack_date
 from .replies import Step, ThinkingStatus, ThreadReply, args_line
 from .services import SlackServices
+from .tables import SlackConversationRow
 from .threads import SlackThread
 from .translator import Translator
 from .waiting_messages import post_waiting_call, refresh_open_messages
@@ -45,11 +46,13 @@ async def answer_message(
     owner: str | None = None,
     new: bool = False,
     message_id: str | None = None,
+    conversation: SlackConversationRow | None = None,
 ) -> None:
     """Run the agent on `user`'s message in `thread` and write its answer there; `new`: the message
     started the conversation (the thread holds no message of the bot's yet); `message_id`: the message's
     ts, which one run or one answered question takes, once (a replica that stalled past its lease while
-    another answered the message says nothing).
+    another answered the message says nothing); `conversation`: the thread's record, read when the turn
+    started (its language is not read again).
 
     The memory thread belongs to the conversation's `owner` (who started it; the runtime refuses a
     thread to any other resource), so that is the `resource_id`; others in the thread speak in it too,
@@ -71,7 +74,15 @@ async def answer_message(
         )
 
     await run_turn(
-        services, client, start, thread=thread, requester=user, request_text=text, new=new, taken_again_if_away=True
+        services,
+        client,
+        start,
+        thread=thread,
+        requester=user,
+        request_text=text,
+        new=new,
+        taken_again_if_away=True,
+        conversation=conversation,
     )
 
 
@@ -96,6 +107,7 @@ async def run_turn(
     request_text: str | None,
     new: bool = False,
     taken_again_if_away: bool = False,
+    conversation: SlackConversationRow | None = None,
 ) -> None:
     """Show the thinking status, get the run's stream from `start`, relay it, and tell the thread if it
     failed; then close the messages of calls settled meanwhile (a question answered by this message).
@@ -112,8 +124,9 @@ async def run_turn(
 
     `taken_again_if_away`: a turn of the thread's queue, which raises `DatabaseAwayError` (after saying nothing)
     when the database stayed away, so the queue takes the message again instead of marking it answered.
+    `conversation`: the thread's record as the caller read it (for its language, see `ReaderLanguages`).
     """
-    tr = await services.languages.of_thread(thread.thread_id, requester)
+    tr = await services.languages.of_thread(thread.thread_id, requester, conversation=conversation)
     status = ThinkingStatus(client, thread, tr)
     showing = asyncio.ensure_future(status.show())
     finish = None

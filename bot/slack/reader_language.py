@@ -14,6 +14,7 @@ from collections import OrderedDict
 
 from .directory import Directory, DirectoryError
 from .stores import Conversations
+from .tables import SlackConversationRow
 from .translator import DEFAULT_LANGUAGE, LANGUAGES, Translator, nearest_language, translator
 
 _KEPT_THREADS = 10_000
@@ -48,14 +49,18 @@ class ReaderLanguages:
         except TimeoutError:
             return translator(self.default)
 
-    async def of_thread(self, thread_id: str, starter: str | None) -> Translator:
+    async def of_thread(
+        self, thread_id: str, starter: str | None, *, conversation: SlackConversationRow | None = None
+    ) -> Translator:
         """The words of the bot's messages in `thread_id`: the language the conversation was fixed to, or, the
         first time, its starter's now, which it keeps from then on. `starter`: who started it, as far as the
         caller knows (the conversation's own record wins); a thread the bot holds no conversation in (one the
-        HTTP API alone acts on) is in `starter`'s language, not fixed."""
+        HTTP API alone acts on) is in `starter`'s language, not fixed. `conversation`: the thread's record as
+        the caller read it (a turn reads it when it starts), not read again."""
         language = self._threads.get(thread_id)
         if language is None:
-            conversation = await self.conversations.get_by_id(thread_id)
+            if conversation is None or conversation.thread_id != thread_id:
+                conversation = await self.conversations.get_by_id(thread_id)
             if conversation is None:
                 return await self.of_person(starter)
             language = conversation.language

@@ -127,3 +127,13 @@ async def test_a_turn_started_by_a_replica_that_stopped_says_so(slack_storage):
     assert not (await stores.take_thread(thread_id, "replica-a", stale_after=30)).started
     taken_over = await stores.take_thread(thread_id, "replica-b", stale_after=-1)  # a's heartbeat is "stale"
     assert (taken_over.event_id, taken_over.started) == ("Ev1", True)
+
+
+async def test_a_conversations_language_is_fixed_by_the_first_to_fix_it(slack_storage):
+    conversations = Conversations(slack_storage)
+    thread = SlackThread(team_id="T1", channel="C1", thread_ts="1.0")
+    assert await conversations.keep_language(thread.thread_id, "fr") is None  # no conversation: nothing fixed
+    await conversations.start(thread, "U1")
+    assert await conversations.keep_language(thread.thread_id, "fr") == "fr"
+    assert await conversations.keep_language(thread.thread_id, "de") == "fr"
+    assert (await conversations.get(thread)).language == "fr"

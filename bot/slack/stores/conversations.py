@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory import Storage, retried_while_away
@@ -62,18 +62,18 @@ class Conversations(TableStore):
 
     async def keep_language(self, thread_id: str, language: str) -> str | None:
         """Fix the language of the conversation in `thread_id` to `language` unless it has one already; the
-        language it has now (None when the bot takes no part in the thread). One conditional UPDATE: when two
-        replicas fix it at once, the first write stays and both read it."""
+        language it has now (None when the bot takes no part in the thread). One UPDATE that keeps a language
+        already there and returns the one it leaves: when two replicas fix it at once, the first write stays
+        and both read it (PostgreSQL: the second waits for the first's row lock, then sees its language)."""
         async with self._writing() as connection:
-            await connection.execute(_KEEP_LANGUAGE, {"b_thread": thread_id, "b_language": language})
-            return (await connection.execute(_LANGUAGE, {"b_thread": thread_id})).scalar()
+            return (await connection.execute(_KEEP_LANGUAGE, {"b_thread": thread_id, "b_language": language})).scalar()
 
 
 _TABLE = SlackConversationRow.__table__
 _CONVERSATION = select(_TABLE).where(_TABLE.c.thread_id == bindparam("b_thread"))
-_LANGUAGE = select(_TABLE.c.language).where(_TABLE.c.thread_id == bindparam("b_thread"))
 _KEEP_LANGUAGE = (
     update(SlackConversationRow)
-    .where(_TABLE.c.thread_id == bindparam("b_thread"), _TABLE.c.language.is_(None))
-    .values(language=bindparam("b_language"))
+    .where(_TABLE.c.thread_id == bindparam("b_thread"))
+    .values(language=func.coalesce(_TABLE.c.language, bindparam("b_language")))
+    .returning(_TABLE.c.language)
 )

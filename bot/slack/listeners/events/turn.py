@@ -39,6 +39,7 @@ async def take_turn(services: SlackServices, client: Any, message: QueuedMessage
         owner=conversation.started_by,
         new=message.new_conversation,
         message_id=event.get("ts"),
+        conversation=conversation,
     )
 
 

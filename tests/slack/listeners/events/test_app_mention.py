@@ -109,3 +109,22 @@ async def test_a_new_conversation_answered_at_once_is_not_searched_for_waiting_c
         sql_event.remove(bot.storage.engine.sync_engine, "before_cursor_execute", seen)
     answers = [c.params["ts"] for c in bot.slack.calls_of("chat.stopStream")]
     assert [bot.slack.message("C1", ts).text for ts in answers] == ["你好！有什么可以帮你？", "Bien sûr, voilà."]
+
+
+async def test_a_mentions_turn_reads_its_conversation_with_its_start_alone(bot: RunningBot, model):
+    # the conversation's record comes back from its turn's start; its language is written in one statement
+    statements: list[str] = []
+
+    def seen(_conn, _cursor, statement, *_args):
+        statements.append(" ".join(statement.split()))
+
+    sql_event.listen(bot.storage.engine.sync_engine, "before_cursor_execute", seen)
+    model.chat.push(reply("Hello."))
+    try:
+        await bot.mention("hi")
+        await until(lambda: any(s.startswith("DELETE FROM slack_thread_turns") for s in statements), what="the turn")
+    finally:
+        sql_event.remove(bot.storage.engine.sync_engine, "before_cursor_execute", seen)
+    conversations = [s.split(" ")[0] for s in statements if "slack_conversations" in s]
+    assert conversations == ["INSERT", "UPDATE"]
+    assert bot.slack.message("C1", bot.slack.calls_of("chat.stopStream")[0].params["ts"]).text == "Hello."
