@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import event as sql_event
 
 from bot.slack.stores import Conversations, EventLog, SlackStores, prepare_slack_tables
 from bot.slack.threads import SlackThread
+from memory.tables import utcnow
 
 pytestmark = pytest.mark.both_databases
 
@@ -35,6 +38,18 @@ async def test_claims_of_one_burst_are_decided_each(slack_storage):
     assert results == [False, True, True, False, True]
 
 
+async def test_a_claim_tried_again_after_it_landed_still_wins(slack_storage):
+    """A claim's statement commits by itself; tried again after a lost connection (`retried_while_away`) it
+    meets its own row, and wins still, where another claim of the event loses."""
+    events = EventLog(slack_storage)
+    claim = {"event_id": "Ev1", "team_id": "T1", "received_at": utcnow(), "thread_id": None}
+    claim |= {"message_ts": None, "event": None, "bot_user_id": None}
+    assert await events._insert_claims([claim]) == {"Ev1"}
+    assert await events._insert_claims([claim]) == {"Ev1"}  # the same claim, tried again
+    assert await events._insert_claims([{**claim, "received_at": utcnow()}]) == set()  # another one
+    assert await events.claim("Ev1", "T1") is False
+
+
 async def test_old_event_ids_are_forgotten(slack_storage):
     events = EventLog(slack_storage, keep_events=timedelta(seconds=-1), prune_every=2)
     assert await events.claim("Ev1", None)
@@ -51,6 +66,36 @@ async def test_conversation_belongs_to_whoever_started_it(slack_storage):
     again, created = await conversations.start(thread, "U2")
     assert (again.started_by, created) == ("U1", False)
     assert thread.thread_id == "slack:T1:C1:1.0"
+
+
+@contextmanager
+def statements_of(storage):
+    """The SQL statements `storage` runs meanwhile (each statement of `Dialect.together` on SQLite)."""
+    seen: list[str] = []
+
+    def record(_conn, _cursor, statement, *_args):
+        seen.append(" ".join(statement.split()))
+
+    sql_event.listen(storage.engine.sync_engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        sql_event.remove(storage.engine.sync_engine, "before_cursor_execute", record)
+
+
+async def test_a_turn_with_nothing_after_it_ends_in_one_statement(slack_storage):
+    """Its mark and the lease's release: one statement on PostgreSQL, which does not count the message its
+    own mark ends as waiting (its parts see the queue as it was before the mark)."""
+    stores = SlackStores.on(slack_storage)
+    thread_id = "slack:T1:C1:1.0"
+    await stores.events.claim("Ev1", "T1", thread_id=thread_id, event={"ts": "1.0", "text": "Grüß Gott"})
+    first = await stores.take_thread(thread_id, "replica-a", stale_after=30)
+    with statements_of(slack_storage) as seen:
+        assert await stores.finish_turn(first, "replica-a") is None
+    verbs = [statement.split(" ")[0] for statement in seen if not statement.startswith("BEGIN")]
+    assert verbs == (["UPDATE", "DELETE"] if slack_storage.is_sqlite else ["WITH"]), seen
+    assert not await stores.events.any_queued(thread_id)
+    assert await stores.thread_turns.take(thread_id, "replica-b", stale_after=30)  # let go
 
 
 async def test_a_thread_turn_has_one_holder_until_its_last_message_is_done(slack_storage):

@@ -9,7 +9,7 @@
 - `ClickLog` (`clicks.py`): button clicks recorded before their ack, until they are carried out.
 
 Each method is one short transaction; `SlackStores` makes one transaction of a turn's writes to the
-leases, the queue and the conversation (`take_thread`, `finish_turn`). The tables are migrated once, when
+leases, the queue and the conversation (`take_thread`), and one statement of a turn's end (`finish_turn`). The tables are migrated once, when
 the bot starts (`prepare_slack_tables`), never on the way of a call.
 """
 
@@ -79,18 +79,25 @@ class SlackStores:
             return await self._start_next_or_let_go(connection, thread_id, holder)
 
     async def finish_turn(self, message: QueuedMessage, holder: str) -> QueuedMessage | None:
-        """Mark `message`'s turn done and start the next waiting message of its thread, in one transaction;
-        None if no message waits (the lease is let go in the same transaction). Mostly none waits: the
-        lease is let go first, in one statement, and the queue is read only if it was kept.
+        """Mark `message`'s turn done and start the next waiting message of its thread; None if no message
+        waits (the lease is let go with the mark). Mostly none waits: the mark and the lease's release are
+        one statement that commits by itself (one round trip on PostgreSQL; a second try of it, after a lost
+        connection, finds the lease gone: None too), and only a lease kept (a message waits) starts a
+        transaction that reads the queue.
 
         None too if the lease is no longer `holder`'s: this replica stalled past its heartbeat and another
         took the thread over (`ThreadTurns.take`), whose turns the thread's next messages are now. The
         check refreshes the lease, so (PostgreSQL: with its row lock) no one takes it over before this
         transaction has started the next message."""
+        async with self.storage.statement(idempotent=True) as connection:
+            _, released = await self.storage.dialect.together(
+                connection,
+                self.events.finishing(message.event_id),
+                self.thread_turns.releasing_if_idle(message.thread_id, holder, besides=message.event_id),
+            )
+        if released:
+            return None
         async with self.storage.transaction() as connection:
-            await self.events.finish_turn(message.event_id, connection=connection)
-            if await self.thread_turns.release_if_idle(message.thread_id, holder, connection=connection):
-                return None
             if not await self.thread_turns.keep(message.thread_id, holder, connection=connection):
                 return None
             return await self._start_next_or_let_go(connection, message.thread_id, holder)

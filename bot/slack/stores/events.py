@@ -1,9 +1,9 @@
 """Handled Slack events (`slack_events`): the dedup of deliveries, and the messages queued for their turn.
 
-Claiming an event is an INSERT that does nothing on conflict, so two replicas (or a retry) racing for the
+Claiming an event is an INSERT that leaves an existing row alone, so two replicas (or a retry) racing for the
 same event get one winner from the database. Claims that arrive together are written together, in one
-transaction (a burst of mentions costs a few commits, not one each), because the ack waits for them
-(`ClaimWriter`).
+statement that commits by itself (a burst of mentions costs a few commits, not one each; one round trip on
+PostgreSQL), because the ack waits for them (`ClaimWriter`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, exists, select, update
+from sqlalchemy import Update, and_, bindparam, delete, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.orm import aliased
 
@@ -102,11 +102,14 @@ class EventLog(TableStore):
         self.prune_every = prune_every
         self._claims = 0
         self._writer = ClaimWriter(self._insert_claims)
-        self._claim = (
-            self._insert(SlackEventRow)
-            .on_conflict_do_nothing(index_elements=["event_id"])
-            .returning(SlackEventRow.event_id)
-        )
+        insert = self._insert(SlackEventRow)
+        # a second try of a claim whose first landed (its answer lost with the connection) meets its own row,
+        # the one with its `received_at`: it still wins, where another claim's row leaves it out
+        self._claim = insert.on_conflict_do_update(
+            index_elements=["event_id"],
+            set_={"received_at": insert.excluded.received_at},
+            where=SlackEventRow.received_at == insert.excluded.received_at,
+        ).returning(SlackEventRow.event_id)
 
     async def claim(
         self,
@@ -138,7 +141,8 @@ class EventLog(TableStore):
         return won
 
     async def _insert_claims(self, rows: list[dict[str, Any]]) -> set[str]:
-        async with self._writing() as connection:
+        # one statement, committed by itself (one round trip on PostgreSQL), and tried again as it was
+        async with self._one_statement(idempotent=True) as connection:
             return set((await connection.execute(self._claim, rows)).scalars())
 
     async def prune(self) -> int:
@@ -176,9 +180,9 @@ class EventLog(TableStore):
         async with self._reading() as reading:
             return await reading.scalar(_ANY_UNDONE, {"b_thread": thread_id}) is not None
 
-    async def finish_turn(self, event_id: str, *, connection: AsyncConnection | None = None) -> None:
-        async with self._writing(connection) as connection:
-            await connection.execute(_MARK_DONE, {"b_event_id": event_id, "b_now": utcnow()})
+    def finishing(self, event_id: str) -> Update:
+        """The statement that marks `event_id`'s turn done (`SlackStores.finish_turn` runs it with others)."""
+        return update(SlackEventRow).where(SlackEventRow.event_id == event_id).values(done_at=utcnow())
 
     async def waits_behind(self, event_id: str) -> bool:
         """Whether the message's turn has not started and an earlier message of its thread (by ts) is
@@ -254,7 +258,4 @@ _MARK_STARTED = (
     update(SlackEventRow)
     .where(SlackEventRow.event_id == bindparam("b_event_id"), SlackEventRow.started_at.is_(None))
     .values(started_at=bindparam("b_now"))
-)
-_MARK_DONE = (
-    update(SlackEventRow).where(SlackEventRow.event_id == bindparam("b_event_id")).values(done_at=bindparam("b_now"))
 )

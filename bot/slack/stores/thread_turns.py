@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import bindparam, delete, exists, update
+from sqlalchemy import Delete, bindparam, delete, exists, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory import Storage, retried_while_away
@@ -72,6 +72,18 @@ class ThreadTurns(TableStore):
         async with self._writing(connection) as connection:
             result = await connection.execute(_RELEASE_IF_IDLE, {"b_thread": thread_id, "b_holder": holder})
         return result.rowcount == 1
+
+    def releasing_if_idle(self, thread_id: str, holder: str, *, besides: str) -> Delete:
+        """The statement of `release_if_idle` that does not count the message `besides` as waiting: the one
+        whose turn is marked done in the same statement (`SlackStores.finish_turn`; on PostgreSQL its parts
+        see the queue as it was before the mark)."""
+        return delete(SlackThreadTurnRow).where(
+            SlackThreadTurnRow.thread_id == thread_id,
+            SlackThreadTurnRow.holder == holder,
+            ~exists().where(
+                SlackEventRow.thread_id == thread_id, SlackEventRow.done_at.is_(None), SlackEventRow.event_id != besides
+            ),
+        )
 
 
 # The statements of every turn, built once (see `events.py`).
