@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Protocol
 
-from memory import Storage, StoredRun, StoredToolCall, ToolCallState
+from memory import Storage, StoredRun, StoredToolCall, ToolCallState, ToolPolicy
 from tools import Tool
 
 from ._authorize import Directory, Refusal, RefusalReason, approvers_so_far, requester_of
@@ -102,29 +102,31 @@ def undoers(run: StoredRun, call: StoredToolCall) -> tuple[str, ...]:
     return (requester,) if requester else ()
 
 
-async def undo_window(agent: UndoAgent, call: StoredToolCall) -> int:
-    """Seconds the call may be undone after it ran: its policy's, 0 when its tool declares no undo."""
+async def undo_window(agent: UndoAgent, call: StoredToolCall, policy: ToolPolicy | None = None) -> int:
+    """Seconds the call may be undone after it ran: its policy's (`policy`, read here when not given), 0 when
+    its tool declares no undo."""
     tool = agent._find_tool(call.tool_name)
     if tool is None or tool.undo is None or call.child_run_id is not None:
         return 0
-    return (await agent.storage.policies.get(call.displayed_tool_name)).undo_seconds
+    return (policy or await agent.storage.policies.get(call.displayed_tool_name)).undo_seconds
 
 
 async def undo_offer(agent: UndoAgent, run_id: str, tool_call_id: str) -> tuple[ToolCallRecord, datetime] | None:
-    """See `Agent.undo_offer`: the call is read once, for its record and its window."""
-    call = await agent.storage.runs.get_tool_call(run_id, tool_call_id)
-    if call is None or call.agent_id != agent.id:
+    """See `Agent.undo_offer`: the call and its policy are read once, in one statement, for its record and its
+    window."""
+    run, call, policy = await agent.storage.runs.run_call_and_policy(run_id, tool_call_id)
+    if run is None or call is None or run.agent_id != agent.id:
         return None
-    until = await undo_until(agent, call)
+    until = await undo_until(agent, call, policy)
     return (agent._record_of(call), until) if until is not None else None
 
 
-async def undo_until(agent: UndoAgent, call: StoredToolCall) -> datetime | None:
+async def undo_until(agent: UndoAgent, call: StoredToolCall, policy: ToolPolicy | None = None) -> datetime | None:
     """Until when the call may be undone, if an Undo may be offered now (it ran, nobody undid it, its tool
-    declares how, its policy's window is open); None otherwise."""
+    declares how, its policy's window is open); None otherwise. `policy`: the call's, read here when not given."""
     if call.state != ToolCallState.DONE or call.undo_state is not None or call.updated_at is None:
         return None
-    window = await undo_window(agent, call)
+    window = await undo_window(agent, call, policy)
     until = call.updated_at + timedelta(seconds=window)
     return until if window and until > agent.storage.clock.now() else None
 
@@ -132,12 +134,11 @@ async def undo_until(agent: UndoAgent, call: StoredToolCall) -> datetime | None:
 async def undo_as(agent: UndoAgent, run_id: str, tool_call_id: str, *, actor: str | None, via: str) -> UndoResult:
     """See `Agent.undo_as`."""
     storage = agent.storage
-    run, call = await storage.runs.run_and_call(run_id, tool_call_id)
-    if run is None or call is None or run.agent_id != agent.id:
+    run, call, policy = await storage.runs.run_call_and_policy(run_id, tool_call_id)  # one statement
+    if run is None or call is None or policy is None or run.agent_id != agent.id:
         return Gone(run_id=run_id, tool_call_id=tool_call_id)
     name = call.displayed_tool_name
     tool = agent._find_tool(call.tool_name)
-    policy = await storage.policies.get(name)
     if tool is None or tool.undo is None or call.child_run_id is not None or not policy.undo_seconds:
         return CannotUndo(reason=NotUndoable.NO_UNDO, tool_name=name)
     if call.state != ToolCallState.DONE:

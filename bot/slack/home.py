@@ -50,6 +50,8 @@ PUBLISHES_PER_MINUTE = 100
 """Slack's `views.publish` limit per workspace (Tier 4: 100+ a minute), which refreshes are paced to."""
 PUBLISH_BURST = 50
 """Publishes sent at once before the pace applies (Tier 4 allows generous bursts)."""
+NOT_READ = "\x00not read"
+"""The digest a caller of `HomePublisher.publish` has not read (None: read, and nothing was published yet)."""
 
 
 class _DelegationsNow:
@@ -113,8 +115,7 @@ class HomePublisher:
 
     async def opened(self, user_id: str) -> None:
         """The user opened their Home tab: publish it (if it changed since they last saw it)."""
-        await self.services.stores.home_views.opened(user_id)
-        await self.publish(user_id)
+        await self.publish(user_id, shown=await self.services.stores.home_views.opened(user_id))
 
     def changed(self) -> None:
         """Something a Home shows changed: refresh every opened Home, soon, in the background."""
@@ -164,9 +165,9 @@ class HomePublisher:
             if not self._again:
                 return
 
-    async def publish(self, user_id: str, *, shown: str | None = None) -> bool:
-        """Publish the user's Home if its content changed since `shown` (the digest last published; read
-        from the database when not given); True if it was published."""
+    async def publish(self, user_id: str, *, shown: str | None = NOT_READ) -> bool:
+        """Publish the user's Home if its content changed since `shown` (the digest last published, None:
+        never; read from the database when not given); True if it was published."""
         digest = await self._published(user_id, shown=shown)
         if digest is None:
             return False
@@ -177,12 +178,14 @@ class HomePublisher:
         return True
 
     async def _published(self, user_id: str, *, shown: str | None, shared: _Shared | None = None) -> str | None:
-        """Publish the user's Home if its content's digest is not `shown` (read when not given): the digest
+        """Publish the user's Home if its content's digest is not `shown` (`NOT_READ`: read now): the digest
         published, or None."""
         try:
             view = await self.view_for(user_id, shared=shared)
             digest = hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest()
-            if (shown or await self.services.stores.home_views.digest(user_id)) == digest:
+            if shown == NOT_READ:
+                shown = await self.services.stores.home_views.digest(user_id)
+            if shown == digest:
                 return None
             await self._pace.take()
             await self.client.views_publish(user_id=user_id, view=view)

@@ -47,6 +47,7 @@ from .question_builder import (
     question_text,
 )
 from .services import SlackServices, home_changed
+from .stores.waiting_call_messages import ShownMessage
 from .tables import ToolCallMessageRow
 from .threads import SlackThread
 from .translator import Translator
@@ -304,13 +305,15 @@ async def refresh_message(
     answered_by: str | None = None,
     resume_data: Any = None,
     record: ToolCallRecord | None = None,
+    shown: list[ShownMessage] | None = None,
 ) -> bool:
     """Update the message of `row` in place if its call no longer waits: no buttons, the outcome, who, when.
 
     Every message known to show the call is updated (copies too; the thread is searched for unrecorded
     ones when a post may have left some). Returns False (and changes nothing) while the call still
     waits, or before any message is posted. `record`: the call as a decision just left it (read when
-    not given).
+    not given); `shown`: every message known to show it, as read since the call was settled (read when not
+    given, and again after a search of the thread).
     """
     record = record or await record_of(services, row)
     if still_waits(row, record):
@@ -320,7 +323,9 @@ async def refresh_message(
     if row.maybe_copies:
         await find_copies(services, client, row)
         await adopt_escalation_copies(services, client, row.id)
-    shown = await services.stores.messages.every_message(row)  # read with its ts now (a copy may be newer)
+        shown = None  # the search may have recorded more
+    if shown is None:
+        shown = await services.stores.messages.every_message(row)  # read with its ts now (a copy may be newer)
     if not shown:
         return False
     refused = record.outcome if record is not None and record.outcome in ("declined", "cancelled", "expired") else None
@@ -422,9 +427,9 @@ def _settled_approval(row: ToolCallMessageRow, record: ToolCallRecord | None, tr
 
 async def refresh_open_messages(services: SlackServices, client: AsyncWebClient, thread_id: str) -> None:
     """Close every open message of the thread whose call was settled meanwhile (e.g. answered in the thread)."""
-    for row in await services.stores.messages.open_in_thread(thread_id):
+    for row, shown in await services.stores.messages.open_in_thread(thread_id):
         try:
-            await refresh_message(services, client, row)
+            await refresh_message(services, client, row, shown=shown)
         except SlackApiError:
             services.logger.warning("could not update the message of %s/%s", row.run_id, row.tool_call_id)
 

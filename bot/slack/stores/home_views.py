@@ -16,15 +16,17 @@ from ._table_store import TableStore
 class HomeViews(TableStore):
     """The App Homes the bot keeps up to date."""
 
-    async def opened(self, user_id: str) -> None:
-        """Remember that `user_id` opened the App Home (their Home is refreshed from now on)."""
+    async def opened(self, user_id: str) -> str | None:
+        """Remember that `user_id` opened the App Home (their Home is refreshed from now on); the digest of the
+        view last published for them (None: never), in the same statement."""
+        insert = self._insert(HomeViewRow)
         statement = (
-            self._insert(HomeViewRow)
-            .values(user_id=user_id, digest=None, opened_at=utcnow())
-            .on_conflict_do_nothing(index_elements=["user_id"])
-        )
+            insert.values(user_id=user_id, digest=None, opened_at=utcnow())
+            .on_conflict_do_update(index_elements=["user_id"], set_={"user_id": insert.excluded.user_id})
+            .returning(HomeViewRow.digest)
+        )  # an update to the same value, for RETURNING to give the row that was there
         async with self._one_statement(idempotent=True) as connection:
-            await connection.execute(statement)
+            return (await connection.execute(statement)).scalar_one()
 
     async def digests(self) -> dict[str, str | None]:
         """Every user who opened the App Home, with the digest of the view last published for them."""

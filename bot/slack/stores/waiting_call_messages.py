@@ -276,15 +276,9 @@ class WaitingCallMessages(TableStore):
     ) -> list[tuple[ToolCallMessageRow, list[ShownMessage]]]:
         """Every message of the call over all its waits, oldest first, each with every known message that shows
         it (`every_message`); one read of the rows and their copies together."""
-        rows: dict[str, tuple[ToolCallMessageRow, list[tuple[str | None, str | None, str | None]]]] = {}
         async with self._reading() as connection:
             result = await connection.execute(_SHOWN_OF_CALL, {"b_run": run_id, "b_call": tool_call_id})
-            for found in result:
-                values = found._mapping
-                if values["id"] not in rows:
-                    rows[values["id"]] = (ToolCallMessageRow(**{c.key: values[c.key] for c in _MESSAGES.c}), [])
-                rows[values["id"]][1].append((values["copy_channel"], values["copy_ts"], values["copy_escalated_to"]))
-        return [(row, _shown(row, copies)) for row, copies in rows.values()]
+            return _rows_with_copies(result)
 
     async def mark_maybe_copies(self, ref: str) -> None:
         """A post of `ref` may have gone out without its answer (a copy may show in Slack)."""
@@ -310,12 +304,13 @@ class WaitingCallMessages(TableStore):
             )
             return list(result)
 
-    async def open_in_thread(self, thread_id: str) -> list[ToolCallMessageRow]:
-        """The thread's messages not yet closed, as detached rows. Read after every turn, and mostly none:
-        a plain connection, with rows built only for what it finds."""
+    async def open_in_thread(self, thread_id: str) -> list[tuple[ToolCallMessageRow, list[ShownMessage]]]:
+        """The thread's messages not yet closed, as detached rows, each with every known message that shows
+        it (`every_message`), in one read. Read after most turns, and mostly none: a plain connection, with
+        rows built only for what it finds."""
         async with self._reading() as connection:
             result = await connection.execute(_OPEN_IN_THREAD, {"b_thread": thread_id})
-            return [ToolCallMessageRow(**row._mapping) for row in result]
+            return _rows_with_copies(result)
 
     async def open_approvals(self) -> list[ToolCallMessageRow]:
         """Every approval message not yet closed, oldest first, one per call (for the App Home)."""
@@ -349,9 +344,20 @@ def _shown(row: ToolCallMessageRow, copies: list[tuple[str | None, str | None, s
     return found
 
 
+def _rows_with_copies(result: Any) -> list[tuple[ToolCallMessageRow, list[ShownMessage]]]:
+    """The rows of a read of `_WITH_COPIES` (a row per copy, or one without), each once, with what shows it."""
+    rows: dict[str, tuple[ToolCallMessageRow, list[tuple[str | None, str | None, str | None]]]] = {}
+    for found in result:
+        values = found._mapping
+        if values["id"] not in rows:
+            rows[values["id"]] = (ToolCallMessageRow(**{c.key: values[c.key] for c in _MESSAGES.c}), [])
+        rows[values["id"]][1].append((values["copy_channel"], values["copy_ts"], values["copy_escalated_to"]))
+    return [(row, _shown(row, copies)) for row, copies in rows.values()]
+
+
 _MESSAGES = ToolCallMessageRow.__table__
 _COPIES = ToolCallMessageCopyRow.__table__
-_SHOWN_OF_CALL = (
+_WITH_COPIES = (
     select(
         _MESSAGES,
         _COPIES.c.channel.label("copy_channel"),
@@ -359,8 +365,11 @@ _SHOWN_OF_CALL = (
         _COPIES.c.escalated_to.label("copy_escalated_to"),
     )
     .select_from(_MESSAGES.outerjoin(_COPIES, _COPIES.c.message_id == _MESSAGES.c.id))
-    .where(_MESSAGES.c.run_id == bindparam("b_run"), _MESSAGES.c.tool_call_id == bindparam("b_call"))
     .order_by(_MESSAGES.c.created_at, _MESSAGES.c.id, _COPIES.c.created_at)
+)
+"""Messages, each with its copies (an outer join: a message without copies comes once, with none)."""
+_SHOWN_OF_CALL = _WITH_COPIES.where(
+    _MESSAGES.c.run_id == bindparam("b_run"), _MESSAGES.c.tool_call_id == bindparam("b_call")
 )
 _EVERY_MESSAGE = (
     select(_MESSAGES.c.ts.label("own_ts"), _COPIES.c.channel, _COPIES.c.ts, _COPIES.c.escalated_to)
@@ -368,6 +377,4 @@ _EVERY_MESSAGE = (
     .where(_MESSAGES.c.id == bindparam("b_ref"))
     .order_by(_COPIES.c.created_at)
 )
-_OPEN_IN_THREAD = select(_MESSAGES).where(
-    _MESSAGES.c.thread_id == bindparam("b_thread"), _MESSAGES.c.closed_at.is_(None)
-)
+_OPEN_IN_THREAD = _WITH_COPIES.where(_MESSAGES.c.thread_id == bindparam("b_thread"), _MESSAGES.c.closed_at.is_(None))
