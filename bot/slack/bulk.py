@@ -108,7 +108,7 @@ async def decide_selected(
             outcomes.append(BulkOutcome(group=COUNTED, label=_label(row, value, tr)))
             continue
         outcomes.append(BulkOutcome(group=APPROVED if action == "approve" else DECLINED, label=_label(row, value, tr)))
-        going_on.append(go_on(services, client, call, stream))
+        going_on.append(go_on(services, client, call, stream, ran=action == "approve"))
     if len(selected) > MAX_SELECTED:
         outcomes.append(
             BulkOutcome(

@@ -21,7 +21,8 @@ from .feedback_builder import build_feedback_block
 from .mrkdwn import slack_date
 from .replies import Step, ThinkingStatus, ThreadReply, args_line
 from .services import SlackServices
-from .tables import SlackConversationRow
+from .stores.waiting_call_messages import ShownMessage
+from .tables import SlackConversationRow, ToolCallMessageRow
 from .threads import SlackThread
 from .translator import Translator
 from .waiting_messages import post_waiting_call, refresh_open_messages
@@ -87,14 +88,24 @@ async def answer_message(
 
 
 async def continue_run(
-    services: SlackServices, client: AsyncWebClient, stream: AgentStream, *, thread: SlackThread, requester: str
-) -> None:
-    """Relay a run that goes on after a decision or an answer (`stream` from approve/decline/resume)."""
+    services: SlackServices,
+    client: AsyncWebClient,
+    stream: AgentStream,
+    *,
+    thread: SlackThread,
+    requester: str,
+    with_call: tuple[str, str] | None = None,
+) -> list[tuple[ToolCallMessageRow, list[ShownMessage]]] | None:
+    """Relay a run that goes on after a decision or an answer (`stream` from approve/decline/resume); the
+    messages of `with_call` (run id, tool call id) as read with the thread's open ones after the turn (None:
+    not read)."""
 
     async def start() -> AgentStream:
         return stream
 
-    await run_turn(services, client, start, thread=thread, requester=requester, request_text=None)
+    return await run_turn(
+        services, client, start, thread=thread, requester=requester, request_text=None, with_call=with_call
+    )
 
 
 async def run_turn(
@@ -108,9 +119,11 @@ async def run_turn(
     new: bool = False,
     taken_again_if_away: bool = False,
     conversation: SlackConversationRow | None = None,
-) -> None:
+    with_call: tuple[str, str] | None = None,
+) -> list[tuple[ToolCallMessageRow, list[ShownMessage]]] | None:
     """Show the thinking status, get the run's stream from `start`, relay it, and tell the thread if it
-    failed; then close the messages of calls settled meanwhile (a question answered by this message).
+    failed; then close the messages of calls settled meanwhile (a question answered by this message),
+    reading those of `with_call` with them: returned (None when they were not read).
 
     The status is asked for beside the run's start, not before it: the run is stored (and the model asked)
     while Slack answers, and a replica that stalls meanwhile leaves a message that has reached the runtime,
@@ -166,9 +179,10 @@ async def run_turn(
     if away is not None and taken_again_if_away:
         raise away
     if away is not None:
-        return
-    if not new:
-        await refresh_open_messages(services, client, thread.thread_id)
+        return None
+    if new:
+        return None
+    return await refresh_open_messages(services, client, thread.thread_id, with_call=with_call)
 
 
 async def _say_failed(

@@ -19,6 +19,7 @@ from bot.agent import (
     Action,
     AgentStream,
     AlreadyDecided,
+    Approve,
     CallRead,
     Counted,
     DatabaseAwayError,
@@ -227,7 +228,7 @@ async def decide(
     data does not fit (the call still waits)."""
     stream = await decide_and_show(services, client, call, decision, user_id=user_id, via=via)
     if stream is not None:
-        await go_on(services, client, call, stream)
+        await go_on(services, client, call, stream, ran=isinstance(decision, Approve))
 
 
 async def decide_and_show(
@@ -286,11 +287,20 @@ async def decide_and_show(
     return result.stream
 
 
-async def go_on(services: SlackServices, client: AsyncWebClient, call: WaitingCall, stream: AgentStream) -> None:
+async def go_on(
+    services: SlackServices, client: AsyncWebClient, call: WaitingCall, stream: AgentStream, *, ran: bool = True
+) -> None:
     """The second half of `decide`: relay the run as it goes on after the decision, in its thread; then offer
-    Undo on the message of a call that ran, if it may be undone."""
-    await continue_run(services, client, stream, thread=call.thread, requester=call.row.requester)
-    await offer_undo(services, client, call.row.run_id, call.row.tool_call_id)
+    Undo on the message of a call that ran, if it may be undone. `ran`: whether the decision may have run the
+    call (an approval; a declined call or an answered question offers no Undo, so it is not looked up)."""
+    key = (call.row.run_id, call.row.tool_call_id)
+    undoable = ran and call.row.kind == "approval"
+    # the call's messages are read with the thread's open ones after the run (one statement)
+    shown = await continue_run(
+        services, client, stream, thread=call.thread, requester=call.row.requester, with_call=key if undoable else None
+    )
+    if undoable:
+        await offer_undo(services, client, *key, messages=shown)
 
 
 async def tell(client: AsyncWebClient, *, channel: str, user: str, text: str, thread_ts: str | None = None) -> None:

@@ -62,14 +62,24 @@ def undone_line(undone: Undone | UndoFailed, tr: Translator) -> str:
     )  # fmt: skip
 
 
-async def offer_undo(services: SlackServices, client: AsyncWebClient, run_id: str, tool_call_id: str) -> None:
+async def offer_undo(
+    services: SlackServices,
+    client: AsyncWebClient,
+    run_id: str,
+    tool_call_id: str,
+    *,
+    messages: list[tuple[ToolCallMessageRow, list[ShownMessage]]] | None = None,
+) -> None:
     """Show Undo on the messages of a call that just ran, if it may be undone (its tool declares how, its
-    policy's window is open, nobody undid it)."""
+    policy's window is open, nobody undid it). `messages`: the call's, as the caller read them since it ran
+    (`shown_of_call`; read here when not given, or when a search of the thread may have found more)."""
     offer = await services.agent.undo_offer(run_id, tool_call_id)  # the call read once, for every message
     if offer is None:
         return
     record, until = offer
-    for row, shown in await services.stores.messages.shown_of_call(run_id, tool_call_id):
+    if messages is None or any(row.maybe_copies for row, _ in messages):
+        messages = await services.stores.messages.shown_of_call(run_id, tool_call_id)
+    for row, shown in messages:
         if row.kind != "approval":
             continue
         extra = lambda tr, ref=row.id, end=until: undo_blocks(ref, end, tr)  # noqa: E731

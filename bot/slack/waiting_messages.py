@@ -425,13 +425,21 @@ def _settled_approval(row: ToolCallMessageRow, record: ToolCallRecord | None, tr
     return decided_text(view, decision, tr), build_decided_approval_blocks(view, decision, tr)
 
 
-async def refresh_open_messages(services: SlackServices, client: AsyncWebClient, thread_id: str) -> None:
-    """Close every open message of the thread whose call was settled meanwhile (e.g. answered in the thread)."""
-    for row, shown in await services.stores.messages.open_in_thread(thread_id):
+async def refresh_open_messages(
+    services: SlackServices, client: AsyncWebClient, thread_id: str, *, with_call: tuple[str, str] | None = None
+) -> list[tuple[ToolCallMessageRow, list[ShownMessage]]]:
+    """Close every open message of the thread whose call was settled meanwhile (e.g. answered in the thread).
+    `with_call` (run id, tool call id): that call's messages are read in the same statement, and returned,
+    each with every message that shows it (`shown_of_call`)."""
+    found = await services.stores.messages.open_in_thread(thread_id, with_call=with_call)
+    for row, shown in found:
+        if row.closed_at is not None:
+            continue
         try:
             await refresh_message(services, client, row, shown=shown)
         except SlackApiError:
             services.logger.warning("could not update the message of %s/%s", row.run_id, row.tool_call_id)
+    return [(row, shown) for row, shown in found if with_call == (row.run_id, row.tool_call_id)]
 
 
 async def refresh_tool_call_messages(

@@ -12,7 +12,7 @@ import secrets
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam, or_, select, tuple_, update
+from sqlalchemy import and_, bindparam, or_, select, tuple_, update
 
 from memory import retried_while_away
 from memory.tables import utcnow
@@ -304,12 +304,20 @@ class WaitingCallMessages(TableStore):
             )
             return list(result)
 
-    async def open_in_thread(self, thread_id: str) -> list[tuple[ToolCallMessageRow, list[ShownMessage]]]:
+    async def open_in_thread(
+        self, thread_id: str, *, with_call: tuple[str, str] | None = None
+    ) -> list[tuple[ToolCallMessageRow, list[ShownMessage]]]:
         """The thread's messages not yet closed, as detached rows, each with every known message that shows
         it (`every_message`), in one read. Read after most turns, and mostly none: a plain connection, with
-        rows built only for what it finds."""
+        rows built only for what it finds. `with_call` (run id, tool call id): that call's messages too,
+        closed or not (`shown_of_call`), in the same read."""
         async with self._reading() as connection:
-            result = await connection.execute(_OPEN_IN_THREAD, {"b_thread": thread_id})
+            if with_call is None:
+                result = await connection.execute(_OPEN_IN_THREAD, {"b_thread": thread_id})
+            else:
+                run_id, tool_call_id = with_call
+                parameters = {"b_thread": thread_id, "b_run": run_id, "b_call": tool_call_id}
+                result = await connection.execute(_OPEN_IN_THREAD_WITH_CALL, parameters)
             return _rows_with_copies(result)
 
     async def open_approvals(self) -> list[ToolCallMessageRow]:
@@ -378,3 +386,10 @@ _EVERY_MESSAGE = (
     .order_by(_COPIES.c.created_at)
 )
 _OPEN_IN_THREAD = _WITH_COPIES.where(_MESSAGES.c.thread_id == bindparam("b_thread"), _MESSAGES.c.closed_at.is_(None))
+_OPEN_IN_THREAD_WITH_CALL = _WITH_COPIES.where(
+    _MESSAGES.c.thread_id == bindparam("b_thread"),
+    or_(
+        _MESSAGES.c.closed_at.is_(None),
+        and_(_MESSAGES.c.run_id == bindparam("b_run"), _MESSAGES.c.tool_call_id == bindparam("b_call")),
+    ),
+)

@@ -1,0 +1,102 @@
+"""The waiting calls' messages and the App Homes in as few statements as they take (issue 42): a message's row
+is what was written (not read back), a message comes with its copies, a Home's digest with its opening."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import event as sql_event
+
+from bot.slack.stores import HomeViews, WaitingCallMessages, prepare_slack_tables
+from bot.slack.threads import SlackThread
+from memory.tables import utcnow
+
+pytestmark = pytest.mark.both_databases
+
+THREAD = SlackThread(team_id="T1", channel="C1", thread_ts="1.0")
+
+
+@pytest.fixture
+async def slack_storage(storage):
+    await prepare_slack_tables(storage)
+    return storage
+
+
+@contextmanager
+def statements_of(storage):
+    """The SQL statements `storage` runs meanwhile, BEGIN left out (SQLite's; PostgreSQL's autocommit has none)."""
+    seen: list[str] = []
+
+    def record(_conn, _cursor, statement, *_args):
+        if not statement.lstrip().upper().startswith("BEGIN"):
+            seen.append(" ".join(statement.split()))
+
+    sql_event.listen(storage.engine.sync_engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        sql_event.remove(storage.engine.sync_engine, "before_cursor_execute", record)
+
+
+async def _record(messages: WaitingCallMessages, tool_call_id: str = "call-1", **extra):
+    return await messages.record(
+        kind="approval", run_id="run-1", tool_call_id=tool_call_id, tool_name="delete-record", args={"id": 3},
+        thread=THREAD, requester="U1", request_text="delete record 3", **extra,
+    )  # fmt: skip
+
+
+async def test_a_messages_row_is_what_was_written_not_read_back(slack_storage):
+    messages = WaitingCallMessages(slack_storage)
+    since = utcnow() - timedelta(seconds=5)
+    with statements_of(slack_storage) as seen:
+        row, mine = await _record(messages, waiting_since=since)
+    assert mine
+    assert [statement.split(" ")[0] for statement in seen] == ["INSERT"], seen
+    stored = await messages.get(row.id)
+    columns = [column.key for column in stored.__table__.columns]
+    assert {key: getattr(row, key) for key in columns} == {key: getattr(stored, key) for key in columns}
+    again, mine = await _record(messages, waiting_since=since, claim=False)  # the same wait, by the recovery
+    assert (again.id, mine) == (row.id, False)  # the first's row, read
+
+
+async def test_a_messages_ts_and_copies_are_read_in_one_statement(slack_storage):
+    messages = WaitingCallMessages(slack_storage)
+    row, _ = await _record(messages)
+    await messages.set_ts(row.id, "2.0")
+    await messages.set_ts(row.id, "3.0")  # a retried post's copy
+    await messages.add_copy(row.id, "4.0", channel="D9", escalated_to="U9")  # an escalation's, in a DM
+    assert row.ts is None  # as recorded
+    with statements_of(slack_storage) as seen:
+        shown = await messages.every_message(row)
+    assert len(seen) == 1, seen
+    assert [tuple(message) for message in shown] == [("C1", "2.0", None), ("C1", "3.0", None), ("D9", "4.0", "U9")]
+    assert row.ts == "2.0"  # brought up to the ts stored now
+
+
+async def test_a_threads_open_messages_come_with_a_closed_calls_in_one_statement(slack_storage):
+    messages = WaitingCallMessages(slack_storage)
+    decided, _ = await _record(messages, tool_call_id="call-1")
+    waiting, _ = await _record(messages, tool_call_id="call-2")
+    for row, ts in ((decided, "2.0"), (waiting, "3.0")):
+        await messages.set_ts(row.id, ts)
+    await messages.set_ts(decided.id, "4.0")  # a copy
+    await messages.close(decided.id)
+    with statements_of(slack_storage) as seen:
+        found = await messages.open_in_thread(THREAD.thread_id, with_call=("run-1", "call-1"))
+    assert len(seen) == 1, seen
+    shown = {row.tool_call_id: [message.ts for message in messages_of] for row, messages_of in found}
+    assert shown == {"call-1": ["2.0", "4.0"], "call-2": ["3.0"]}
+    only_open = await messages.open_in_thread(THREAD.thread_id)
+    assert [(row.tool_call_id, [m.ts for m in of]) for row, of in only_open] == [("call-2", ["3.0"])]
+
+
+async def test_opening_the_home_says_what_was_last_published_in_one_statement(slack_storage):
+    homes = HomeViews(slack_storage)
+    with statements_of(slack_storage) as seen:
+        assert await homes.opened("U1") is None  # never published
+    assert [statement.split(" ")[0] for statement in seen] == ["INSERT"], seen
+    await homes.published("U1", "digest-1")
+    assert await homes.opened("U1") == "digest-1"  # opened again: still refreshed, and its digest known
+    assert await homes.digests() == {"U1": "digest-1"}
