@@ -70,6 +70,12 @@ class ReaderLanguages:
             self._remember(thread_id, language)
         return translator(language if language in LANGUAGES else self.default)
 
+    async def wanted_for(self, thread_id: str, starter: str) -> str | None:
+        """The language to record with the conversation `starter` starts (or continues) in `thread_id`, when
+        its turn starts, so that `of_thread` need not fix it in a write of its own: `starter`'s now; None
+        when this process knows the thread's language already (the record keeps a language it has)."""
+        return None if thread_id in self._threads else await self.language_of_person(starter)
+
     def _remember(self, thread_id: str, language: str) -> None:
         self._threads[thread_id] = language
         self._threads.move_to_end(thread_id)

@@ -106,8 +106,8 @@ class TurnQueue:
         A thread waits for one of the `max_concurrent_turns` work slots before it touches the database, so
         a burst of messages queues here instead of crowding the CPU and the connections that the acks
         need; while its turn waits for the model or a tool, the slot serves another thread. Taking the
-        thread starts its first message, and each turn's end starts the next or lets the thread go, each
-        in one transaction (`SlackStores.take_thread`, `finish_turn`)."""
+        thread starts its first message, and each turn's end starts the next or lets the thread go
+        (`SlackStores.take_thread`, `finish_turn`)."""
         turn = asyncio.current_task()
         assert turn is not None, "a turn is taken in a task"
         self._turns.add(turn)
@@ -118,7 +118,9 @@ class TurnQueue:
 
     async def _take_turns(self, thread_id: str) -> None:
         async with self.slots.slot():
-            message = await self.stores.take_thread(thread_id, self.holder, stale_after=self.stale_after)
+            message = await self.stores.take_thread(
+                thread_id, self.holder, stale_after=self.stale_after, language_of=self._language_of
+            )
             if message is None:
                 return
             heartbeat = asyncio.create_task(self._keep(thread_id))
@@ -142,7 +144,7 @@ class TurnQueue:
             # started before by a replica that stopped after the runtime took the message: what it started
             # is the runtime's recovery's to continue; answering the message again could run it twice
             self.logger.warning("turn of event %s was interrupted; not taken again", message.event_id)
-            following = await self.stores.finish_turn(message, self.holder)
+            following = await self.stores.finish_turn(message, self.holder, language_of=self._language_of)
             if not await self._answered(message):  # "send it again" after the answer would be false
                 await self._post(message, INTERRUPTED_TEXT)
             return following
@@ -152,7 +154,12 @@ class TurnQueue:
             raise  # not answered, and nothing said: not done (see `_take_turns`)
         except Exception:  # the turn's own failures are told in the thread by `answer`
             self.logger.exception("the turn of event %s failed", message.event_id)
-        return await self.stores.finish_turn(message, self.holder)
+        return await self.stores.finish_turn(message, self.holder, language_of=self._language_of)
+
+    async def _language_of(self, thread_id: str, starter: str) -> str | None:
+        """The language a conversation's `starter` reads, recorded with the conversation when its turn starts
+        (None: the thread's is known already, or the notices are in English)."""
+        return None if self.languages is None else await self.languages.wanted_for(thread_id, starter)
 
     async def _let_go(self, thread_id: str) -> None:
         """Release the thread of a turn cut off; if the database is still away, its lease goes stale instead."""

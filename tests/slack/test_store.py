@@ -182,3 +182,37 @@ async def test_a_conversations_language_is_fixed_by_the_first_to_fix_it(slack_st
     assert await conversations.keep_language(thread.thread_id, "fr") == "fr"
     assert await conversations.keep_language(thread.thread_id, "de") == "fr"
     assert (await conversations.get(thread)).language == "fr"
+
+
+async def test_a_mentions_turn_starts_in_three_statements_and_only_for_the_leases_holder(slack_storage):
+    """The lease, the message's start (with the read of the queue), the conversation with its language."""
+    stores = SlackStores.on(slack_storage)
+    thread = SlackThread(team_id="T1", channel="C1", thread_ts="1.0")
+    mention = {"type": "app_mention", "channel": "C1", "user": "U1", "ts": "1.0", "text": "<@UBOT> hej"}
+    await stores.events.claim("Ev1", "T1", thread_id=thread.thread_id, event=mention)
+
+    async def swedish(thread_id: str, user: str) -> str:
+        return "sv"
+
+    with statements_of(slack_storage) as seen:
+        first = await stores.take_thread(thread.thread_id, "replica-a", stale_after=30, language_of=swedish)
+    verbs = [statement.split(" ")[0] for statement in seen if not statement.startswith("BEGIN")]
+    assert verbs == ["INSERT", "UPDATE", "INSERT"], seen
+    assert (first.event_id, first.started, first.new_conversation) == ("Ev1", False, True)
+    assert (first.conversation.started_by, first.conversation.language) == ("U1", "sv")
+    assert await stores.events.start_next(thread.thread_id, "replica-b") is None  # not b's thread
+    again = await stores.events.start_next(thread.thread_id, "replica-a")
+    assert (again.event_id, again.started) == ("Ev1", True)  # its turn was started before (by the first)
+
+
+async def test_a_conversation_takes_its_starters_language_once(slack_storage):
+    conversations = Conversations(slack_storage)
+    thread = SlackThread(team_id="T1", channel="C1", thread_ts="1.0")
+    first, _ = await conversations.start(thread, "U1")
+    assert first.language is None  # none given: fixed later (`ReaderLanguages.of_thread`)
+    other, _ = await conversations.start(thread, "U2", language="de")
+    assert other.language is None  # not the starter's
+    starter, _ = await conversations.start(thread, "U1", language="ja")
+    assert starter.language == "ja"
+    again, created = await conversations.start(thread, "U1", language="fr")
+    assert (again.language, again.started_by, created) == ("ja", "U1", False)

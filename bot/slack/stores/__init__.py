@@ -8,17 +8,16 @@
 - `AnswerFeedback` (`answer_feedback.py`): people's thumbs up / down on the agent's answers;
 - `ClickLog` (`clicks.py`): button clicks recorded before their ack, until they are carried out.
 
-Each method is one short transaction; `SlackStores` makes one transaction of a turn's writes to the
-leases, the queue and the conversation (`take_thread`), and one statement of a turn's end (`finish_turn`). The tables are migrated once, when
+Each method is one short transaction, most of them one statement that commits by itself (one round trip on
+PostgreSQL); `SlackStores` strings a turn's steps together (`take_thread`, `finish_turn`). The tables are migrated once, when
 the bot starts (`prepare_slack_tables`), never on the way of a call.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
-
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory import Storage, retried_while_away
 
@@ -68,56 +67,74 @@ class SlackStores:
     def storage(self) -> Storage:
         return self.events.storage
 
-    # --- a thread's turns: the lease and the queue in one transaction each ----------------------
-    async def take_thread(self, thread_id: str, holder: str, *, stale_after: float) -> QueuedMessage | None:
-        """Take `thread_id`'s turn for `holder` (`ThreadTurns.take`) and start its oldest waiting message,
-        in one transaction. None if another holder has the thread, or if no message waits (the lease is
-        let go in the same transaction)."""
-        async with self.storage.transaction() as connection:
-            if not await self.thread_turns.take(thread_id, holder, stale_after=stale_after, connection=connection):
-                return None
-            return await self._start_next_or_let_go(connection, thread_id, holder)
+    # --- a thread's turns: each step one statement that commits by itself --------------------------
+    async def take_thread(
+        self, thread_id: str, holder: str, *, stale_after: float, language_of: LanguageOf | None = None
+    ) -> QueuedMessage | None:
+        """Take `thread_id`'s turn for `holder` (`ThreadTurns.take`) and start its oldest waiting message
+        (`_start_next`). None if another holder has the thread, or if no message waits (the lease is then
+        let go). `language_of`: see `_start_next`."""
+        if not await self.thread_turns.take(thread_id, holder, stale_after=stale_after):
+            return None
+        return await self._start_next(thread_id, holder, language_of)
 
-    async def finish_turn(self, message: QueuedMessage, holder: str) -> QueuedMessage | None:
+    async def finish_turn(
+        self, message: QueuedMessage, holder: str, *, language_of: LanguageOf | None = None
+    ) -> QueuedMessage | None:
         """Mark `message`'s turn done and start the next waiting message of its thread; None if no message
         waits (the lease is let go with the mark). Mostly none waits: the mark and the lease's release are
         one statement that commits by itself (one round trip on PostgreSQL; a second try of it, after a lost
-        connection, finds the lease gone: None too), and only a lease kept (a message waits) starts a
-        transaction that reads the queue.
+        connection, finds the lease gone: None too); only a lease kept (a message waits) is refreshed and
+        its next message started.
 
         None too if the lease is no longer `holder`'s: this replica stalled past its heartbeat and another
         took the thread over (`ThreadTurns.take`), whose turns the thread's next messages are now. The
-        check refreshes the lease, so (PostgreSQL: with its row lock) no one takes it over before this
-        transaction has started the next message."""
+        refresh checks that, and the next message is started only while the lease is `holder`'s."""
         async with self.storage.statement(idempotent=True) as connection:
             _, released = await self.storage.dialect.together(
                 connection,
                 self.events.finishing(message.event_id),
                 self.thread_turns.releasing_if_idle(message.thread_id, holder, besides=message.event_id),
             )
-        if released:
+        if released or not await self.thread_turns.keep(message.thread_id, holder):
             return None
-        async with self.storage.transaction() as connection:
-            if not await self.thread_turns.keep(message.thread_id, holder, connection=connection):
-                return None
-            return await self._start_next_or_let_go(connection, message.thread_id, holder)
+        return await self._start_next(message.thread_id, holder, language_of)
 
-    async def _start_next_or_let_go(
-        self, connection: AsyncConnection, thread_id: str, holder: str
-    ) -> QueuedMessage | None:
-        while (message := await self.events.start_next(thread_id, connection=connection)) is None:
-            if await self.thread_turns.release_if_idle(thread_id, holder, connection=connection):
+    async def _start_next(self, thread_id: str, holder: str, language_of: LanguageOf | None) -> QueuedMessage | None:
+        """Start the oldest waiting message of `thread_id`, whose lease `holder` has (one statement,
+        `EventLog.start_next`), or let the lease go if none waits. A message that starts (or continues) a
+        conversation by itself then records it (one statement, `Conversations.start`) with the language its
+        starter reads, `language_of(thread_id, user)` (None: not needed, or unknown), asked for between the
+        two, in no transaction (it may ask Slack)."""
+        for _ in range(_LOOKS):
+            message = await self.events.start_next(thread_id, holder)
+            if message is not None:
+                break
+            if await self.thread_turns.release_if_idle(thread_id, holder):
                 return None
-            # kept: a message was queued after the look (PostgreSQL: committed meanwhile); the lease is
-            # this holder's (taken or kept in this transaction), but never loop on a queue found empty
-            if not await self.events.any_queued(thread_id, connection=connection):
+            # kept: a message was queued after the look (PostgreSQL: committed meanwhile), or the lease is no
+            # longer this holder's (it stalled past its heartbeat), and then nothing more is started here
+            if not await self.thread_turns.keep(thread_id, holder):
                 return None
+        else:
+            await self.thread_turns.release(thread_id, holder)  # never loop: the sweep takes what is left
+            return None
         if not message.starts_conversation or "user" not in message.event:
             return message  # (every queued message has its user: `is_from_a_person`)
-        # recorded with the turn's start, not in a transaction of its own
+        user = message.event["user"]
+        language = await language_of(thread_id, user) if language_of is not None else None
         thread = thread_of_message(message.event, message.team_id)
-        conversation, new = await self.conversations.start(thread, message.event["user"], connection=connection)
+        conversation, new = await self.conversations.start(thread, user, language=language)
         return replace(message, conversation=conversation, new_conversation=new)
+
+
+LanguageOf = Callable[[str, str], Awaitable[str | None]]
+"""The language a conversation's starter reads, given the thread and the starter; None when it is not needed
+(the thread's language is known already) or cannot be told (`ReaderLanguages.wanted_for`)."""
+
+_LOOKS = 3
+"""Looks at a thread's queue while its lease is kept because a message waits (one look is enough unless a
+message is queued between a look and the release)."""
 
 
 __all__ = [
@@ -127,6 +144,7 @@ __all__ = [
     "Conversations",
     "EventLog",
     "HomeViews",
+    "LanguageOf",
     "QueuedMessage",
     "SlackStores",
     "ThreadTurns",

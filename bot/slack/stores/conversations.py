@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, func, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import bindparam, case, func, select, update
 
 from memory import Storage, retried_while_away
 from memory.tables import utcnow
@@ -26,18 +25,24 @@ class Conversations(TableStore):
             thread_ts=bindparam("b_thread_ts"),
             started_by=bindparam("b_user"),
             created_at=bindparam("b_now"),
+            language=bindparam("b_language"),
         )
+        # a conversation there already keeps its language, or, without one, takes its starter's if given
+        starters = case((_TABLE.c.started_by == insert.excluded.started_by, insert.excluded.language), else_=None)
         self._start = insert.on_conflict_do_update(
-            index_elements=["thread_id"], set_={"thread_id": insert.excluded.thread_id}
+            index_elements=["thread_id"], set_={"language": func.coalesce(_TABLE.c.language, starters)}
         ).returning(*_TABLE.columns)
 
     async def start(
-        self, thread: SlackThread, user: str, *, connection: AsyncConnection | None = None
+        self, thread: SlackThread, user: str, *, language: str | None = None
     ) -> tuple[SlackConversationRow, bool]:
         """Remember that the bot takes part in `thread` (idempotent); the first user to start it owns it.
         The conversation's row (of its own, not attached to any session), and whether this call created
-        it. One statement: an INSERT whose conflict leaves the row as it is and returns it; the row is new
-        when it holds the creation time this call wrote."""
+        it. `language`: the language `user` reads, the conversation's when `user` started it and it has
+        none yet (`ReaderLanguages.of_thread`).
+
+        One statement that commits by itself: an INSERT whose conflict leaves the row as it is (but for a
+        language it lacked) and returns it; the row is new when it holds the creation time this call wrote."""
         values = {
             "b_thread": thread.thread_id,
             "b_team": thread.team_id,
@@ -45,8 +50,9 @@ class Conversations(TableStore):
             "b_thread_ts": thread.thread_ts,
             "b_user": user,
             "b_now": utcnow(),
+            "b_language": language,
         }
-        async with self._writing(connection) as connection:
+        async with self._one_statement(idempotent=True) as connection:
             row = SlackConversationRow(**(await connection.execute(self._start, values)).one()._mapping)
         return row, row.created_at == values["b_now"]
 
@@ -65,7 +71,7 @@ class Conversations(TableStore):
         language it has now (None when the bot takes no part in the thread). One UPDATE that keeps a language
         already there and returns the one it leaves: when two replicas fix it at once, the first write stays
         and both read it (PostgreSQL: the second waits for the first's row lock, then sees its language)."""
-        async with self._writing() as connection:
+        async with self._one_statement(idempotent=True) as connection:
             return (await connection.execute(_KEEP_LANGUAGE, {"b_thread": thread_id, "b_language": language})).scalar()
 
 

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Update, and_, bindparam, delete, exists, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Update, and_, bindparam, delete, exists, func, select, update
 from sqlalchemy.orm import aliased
 
 from memory import Storage, retried_while_away
@@ -154,29 +153,32 @@ class EventLog(TableStore):
         return result.rowcount
 
     # --- messages queued for their turn, one turn at a time per thread --------------------------
-    async def start_next(self, thread_id: str, *, connection: AsyncConnection | None = None) -> QueuedMessage | None:
+    async def start_next(self, thread_id: str, holder: str) -> QueuedMessage | None:
         """The oldest message of `thread_id` (by its ts) whose turn is not done, its turn marked started;
-        its `started_at` says whether a replica had started it before (and stopped). The caller holds the
-        thread's turn (`SlackStores.take_thread`)."""
-        async with self._writing(connection) as connection:
-            row = (await connection.execute(_OLDEST_UNDONE, {"b_thread": thread_id})).first()
-            if row is None:
-                return None
-            if row.started_at is None:
-                await connection.execute(_MARK_STARTED, {"b_event_id": row.event_id, "b_now": utcnow()})
+        its `started_at` says whether a replica had started it before (and stopped). None if none waits, or
+        if the thread's turn is not `holder`'s (`ThreadTurns`): only the lease's holder starts a message.
+
+        One statement: an UPDATE of that message that keeps a start already marked, and returns the message
+        and its start (new when it is the time this call wrote). Tried again after a lost connection, a try
+        that had landed makes the message look started before, which the turn checks (`TurnQueue`)."""
+        now = utcnow()
+        async with self._one_statement(idempotent=True) as connection:
+            row = (
+                await connection.execute(_START_NEXT, {"b_thread": thread_id, "b_holder": holder, "b_now": now})
+            ).first()
+        if row is None:
+            return None
         return QueuedMessage(
             event_id=row.event_id,
             thread_id=thread_id,
             team_id=row.team_id or "",
             event=row.event or {},
             bot_user_id=row.bot_user_id,
-            started_at=row.started_at,
+            started_at=None if row.started_at == now else row.started_at,
         )
 
-    async def any_queued(self, thread_id: str, *, connection: AsyncConnection | None = None) -> bool:
+    async def any_queued(self, thread_id: str) -> bool:
         """Whether a message of `thread_id` waits for its turn (or takes it)."""
-        if connection is not None:
-            return await connection.scalar(_ANY_UNDONE, {"b_thread": thread_id}) is not None
         async with self._reading() as reading:
             return await reading.scalar(_ANY_UNDONE, {"b_thread": thread_id}) is not None
 
@@ -237,25 +239,31 @@ class LeftWaiting:
 
 # The statements of every turn, built once: building one costs more CPU than running it. `bindparam`
 # names the values each call passes (`b_`: SQLAlchemy keeps column names for the VALUES and SET clauses).
-_OLDEST_UNDONE = (
-    select(
+_QUEUED = aliased(SlackEventRow)
+_START_NEXT = (
+    update(SlackEventRow)
+    .where(
+        SlackEventRow.event_id
+        == select(_QUEUED.event_id)
+        .where(_QUEUED.thread_id == bindparam("b_thread"), _QUEUED.done_at.is_(None))
+        .order_by(_QUEUED.message_ts, _QUEUED.received_at)
+        .limit(1)
+        .scalar_subquery(),
+        exists().where(
+            SlackThreadTurnRow.thread_id == bindparam("b_thread"), SlackThreadTurnRow.holder == bindparam("b_holder")
+        ),
+    )
+    .values(started_at=func.coalesce(SlackEventRow.started_at, bindparam("b_now", type_=SlackEventRow.started_at.type)))
+    .returning(
         SlackEventRow.event_id,
         SlackEventRow.team_id,
         SlackEventRow.event,
         SlackEventRow.bot_user_id,
         SlackEventRow.started_at,
     )
-    .where(SlackEventRow.thread_id == bindparam("b_thread"), SlackEventRow.done_at.is_(None))
-    .order_by(SlackEventRow.message_ts, SlackEventRow.received_at)
-    .limit(1)
 )
 _ANY_UNDONE = (
     select(SlackEventRow.event_id)
     .where(SlackEventRow.thread_id == bindparam("b_thread"), SlackEventRow.done_at.is_(None))
     .limit(1)
-)
-_MARK_STARTED = (
-    update(SlackEventRow)
-    .where(SlackEventRow.event_id == bindparam("b_event_id"), SlackEventRow.started_at.is_(None))
-    .values(started_at=bindparam("b_now"))
 )

@@ -2,7 +2,7 @@
 
 One turn at a time per thread, across replicas: a replica takes a thread's lease before it answers the
 thread's queued messages (`EventLog.start_next`), keeps it fresh while it works, and lets go when none
-is left, in the transaction that finds none (`SlackStores`). A lease whose heartbeat went stale (its
+is left, in the statement that finds none (`SlackStores`). A lease whose heartbeat went stale (its
 holder crashed) is taken over.
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 from sqlalchemy import Delete, bindparam, delete, exists, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory import Storage, retried_while_away
 from memory.tables import utcnow
@@ -26,50 +25,50 @@ class ThreadTurns(TableStore):
 
     def __init__(self, storage: Storage):
         super().__init__(storage)
-        self._take = (
-            self._insert(SlackThreadTurnRow)
-            .values(thread_id=bindparam("b_thread"), holder=bindparam("b_holder"), heartbeat_at=bindparam("b_now"))
-            .on_conflict_do_nothing(index_elements=["thread_id"])
+        insert = self._insert(SlackThreadTurnRow).values(
+            thread_id=bindparam("b_thread"), holder=bindparam("b_holder"), heartbeat_at=bindparam("b_now")
+        )
+        self._take = insert.on_conflict_do_update(
+            index_elements=["thread_id"],
+            set_={"holder": insert.excluded.holder, "heartbeat_at": insert.excluded.heartbeat_at},
+            where=SlackThreadTurnRow.heartbeat_at < bindparam("b_stale"),
         )
 
-    async def take(
-        self, thread_id: str, holder: str, *, stale_after: float, connection: AsyncConnection | None = None
-    ) -> bool:
+    async def take(self, thread_id: str, holder: str, *, stale_after: float) -> bool:
         """Take `thread_id`'s turn for `holder`: free, or held by someone whose heartbeat is older than
-        `stale_after` seconds (a crashed replica). False while another holder is alive."""
+        `stale_after` seconds (a crashed replica). False while another holder is alive (or `holder` itself,
+        in another of its tasks).
+
+        One statement, an INSERT whose conflict takes the row over only if it is stale. Tried again after a
+        lost connection: a try that had landed makes the second find the lease alive (False), and the lease,
+        held by no worker, goes stale for the sweep (`TurnQueue`) to take the thread over."""
         now = utcnow()
         values = {"b_thread": thread_id, "b_holder": holder, "b_now": now}
-        async with self._writing(connection) as connection:
-            if (await connection.execute(self._take, values)).rowcount == 1:
-                return True
-            stale = {**values, "b_stale": now - timedelta(seconds=stale_after)}
-            return (await connection.execute(_TAKE_OVER, stale)).rowcount == 1
+        async with self._one_statement(idempotent=True) as connection:
+            result = await connection.execute(self._take, {**values, "b_stale": now - timedelta(seconds=stale_after)})
+        return result.rowcount == 1
 
-    async def keep(self, thread_id: str, holder: str, *, connection: AsyncConnection | None = None) -> bool:
+    async def keep(self, thread_id: str, holder: str) -> bool:
         """Refresh `holder`'s heartbeat on `thread_id`; False if the thread is no longer theirs."""
-        async with self._writing(connection) as connection:
-            result = await connection.execute(
-                update(SlackThreadTurnRow)
-                .where(SlackThreadTurnRow.thread_id == thread_id, SlackThreadTurnRow.holder == holder)
-                .values(heartbeat_at=utcnow())
-            )
+        async with self._one_statement(idempotent=True) as connection:
+            result = await connection.execute(_KEEP, {"b_thread": thread_id, "b_holder": holder, "b_now": utcnow()})
         return result.rowcount == 1
 
     async def release(self, thread_id: str, holder: str) -> None:
         """Let go of `thread_id` (if `holder` still has it)."""
-        async with self._writing() as connection:
+        async with self._one_statement(idempotent=True) as connection:
             await connection.execute(
                 delete(SlackThreadTurnRow).where(
                     SlackThreadTurnRow.thread_id == thread_id, SlackThreadTurnRow.holder == holder
                 )
             )
 
-    async def release_if_idle(self, thread_id: str, holder: str, *, connection: AsyncConnection | None = None) -> bool:
+    async def release_if_idle(self, thread_id: str, holder: str) -> bool:
         """Let go of `thread_id` if `holder` has it and no message of the thread waits, in one statement:
         a message queued meanwhile keeps the lease, so its receiver (who found the thread busy) is never
         left without a worker. False if the lease stays (or was not `holder`'s). The one read of another
         table: whether a message of the thread waits (`slack_events`)."""
-        async with self._writing(connection) as connection:
+        async with self._one_statement(idempotent=True) as connection:
             result = await connection.execute(_RELEASE_IF_IDLE, {"b_thread": thread_id, "b_holder": holder})
         return result.rowcount == 1
 
@@ -87,12 +86,10 @@ class ThreadTurns(TableStore):
 
 
 # The statements of every turn, built once (see `events.py`).
-_TAKE_OVER = (
+_KEEP = (
     update(SlackThreadTurnRow)
-    .where(
-        SlackThreadTurnRow.thread_id == bindparam("b_thread"), SlackThreadTurnRow.heartbeat_at < bindparam("b_stale")
-    )
-    .values(holder=bindparam("b_holder"), heartbeat_at=bindparam("b_now"))
+    .where(SlackThreadTurnRow.thread_id == bindparam("b_thread"), SlackThreadTurnRow.holder == bindparam("b_holder"))
+    .values(heartbeat_at=bindparam("b_now"))
 )
 _RELEASE_IF_IDLE = delete(SlackThreadTurnRow).where(
     SlackThreadTurnRow.thread_id == bindparam("b_thread"),

@@ -112,7 +112,7 @@ async def test_a_new_conversation_answered_at_once_is_not_searched_for_waiting_c
 
 
 async def test_a_mentions_turn_reads_its_conversation_with_its_start_alone(bot: RunningBot, model):
-    # the conversation's record comes back from its turn's start; its language is written in one statement
+    # the conversation's record, with its starter's language, is written and read back with its turn's start
     statements: list[str] = []
 
     def seen(_conn, _cursor, statement, *_args):
@@ -126,5 +126,5 @@ async def test_a_mentions_turn_reads_its_conversation_with_its_start_alone(bot: 
     finally:
         sql_event.remove(bot.storage.engine.sync_engine, "before_cursor_execute", seen)
     conversations = [s.split(" ")[0] for s in statements if "slack_conversations" in s]
-    assert conversations == ["INSERT", "UPDATE"]
+    assert conversations == ["INSERT"]
     assert bot.slack.message("C1", bot.slack.calls_of("chat.stopStream")[0].params["ts"]).text == "Hello."
