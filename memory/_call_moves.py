@@ -7,34 +7,43 @@ may leave, and the caller learns whether it won."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from sqlalchemy import update
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._grants import check_grant_policy
 from ._reconnect import retried_while_away
 from ._run_sql import (
     APPROVALS_AS_SEEN,
+    AUDIT,
     COUNT_APPROVAL,
-    INSERT_AUDIT,
-    INSERT_GRANT,
+    GRANTS,
+    MESSAGES,
     NOT_ESCALATED,
     UNMOVED_SINCE,
     UPDATE_RUN,
     WHY_NOT_STARTED,
     Audit,
+    Lost,
     StorePart,
-    add_messages,
+    inserted,
+    message_rows,
     move_call,
+    moved_together,
     next_move,
+    source_checked,
     start_call,
     take_turn,
+    updated,
 )
 from .records import CallColumns, StartColumns, StoredRun, StoredToolCall
 from .states import WAITING_STATES, NextMove, ToolCallState, sources_of
 from .tables import ToolCallRow
+
+if TYPE_CHECKING:
+    from .dialects import Dialect
 
 
 @retried_while_away
@@ -71,26 +80,31 @@ class CallMoves(StorePart):
         `since`: the call moves only if nothing moved it after that time (its `updated_at`): a result is
         stored with the time of the caller's own "started" mark, so an execution whose process stalled while
         the recovery interrupted the call (and it was approved and run again) stores nothing when it wakes.
+
+        The move and what goes with it are one statement (`Dialect.together`: one round trip on PostgreSQL);
+        a move alone commits by itself (`Storage.statement`), with what goes with it in a transaction that
+        rolls it all back when the move lost.
         """
-        async with self._storage.transaction() as connection:
-            if grant is not None:
-                await check_grant_policy(connection, self._storage.dialect, grant)
-            won = await self._transition(
-                connection,
-                call,
-                to,
-                allowed_from=allowed_from,
-                messages=messages,
-                run=run,
-                audit=audit,
-                lease=lease,
-                fields=fields,
-                approvals_seen=approvals_seen,
-                since=since,
-            )
-            if won and grant is not None:
-                await connection.execute(INSERT_GRANT, [grant])
-            return won
+        move = self._move(
+            call, to, allowed_from=allowed_from, fields=fields, approvals_seen=approvals_seen, since=since
+        )
+        with_it = self._with_move(move, messages=messages, run=run, audit=audit, lease=lease)
+        if grant is not None:
+            with_it += inserted(self._storage.dialect, GRANTS, [grant])
+        if not with_it:
+            async with self._storage.statement() as connection:
+                if (await connection.execute(move.statement, move.params)).rowcount != 1:
+                    return False
+            return move.won()
+        try:
+            async with self._storage.transaction() as connection:
+                if grant is not None:
+                    await check_grant_policy(connection, self._storage.dialect, grant)
+                with source_checked(move.message_rows):
+                    await moved_together(self._storage.dialect, connection, move.bound(self._storage.dialect), *with_it)
+        except Lost:
+            return False
+        return move.won()
 
     async def count_approval(
         self, call: StoredToolCall, approval: dict[str, Any], *, audit: Audit, lease: str | None = None
@@ -106,15 +120,16 @@ class CallMoves(StorePart):
         approvals = [*(call.approvals or []), approval]
         now = self._storage.clock.now()
         values = {"approvals": approvals, "approval_count": seen + 1, "updated_at": now}
-        async with self._storage.transaction() as connection:
-            result = await connection.execute(
-                COUNT_APPROVAL, {"b_id": call.id, "b_seen": seen, "b_fp": call.fingerprint, **values}
-            )
-            if result.rowcount != 1:
-                return False
-            await connection.execute(INSERT_AUDIT, [audit.values(call, {}, now)])
-            if lease is not None:
-                await connection.execute(UPDATE_RUN, {"b_run": call.run_id, "heartbeat_at": now, "owner": lease})
+        dialect = self._storage.dialect
+        count = updated(dialect, COUNT_APPROVAL, values, b_id=call.id, b_seen=seen, b_fp=call.fingerprint)
+        with_it = inserted(dialect, AUDIT, [audit.values(call, {}, now)])
+        if lease is not None:
+            with_it.append(updated(dialect, UPDATE_RUN, {"heartbeat_at": now, "owner": lease}, b_run=call.run_id))
+        try:
+            async with self._storage.transaction() as connection:
+                await moved_together(dialect, connection, count, *with_it)
+        except Lost:
+            return False
         for key, value in values.items():
             setattr(call, key, value)
         return True
@@ -129,9 +144,10 @@ class CallMoves(StorePart):
         began, on SQLite the write lock orders it after every committed change, so a disable that
         committed first always wins, and no transaction is added to the approval cycle.
         """
-        async with self._storage.transaction() as connection:
-            if await self._transition(connection, call, ToolCallState.RUNNING, fields=fields, unless_disabled=True):
-                return True, None
+        move = self._move(call, ToolCallState.RUNNING, fields=fields, unless_disabled=True)
+        async with self._storage.statement() as connection:  # commits before `execute` runs
+            if (await connection.execute(move.statement, move.params)).rowcount == 1:
+                return move.won(), None
             row = (await connection.execute(WHY_NOT_STARTED, {"b_id": call.id, "b_tool": call.tool_name})).first()
         if row is None or row.state not in sources_of(ToolCallState.RUNNING, None):
             return False, None  # another caller took it
@@ -152,31 +168,30 @@ class CallMoves(StorePart):
     ) -> tuple[bool, NextMove | None]:
         """`transition` a call to its result, and in the same transaction decide what follows
         (`memory._run_sql.next_move`): (True, the `NextMove`), or (False, None) when it was settled elsewhere."""
-        async with self._storage.transaction() as connection:
-            await take_turn(self._storage, connection, run)
-            moved = await self._transition(
-                connection, call, to, messages=messages, run=run, audit=audit, fields=fields, since=since
-            )
-            if not moved:
-                return False, None
-            return True, await next_move(self._storage, connection, run, owner=owner, holds_run=holds_run)
+        move = self._move(call, to, fields=fields, since=since)
+        with_it = self._with_move(move, messages=messages, run=run, audit=audit)
+        try:
+            async with self._storage.transaction() as connection:
+                await take_turn(self._storage, connection, run)
+                with source_checked(move.message_rows):
+                    await moved_together(self._storage.dialect, connection, move.bound(self._storage.dialect), *with_it)
+                move.won()
+                return True, await next_move(self._storage, connection, run, owner=owner, holds_run=holds_run)
+        except Lost:
+            return False, None
 
-    async def _transition(
+    def _move(
         self,
-        connection: AsyncConnection,
         call: StoredToolCall,
         to: ToolCallState,
         *,
         allowed_from: Iterable[ToolCallState] | None = None,
-        messages: Iterable[dict[str, Any]] = (),
-        run: StoredRun | None = None,
-        audit: Audit | Iterable[Audit] | None = None,
-        lease: str | None = None,
         fields: CallColumns | StartColumns,
         unless_disabled: bool = False,
         approvals_seen: int | None = None,
         since: datetime | None = None,
-    ) -> bool:
+    ) -> _Move:
+        """The conditional UPDATE that moves `call` to `to` (see `transition`), not yet run."""
         sources = sources_of(to, frozenset(allowed_from) if allowed_from is not None else None)
         now = self._storage.clock.now()
         values: dict[str, Any] = {"state": str(to), "updated_at": now, **fields}
@@ -184,32 +199,41 @@ class CallMoves(StorePart):
             values["suspended_at"] = now
         if "suspend_payload" in fields and "interrupted" not in fields:
             values["interrupted"] = False  # a new wait is an interruption only when the move says so
-        messages = list(messages)
-        params: dict[str, Any]
+        where: dict[str, Any]
         if unless_disabled:
-            statement, params = start_call(frozenset(sources)), {"b_id": call.id, "b_tool": call.tool_name}
+            statement, where = start_call(frozenset(sources)), {"b_id": call.id, "b_tool": call.tool_name}
         else:
-            statement, params = move_call(frozenset(sources)), {"b_id": call.id}
+            statement, where = move_call(frozenset(sources)), {"b_id": call.id}
         if approvals_seen is not None:
             statement = statement.where(APPROVALS_AS_SEEN)
-            params.update(b_seen=approvals_seen, b_fp=call.fingerprint)
+            where.update(b_seen=approvals_seen, b_fp=call.fingerprint)
         if since is not None:
             statement = statement.where(UNMOVED_SINCE)
-            params["b_since"] = since
-        result = await connection.execute(statement, {**params, **values})
-        if result.rowcount != 1:
-            return False
+            where["b_since"] = since
+        return _Move(call=call, statement=statement, where=where, values=values, now=now)
+
+    def _with_move(
+        self,
+        move: _Move,
+        *,
+        messages: Iterable[dict[str, Any]] = (),
+        run: StoredRun | None = None,
+        audit: Audit | Iterable[Audit] | None = None,
+        lease: str | None = None,
+    ) -> list[Any]:
+        """The writes that go with `move`, only if it wins: `messages` added to `run`, the `audit` lines, the
+        run's lease taken by `lease`."""
+        dialect, call, now = self._storage.dialect, move.call, move.now
+        messages = list(messages)
         if messages:
             assert run is not None, "messages belong to a run"
-            await add_messages(connection, run, messages)
-        audit_rows = [line.values(call, values, now) for line in ([audit] if isinstance(audit, Audit) else audit or ())]
-        if audit_rows:
-            await connection.execute(INSERT_AUDIT, audit_rows)
+            move.message_rows = message_rows(run, messages)
+        lines = [audit] if isinstance(audit, Audit) else list(audit or ())
+        with_it = inserted(dialect, MESSAGES, move.message_rows)
+        with_it += inserted(dialect, AUDIT, [line.values(call, move.values, now) for line in lines])
         if lease is not None:
-            await connection.execute(UPDATE_RUN, {"b_run": call.run_id, "heartbeat_at": now, "owner": lease})
-        for key, value in values.items():
-            setattr(call, key, value)
-        return True
+            with_it.append(updated(dialect, UPDATE_RUN, {"heartbeat_at": now, "owner": lease}, b_run=call.run_id))
+        return with_it
 
     async def claim_escalation(self, run_id: str, tool_call_id: str, *, waiting_since: datetime, at: datetime) -> bool:
         """Take on escalating this wait of the call: one conditional UPDATE (still waiting for approval, in
@@ -242,3 +266,32 @@ class CallMoves(StorePart):
         )
         async with self._storage.transaction() as connection:
             return (await connection.execute(statement)).rowcount == 1
+
+
+@dataclass(kw_only=True)
+class _Move:
+    """One conditional UPDATE of a call (`CallMoves._move`), to run alone or `together` with what goes with it."""
+
+    call: StoredToolCall
+    statement: Any
+    where: dict[str, Any]
+    """The values of the statement's `b_...` binds."""
+    values: dict[str, Any]
+    """What the move sets."""
+    now: datetime
+    message_rows: list[dict[str, Any]] = field(default_factory=list)
+    """The messages that go with it (see `memory._run_sql.source_checked`)."""
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {**self.where, **self.values}
+
+    def bound(self, dialect: Dialect) -> Any:
+        """The statement with its values bound, for `Dialect.together`."""
+        return updated(dialect, self.statement, self.values, **self.where)
+
+    def won(self) -> bool:
+        """The move was stored: the in-memory call takes what it wrote, so the caller goes on with what was stored."""
+        for key, value in self.values.items():
+            setattr(self.call, key, value)
+        return True

@@ -5,29 +5,35 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import Any, Unpack
 
-from sqlalchemy import bindparam, or_, select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._reconnect import retried_while_away
 from ._run_sql import (
     AT_STEP,
-    INSERT_AUDIT,
-    INSERT_CALL,
-    INSERT_RUN,
+    AUDIT,
+    INSERT_CALLS_NUMBERED,
+    MESSAGES,
     RUNS,
     THREAD_OWNER,
+    THREADS,
     Audit,
+    Lost,
     StorePart,
-    add_messages,
+    inserted,
+    message_rows,
     move_run,
+    moved_together,
     new_row_values,
     next_move,
     one_of,
     read_run,
     same_time,
+    source_checked,
     take_turn,
+    updated,
 )
 from .exceptions import CommitOutcomeUnknownError, RunTakenOverError, ThreadOwnerError
 from .records import RunColumns, StoredRun, StoredToolCall
@@ -40,24 +46,12 @@ from .states import (
     RunStatus,
     run_sources_of,
 )
-from .tables import RunRow, ThreadRow
-
-if TYPE_CHECKING:
-    from ._database import Database
+from .tables import ThreadRow
 
 
 @retried_while_away
 class RunMoves(StorePart):
     """The part of `RunStore` that stores runs and moves them."""
-
-    def __init__(self, storage: Database) -> None:
-        super().__init__(storage)
-        self._insert_thread = (  # the dialect's INSERT (ON CONFLICT), built once like the statements
-            storage.dialect.insert(ThreadRow.__table__)
-            .values(id=bindparam("b_thread"), resource_id=bindparam("b_owner"))
-            .on_conflict_do_nothing(index_elements=[ThreadRow.id])
-            .returning(ThreadRow.id)
-        )
 
     async def create_run(
         self, run: StoredRun, messages: Iterable[dict[str, Any]] = (), *, new_thread: bool = False
@@ -66,11 +60,27 @@ class RunMoves(StorePart):
         (`run.thread_id`, belonging to `run.resource_id`; `open_thread` found none), in the same transaction."""
         if run.status != RUN_STARTS_IN:
             raise ValueError(f"a run is stored {RUN_STARTS_IN}, not {run.status}")
+        dialect = self._storage.dialect
+        rows = message_rows(run, messages)
+        writes = [*inserted(dialect, RUNS, [new_row_values(run)]), *inserted(dialect, MESSAGES, rows)]
+        if not (new_thread and run.thread_id is not None):
+            async with self._storage.statement() as connection:  # one statement, on PostgreSQL one round trip
+                with source_checked(rows):
+                    await dialect.together(connection, *writes)
+            return
+        # one INSERT, not a read of the row the same transaction then writes
+        thread = (
+            dialect.insert(THREADS)
+            .values(dialect.row(THREADS, {"id": run.thread_id, "resource_id": run.resource_id or ""}))
+            .on_conflict_do_nothing(index_elements=[THREADS.c.id])
+            .returning(THREADS.c.id)
+        )
         async with self._storage.transaction() as connection:
-            if new_thread and run.thread_id is not None:
-                await self._create_thread(connection, run.thread_id, run.resource_id)
-            await connection.execute(INSERT_RUN, new_row_values(run))
-            await add_messages(connection, run, messages)
+            with source_checked(rows):
+                created, *_ = await dialect.together(connection, thread, *writes)
+            if not created and run.resource_id is not None:
+                # another replica created it first: the thread is then checked as any existing one
+                await self._claim_existing_thread(connection, run.thread_id, run.resource_id)
 
     async def move_run(
         self,
@@ -98,12 +108,21 @@ class RunMoves(StorePart):
         statement, fence = move_run(frozenset(sources)), dict[str, Any](b_run=run.id)
         if from_step is not None:
             statement, fence["b_step"] = statement.where(AT_STEP), from_step
+        rows = message_rows(run, messages)
         try:
-            async with self._storage.transaction() as connection:
-                result = await connection.execute(statement, {**fence, **values})
-                won = result.rowcount == 1
-                if won:
-                    await add_messages(connection, run, messages)
+            if not rows:
+                async with self._storage.statement() as connection:
+                    won = (await connection.execute(statement, {**fence, **values})).rowcount == 1
+            else:
+                dialect = self._storage.dialect
+                try:
+                    async with self._storage.transaction() as connection:
+                        with source_checked(rows):
+                            move = updated(dialect, statement, values, **fence)
+                            await moved_together(dialect, connection, move, *inserted(dialect, MESSAGES, rows))
+                    won = True
+                except Lost:
+                    won = False
         except CommitOutcomeUnknownError:
             # read back what was written: this move's own time stamp tells whether its commit went through
             stored = await read_run(self._storage, run.id)
@@ -127,10 +146,10 @@ class RunMoves(StorePart):
     async def heartbeat(self, run_id: str, owner: str) -> None:
         """Refresh the run's lease: a process is still working on it."""
         now = self._storage.clock.now()
-        async with self._storage.session() as session:
-            await session.execute(
-                update(RunRow)
-                .where(RunRow.id == run_id, one_of(RunRow.status, UNFINISHED_RUN_STATUSES))
+        async with self._storage.statement(idempotent=True) as connection:  # an UPDATE to a value
+            await connection.execute(
+                update(RUNS)
+                .where(RUNS.c.id == run_id, one_of(RUNS.c.status, UNFINISHED_RUN_STATUSES))
                 .values(heartbeat_at=now, owner=owner)
             )
 
@@ -139,7 +158,7 @@ class RunMoves(StorePart):
         making (`runs.previews_started`, see `memory.tables`). Fenced like `record_step`: a worker whose run
         another process took over gets `RunTakenOverError`, and runs no preview."""
         started = {"step": run.step, "calls": sorted(set(fingerprints))}
-        async with self._storage.transaction() as connection:
+        async with self._storage.statement() as connection:
             marked = await connection.execute(
                 move_run(frozenset({str(RunStatus.RUNNING)})).where(AT_STEP),
                 {"b_run": run.id, "b_step": run.step - 1, "previews_started": started},
@@ -176,13 +195,6 @@ class RunMoves(StorePart):
             async with self._storage.transaction() as connection:
                 await self._claim_existing_thread(connection, thread_id, resource_id)
         return True
-
-    async def _create_thread(self, connection: AsyncConnection, thread_id: str, resource_id: str | None) -> None:
-        # one INSERT, not a read of the row the same transaction then writes; another replica that created
-        # it first wins, and the thread is then checked as any existing one
-        created = await connection.scalar(self._insert_thread, {"b_thread": thread_id, "b_owner": resource_id or ""})
-        if created is None and resource_id is not None:
-            await self._claim_existing_thread(connection, thread_id, resource_id)
 
     async def _claim_existing_thread(self, connection: AsyncConnection, thread_id: str, resource_id: str) -> None:
         owner = await connection.scalar(
@@ -226,25 +238,32 @@ class RunMoves(StorePart):
         if suspend:
             values.update(status=str(RunStatus.SUSPENDED), suspended_at=now, owner=None)
             statement = move_run(frozenset(run_sources_of(RunStatus.SUSPENDED)))
+        dialect = self._storage.dialect
+        rows = message_rows(run, [reply, *results])  # the reply first: the model reads them in this order
+        fenced = updated(dialect, statement.where(AT_STEP), values, b_run=run.id, b_step=run.step - 1)
+        audit_rows = [audit.values(call, {}, now) for call, audit in audits]
+        for call in calls:
+            if call.state in WAITING_STATES:  # its wait starts now, on the storage's clock
+                call.suspended_at = now
+        call_rows = [new_row_values(call, now) for call in calls]
         async with self._storage.transaction() as connection:
-            await add_messages(connection, run, [reply])
-            fence = {"b_run": run.id, "b_step": run.step - 1}
-            moved = await connection.execute(statement.where(AT_STEP), {**fence, **values})
-            if moved.rowcount != 1:  # rolled back: nothing of the step is stored
+            try:
+                with source_checked(rows):
+                    await moved_together(
+                        dialect,
+                        connection,
+                        fenced,
+                        *inserted(dialect, MESSAGES, rows),
+                        *inserted(dialect, AUDIT, audit_rows),
+                    )
+            except Lost:  # rolled back: nothing of the step is stored
                 raise RunTakenOverError(
                     f"run {run.id} went on in another process while this one was stalled: "
                     f"step {run.step} is not recorded here"
-                )
-            for call in calls:
-                if call.state in WAITING_STATES:  # its wait starts now, on the storage's clock
-                    call.suspended_at = now
-                inserted = await connection.execute(INSERT_CALL, new_row_values(call, now))
-                key = inserted.inserted_primary_key
-                assert key is not None, "an INSERT of one row gives its key"
-                call.id = key[0]
-            await add_messages(connection, run, results)
-            audit_rows = [audit.values(call, {}, now) for call, audit in audits]
-            if audit_rows:
-                await connection.execute(INSERT_AUDIT, audit_rows)
+                ) from None
+            if call_rows:  # one statement, the keys in the order of the calls
+                keys = await connection.execute(INSERT_CALLS_NUMBERED, call_rows)
+                for call, key in zip(calls, keys.scalars().all(), strict=True):
+                    call.id = key
         for key, value in values.items():
             setattr(run, key, value)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import and_, bindparam, exists, func, insert, literal_column, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql import visitors
 
 from ._audit import SYSTEM
 from .exceptions import MessageTakenError
@@ -24,9 +26,10 @@ from .tables import AuditRow, GrantRow, MessageRow, PolicyRow, RunRow, ThreadRow
 
 if TYPE_CHECKING:
     from ._database import Database
+    from .dialects import Dialect
 
 RUNS, MESSAGES, CALLS, AUDIT = RunRow.__table__, MessageRow.__table__, ToolCallRow.__table__, AuditRow.__table__
-POLICIES = PolicyRow.__table__
+POLICIES, GRANTS, THREADS = PolicyRow.__table__, GrantRow.__table__, ThreadRow.__table__
 
 
 class StorePart:
@@ -40,17 +43,13 @@ RUN = select(RUNS).where(RUNS.c.id == bindparam("b_run"))
 THREAD_OWNER = select(ThreadRow.resource_id).where(ThreadRow.id == bindparam("b_thread"))
 CALL = select(CALLS).where(CALLS.c.run_id == bindparam("b_run"), CALLS.c.tool_call_id == bindparam("b_call"))
 RUN_MESSAGES = select(MESSAGES).where(MESSAGES.c.run_id == bindparam("b_run")).order_by(MESSAGES.c.id)
-INSERT_GRANT = insert(GrantRow.__table__)
 
 NOT_ESCALATED = or_(ToolCallRow.escalated_at.is_(None), ToolCallRow.escalated_at < ToolCallRow.suspended_at)
 """The call's current wait was not escalated (an escalation of an earlier wait is older than this one)."""
 
-INSERT_RUN, INSERT_CALL, INSERT_MESSAGES, INSERT_AUDIT = (
-    insert(RUNS),
-    insert(CALLS),
-    insert(MESSAGES),
-    insert(AUDIT),
-)
+INSERT_MESSAGES = insert(MESSAGES)
+INSERT_CALLS_NUMBERED = insert(CALLS).returning(CALLS.c.id, sort_by_parameter_order=True)
+"""Calls inserted in one statement (given as a list of rows), their keys returned in the order of the rows."""
 UPDATE_RUN = update(RUNS).where(RUNS.c.id == bindparam("b_run"))
 """Sets the columns given with `b_run`."""
 AT_STEP = RUNS.c.step == bindparam("b_step")
@@ -227,9 +226,18 @@ def with_source_id(messages: Iterable[dict[str, Any]], source_id: str | None) ->
 async def add_messages(connection: AsyncConnection, run: StoredRun, messages: Iterable[dict[str, Any]]) -> None:
     """Store `messages` of `run` (in its thread, with memory). A message with a `SOURCE_ID` already taken in the
     thread raises `MessageTakenError`, and the caller's transaction stores nothing."""
+    rows = message_rows(run, messages)
+    if not rows:
+        return
+    with source_checked(rows):
+        await connection.execute(INSERT_MESSAGES, rows)
+
+
+def message_rows(run: StoredRun, messages: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of `messages` of `run` (in its thread, with memory), as `add_messages` stores them."""
     thread_id = run.thread_id if run.uses_memory else None
     now = utcnow()
-    rows = [
+    return [
         {
             "run_id": run.id,
             "thread_id": thread_id,
@@ -242,15 +250,53 @@ async def add_messages(connection: AsyncConnection, run: StoredRun, messages: It
         }
         for message in messages
     ]
-    if not rows:
-        return
-    sources = [row["source_id"] for row in rows if row["source_id"] is not None]
+
+
+@contextmanager
+def source_checked(rows: list[dict[str, Any]]) -> Iterator[None]:
+    """Around a write of message `rows`: a message whose `SOURCE_ID` is taken in its thread raises
+    `MessageTakenError` (the statement stored nothing), not the driver's error."""
     try:
-        await connection.execute(INSERT_MESSAGES, rows)
+        yield
     except IntegrityError as exc:
+        sources = [(row["thread_id"], row["source_id"]) for row in rows if row["source_id"] is not None]
         if sources and "source" in str(exc.orig):
-            raise MessageTakenError(thread_id, sources[0]) from exc
+            raise MessageTakenError(*sources[0]) from exc
         raise
+
+
+def inserted(dialect: Dialect, table: Any, rows: Iterable[dict[str, Any]]) -> list[Any]:
+    """The INSERT of `rows` into `table` for `Dialect.together` (each value a bind of its own): none when
+    there are no rows."""
+    bound = [dialect.row(table, row) for row in rows]
+    return [insert(table).values(bound)] if bound else []
+
+
+def updated(dialect: Dialect, statement: Any, values: dict[str, Any], **where: Any) -> Any:
+    """`statement` (an UPDATE of `memory._run_sql`, its WHERE naming `b_...` binds) for `Dialect.together`:
+    the binds given `where`, and `values` set, each a bind of its own."""
+
+    def given(bind: Any) -> None:
+        if bind.key in where:
+            bind.value, bind.required = where[bind.key], False
+
+    bound = visitors.cloned_traverse(statement, {"maintain_key": True}, {"bindparam": given})
+    return bound.values(dialect.row(statement.table, values, updating=True))
+
+
+class Lost(Exception):
+    """A conditional move written `together` with what goes with it found its row elsewhere: raised inside
+    the transaction, so that what went with it rolls back; its caller says it lost."""
+
+
+async def moved_together(dialect: Dialect, connection: AsyncConnection, move: Any, *with_it: Any) -> list[int]:
+    """`move` (a conditional UPDATE) and the writes that go `with_it`, in one statement on PostgreSQL
+    (`Dialect.together`); raises `Lost` when `move` wrote no row (the caller's transaction then rolls all back).
+    The rows each of `with_it` wrote."""
+    moved, *counts = await dialect.together(connection, move, *with_it)
+    if moved != 1:
+        raise Lost
+    return counts
 
 
 def new_row_values(row: StoredRun | StoredToolCall, now: datetime | None = None) -> dict[str, Any]:
