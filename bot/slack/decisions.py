@@ -218,6 +218,7 @@ async def decide(
     *,
     user_id: str,
     via: str = "button",
+    click_id: str | None = None,
 ) -> None:
     """Make `decision` (`Approve`, `Decline`, `Resume`; `DeclineQuestion`, `CancelQuestion` on a live
     question) about a found call through `Agent.decide_as`, where the rule is asked and exactly one actor
@@ -226,7 +227,7 @@ async def decide(
 
     Raises `ClickRefused` when nothing was decided (refused, or another click won), `DataUnfit` when the
     data does not fit (the call still waits)."""
-    stream = await decide_and_show(services, client, call, decision, user_id=user_id, via=via)
+    stream = await decide_and_show(services, client, call, decision, user_id=user_id, via=via, click_id=click_id)
     if stream is not None:
         await go_on(services, client, call, stream, ran=isinstance(decision, Approve))
 
@@ -239,11 +240,14 @@ async def decide_and_show(
     *,
     user_id: str,
     via: str = "button",
+    click_id: str | None = None,
 ) -> AgentStream | None:
     """The first half of `decide`: the runtime decides for `user_id` (`Agent.decide_as`, which asks the rule
     of who may); the result shown in its message; the run's stream to relay (`go_on`), or None when the call
     still waits (four eyes: this approval counted, more are needed). Raises `ClickRefused` when nothing was
-    decided, `DataUnfit` when the runtime found the form's data unfit."""
+    decided, `DataUnfit` when the runtime found the form's data unfit. `click_id`: the recorded click that
+    decided it, marked done with its message's close (what is left, the run going on, is the runtime's to
+    recover; a click carried out again would only find the call decided)."""
     result = await services.agent.decide_as(
         call.row.run_id, call.row.tool_call_id, decision, actor=user_id, via=via, read=call.read
     )
@@ -274,6 +278,7 @@ async def decide_and_show(
             answered_by=user_id if answered else None,
             resume_data=decision.data if isinstance(decision, Resume) else None,
             record=result.record,
+            click_id=click_id,
         )
     except (SlackApiError, DatabaseAwayError) as exc:
         # the decision stands and the run goes on (its answer must still be relayed); the message is fixed by

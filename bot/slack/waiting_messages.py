@@ -306,6 +306,7 @@ async def refresh_message(
     resume_data: Any = None,
     record: ToolCallRecord | None = None,
     shown: list[ShownMessage] | None = None,
+    click_id: str | None = None,
 ) -> bool:
     """Update the message of `row` in place if its call no longer waits: no buttons, the outcome, who, when.
 
@@ -313,7 +314,8 @@ async def refresh_message(
     ones when a post may have left some). Returns False (and changes nothing) while the call still
     waits, or before any message is posted. `record`: the call as a decision just left it (read when
     not given); `shown`: every message known to show it, as read since the call was settled (read when not
-    given, and again after a search of the thread).
+    given, and again after a search of the thread); `click_id`: the recorded click that settled it, marked
+    done with the message's close (in one statement: its work is done once the message shows it).
     """
     record = record or await record_of(services, row)
     if still_waits(row, record):
@@ -359,7 +361,11 @@ async def refresh_message(
                 failures.append(exc)
     if failures:
         raise failures[0]
-    if await services.stores.messages.close(row.id) and record is not None and record.outcome is not None:
+    click_done = services.stores.clicks.done_with(click_id) if click_id is not None else None
+    closed = await services.stores.messages.close(row.id, with_=click_done)
+    if click_id is not None:
+        services.stores.clicks.marked_done(click_id)
+    if closed and record is not None and record.outcome is not None:
         # Counted here, where every settled call's message closes once (a click, an answer in the thread,
         # the HTTP API, an expiry), not in one of the paths that decide.
         metrics.decided(record.outcome, kind=row.kind, waiting_since=row.created_at)

@@ -8,10 +8,12 @@ Clicks that arrive together are written in one transaction (`ClaimWriter`, as th
 from __future__ import annotations
 
 import uuid
+from collections import OrderedDict
 from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import bindparam, delete, update
+from sqlalchemy.sql.dml import UpdateBase
 
 from memory import Storage, retried_while_away
 from memory.tables import utcnow
@@ -31,6 +33,8 @@ class ClickLog(TableStore):
         self.prune_every = prune_every
         self._recorded = 0
         self._writer = ClaimWriter(self._insert_clicks)
+        self._marked: OrderedDict[str, None] = OrderedDict()
+        """Clicks marked done with other work (`done_with`) that their listener's end need not mark again."""
 
     async def record(self, payload: dict[str, Any], *, holder: str) -> str:
         """Record a click (a `block_actions` payload) that `holder` carries out now; its id."""
@@ -62,8 +66,25 @@ class ClickLog(TableStore):
             await connection.execute(statement, values)
         return {row["id"] for row in rows}
 
+    def done_with(self, click_id: str) -> UpdateBase:
+        """The statement that marks the click done, to be run with the write that settles its work
+        (`Dialect.together`); once it ran, `marked_done` spares its listener's end a write of its own."""
+        return (
+            update(SlackClickRow)
+            .where(SlackClickRow.id == click_id, SlackClickRow.done_at.is_(None))
+            .values(self.storage.dialect.row(SlackClickRow.__table__, {"done_at": utcnow()}, updating=True))
+        )
+
+    def marked_done(self, click_id: str) -> None:
+        """The click was marked done with its work (`done_with`): `done` writes nothing for it."""
+        self._marked[click_id] = None
+        while len(self._marked) > 1000:  # a listener that never ended: forgotten, at worst marked twice
+            self._marked.popitem(last=False)
+
     async def done(self, click_id: str) -> None:
         """The click's listener returned: nothing of it is left to carry out."""
+        if self._marked.pop(click_id, False) is None:
+            return  # marked with the work that settled it
         async with self._one_statement(idempotent=True) as connection:
             await connection.execute(_DONE, {"b_id": click_id, "b_now": utcnow()})
 

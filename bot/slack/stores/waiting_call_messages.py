@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from sqlalchemy import and_, bindparam, or_, select, tuple_, update
+from sqlalchemy.sql.dml import UpdateBase
 
 from memory import retried_while_away
 from memory.tables import utcnow
@@ -331,15 +332,19 @@ class WaitingCallMessages(TableStore):
             rows = {(row.run_id, row.tool_call_id): row for row in reversed(list(result))}
             return sorted(rows.values(), key=lambda row: row.created_at)
 
-    async def close(self, ref: str, at: datetime | None = None) -> bool:
-        """Mark the message closed; True only for the one caller that closed it (replicas, copies)."""
+    async def close(self, ref: str, at: datetime | None = None, *, with_: UpdateBase | None = None) -> bool:
+        """Mark the message closed; True only for the one caller that closed it (replicas, copies). `with_`:
+        another write that commits with it, in the same statement (`Dialect.together`: a click marked done)."""
+        statement = (
+            update(ToolCallMessageRow)
+            .where(ToolCallMessageRow.id == ref, ToolCallMessageRow.closed_at.is_(None))
+            .values(closed_at=at or utcnow())
+        )
         async with self._one_statement(idempotent=True) as connection:
-            result = await connection.execute(
-                update(ToolCallMessageRow)
-                .where(ToolCallMessageRow.id == ref, ToolCallMessageRow.closed_at.is_(None))
-                .values(closed_at=at or utcnow())
-            )
-        return bool(rows_changed(result))
+            if with_ is None:
+                return bool(rows_changed(await connection.execute(statement)))
+            closed, _ = await self.storage.dialect.together(connection, statement, with_)
+        return bool(closed)
 
 
 def _shown(row: ToolCallMessageRow, copies: list[tuple[str | None, str | None, str | None]]) -> list[ShownMessage]:

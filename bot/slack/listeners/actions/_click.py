@@ -24,6 +24,7 @@ from ...decisions import (
     refuse,
     tell,
 )
+from ...intake import CLICK
 from ...modal_builder import ModalTarget
 from ...posting import carries
 from ...question_builder import build_question_blocks
@@ -120,7 +121,9 @@ async def decide_clicked(
     if call is None:
         return
     try:
-        await decide(services, client, call, decision, user_id=click.user_id, via=click.via)
+        await decide(
+            services, client, call, decision, user_id=click.user_id, via=click.via, click_id=context.get(CLICK)
+        )
     except ClickRefused as refused:
         await explain(services, client, click, refused)
 
