@@ -369,7 +369,8 @@ async def refresh_message(
         # Counted here, where every settled call's message closes once (a click, an answer in the thread,
         # the HTTP API, an expiry), not in one of the paths that decide.
         metrics.decided(record.outcome, kind=row.kind, waiting_since=row.created_at)
-    home_changed(services)
+    if row.kind == "approval":  # a Home shows approvals, never questions: one settled changes no Home
+        home_changed(services)
     return True
 
 
