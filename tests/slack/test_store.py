@@ -130,7 +130,11 @@ async def test_a_mention_starts_its_conversation_with_its_turn(slack_storage):
     assert (first.conversation.started_by, first.new_conversation) == ("U1", True)
     assert (await stores.conversations.get(thread)).started_by == "U1"
     second = await stores.finish_turn(first, "replica-a")
-    assert (second.event["text"], second.conversation, second.new_conversation) == ("et après ?", None, False)
+    assert (second.event["text"], second.conversation.started_by, second.new_conversation) == (
+        "et après ?",
+        "U1",
+        False,
+    )
     third = await stores.finish_turn(second, "replica-a")
     assert (third.conversation.started_by, third.new_conversation) == ("U1", False)  # the first speaker's still
 
@@ -216,3 +220,30 @@ async def test_a_conversation_takes_its_starters_language_once(slack_storage):
     assert starter.language == "ja"
     again, created = await conversations.start(thread, "U1", language="fr")
     assert (again.language, again.started_by, created) == ("ja", "U1", False)
+
+
+async def test_a_turn_in_a_conversation_with_its_language_reads_it_with_its_start(slack_storage):
+    """A reply in the thread, or another mention there: the lease and the start, which reads the conversation."""
+    stores = SlackStores.on(slack_storage)
+    thread = SlackThread(team_id="T1", channel="C1", thread_ts="1.0")
+    await stores.conversations.start(thread, "U1", language="pt")
+    reply = {"type": "message", "channel": "C1", "user": "U2", "ts": "2.0", "thread_ts": "1.0", "text": "e aí?"}
+    mention = {
+        "type": "app_mention",
+        "channel": "C1",
+        "user": "U2",
+        "ts": "3.0",
+        "thread_ts": "1.0",
+        "text": "<@UBOT> oi",
+    }
+    for event_id, event in (("Ev2", reply), ("Ev3", mention)):
+        await stores.events.claim(event_id, "T1", thread_id=thread.thread_id, event=event)
+        with statements_of(slack_storage) as seen:
+            started = await stores.take_thread(thread.thread_id, "replica-a", stale_after=30)
+        verbs = [statement.split(" ")[0] for statement in seen if not statement.startswith("BEGIN")]
+        assert verbs == ["INSERT", "UPDATE"], seen
+        conversation = started.conversation
+        assert (started.event_id, conversation.started_by, conversation.language) == (event_id, "U1", "pt")
+        assert (conversation.thread_id, conversation.channel, conversation.thread_ts) == (thread.thread_id, "C1", "1.0")
+        assert not started.new_conversation
+        assert await stores.finish_turn(started, "replica-a") is None

@@ -101,11 +101,12 @@ class SlackStores:
         return await self._start_next(message.thread_id, holder, language_of)
 
     async def _start_next(self, thread_id: str, holder: str, language_of: LanguageOf | None) -> QueuedMessage | None:
-        """Start the oldest waiting message of `thread_id`, whose lease `holder` has (one statement,
-        `EventLog.start_next`), or let the lease go if none waits. A message that starts (or continues) a
-        conversation by itself then records it (one statement, `Conversations.start`) with the language its
-        starter reads, `language_of(thread_id, user)` (None: not needed, or unknown), asked for between the
-        two, in no transaction (it may ask Slack)."""
+        """Start the oldest waiting message of `thread_id`, whose lease `holder` has, and read the thread's
+        conversation with it (one statement, `EventLog.start_next`), or let the lease go if none waits. A
+        message that starts a conversation by itself (or continues one without a language yet) then records
+        it (one statement, `Conversations.start`) with the language its starter reads,
+        `language_of(thread_id, user)` (None: not needed, or unknown), asked for between the two, in no
+        transaction (it may ask Slack)."""
         for _ in range(_LOOKS):
             message = await self.events.start_next(thread_id, holder)
             if message is not None:
@@ -121,6 +122,8 @@ class SlackStores:
             return None
         if not message.starts_conversation or "user" not in message.event:
             return message  # (every queued message has its user: `is_from_a_person`)
+        if message.conversation is not None and message.conversation.language is not None:
+            return message  # the conversation goes on: its record is whole
         user = message.event["user"]
         language = await language_of(thread_id, user) if language_of is not None else None
         thread = thread_of_message(message.event, message.team_id)

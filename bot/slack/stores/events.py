@@ -21,6 +21,7 @@ from memory import Storage, retried_while_away
 from memory.tables import utcnow
 
 from ..tables import SlackConversationRow, SlackEventRow, SlackThreadTurnRow
+from ..threads import thread_of_message
 from ._table_store import TableStore
 
 
@@ -37,8 +38,9 @@ class QueuedMessage:
     started_at: datetime | None = None
     """When a turn was started on it before: the replica that started it stopped without finishing."""
     conversation: SlackConversationRow | None = None
-    """For a message that starts (or continues) a conversation by itself (`starts_conversation`): the
-    conversation, recorded when its turn was started (`SlackStores`)."""
+    """The conversation held in the message's thread, read when its turn was started (None: the bot takes no
+    part in the thread); for a message that starts (or continues) one by itself (`starts_conversation`),
+    recorded then (`SlackStores`)."""
     new_conversation: bool = False
     """Whether that record was written for this message (the thread held no conversation before)."""
 
@@ -158,9 +160,10 @@ class EventLog(TableStore):
         its `started_at` says whether a replica had started it before (and stopped). None if none waits, or
         if the thread's turn is not `holder`'s (`ThreadTurns`): only the lease's holder starts a message.
 
-        One statement: an UPDATE of that message that keeps a start already marked, and returns the message
-        and its start (new when it is the time this call wrote). Tried again after a lost connection, a try
-        that had landed makes the message look started before, which the turn checks (`TurnQueue`)."""
+        One statement: an UPDATE of that message that keeps a start already marked, and returns the message,
+        its start (new when it is the time this call wrote) and the thread's conversation (its one read of
+        another table, by its key). Tried again after a lost connection, a try that had landed makes the
+        message look started before, which the turn checks (`TurnQueue`)."""
         now = utcnow()
         async with self._one_statement(idempotent=True) as connection:
             row = (
@@ -168,13 +171,27 @@ class EventLog(TableStore):
             ).first()
         if row is None:
             return None
+        event = row.event or {}
+        conversation = None
+        if row.started_by is not None:
+            thread = thread_of_message(event, row.team_id or "")
+            conversation = SlackConversationRow(
+                thread_id=thread_id,
+                team_id=thread.team_id,
+                channel=thread.channel,
+                thread_ts=thread.thread_ts,
+                started_by=row.started_by,
+                created_at=row.created_at,
+                language=row.language,
+            )
         return QueuedMessage(
             event_id=row.event_id,
             thread_id=thread_id,
             team_id=row.team_id or "",
-            event=row.event or {},
+            event=event,
             bot_user_id=row.bot_user_id,
             started_at=None if row.started_at == now else row.started_at,
+            conversation=conversation,
         )
 
     async def any_queued(self, thread_id: str) -> bool:
@@ -260,6 +277,14 @@ _START_NEXT = (
         SlackEventRow.event,
         SlackEventRow.bot_user_id,
         SlackEventRow.started_at,
+        *(
+            select(column).where(SlackConversationRow.thread_id == bindparam("b_thread")).scalar_subquery().label(name)
+            for name, column in (
+                ("started_by", SlackConversationRow.started_by),
+                ("created_at", SlackConversationRow.created_at),
+                ("language", SlackConversationRow.language),
+            )
+        ),
     )
 )
 _ANY_UNDONE = (

@@ -23,11 +23,9 @@ async def take_turn(services: SlackServices, client: Any, message: QueuedMessage
     event = message.event
     thread = thread_of_message(event, message.team_id)
     text = event.get("text", "")
+    conversation = message.conversation  # read (or recorded) when the turn was started (`SlackStores`)
     if message.starts_conversation:
-        conversation = message.conversation  # recorded when the turn was started (`SlackStores`)
         text = strip_mention(text, message.bot_user_id)
-    else:
-        conversation = await services.stores.conversations.get(thread)
     if conversation is None:
         return  # a thread the bot takes no part in
     await answer_message(

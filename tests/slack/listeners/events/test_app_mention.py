@@ -119,12 +119,20 @@ async def test_a_mentions_turn_reads_its_conversation_with_its_start_alone(bot: 
         statements.append(" ".join(statement.split()))
 
     sql_event.listen(bot.storage.engine.sync_engine, "before_cursor_execute", seen)
-    model.chat.push(reply("Hello."))
+    model.chat.push(reply("Hello."), reply("Olá."))
+
+    def turns_done(count: int):
+        return lambda: sum(s.startswith("DELETE FROM slack_thread_turns") for s in statements) == count
+
     try:
-        await bot.mention("hi")
-        await until(lambda: any(s.startswith("DELETE FROM slack_thread_turns") for s in statements), what="the turn")
+        first = await bot.mention("hi")
+        await until(turns_done(1), what="the turn")
+        await bot.say("e agora?", thread_ts=first["ts"])  # a reply in the conversation, no mention
+        await until(turns_done(2), what="the reply's turn")
     finally:
         sql_event.remove(bot.storage.engine.sync_engine, "before_cursor_execute", seen)
-    conversations = [s.split(" ")[0] for s in statements if "slack_conversations" in s]
-    assert conversations == ["INSERT"]
-    assert bot.slack.message("C1", bot.slack.calls_of("chat.stopStream")[0].params["ts"]).text == "Hello."
+    own = ("INSERT INTO slack_conversations", "UPDATE slack_conversations", "SELECT slack_conversations")
+    conversations = [s.split(" ")[0] for s in statements if s.startswith(own)]
+    assert conversations == ["INSERT"]  # the reply's turn read it with its start
+    answers = [bot.slack.message("C1", c.params["ts"]).text for c in bot.slack.calls_of("chat.stopStream")]
+    assert answers == ["Hello.", "Olá."]
