@@ -74,6 +74,7 @@ async def escalate(services: SlackServices, client: AsyncWebClient, escalation: 
     thread_tr = await services.languages.of_thread(row.thread_id, row.requester)
     poster = careful_client(client)  # retries a 429 only: a retried 5xx could post twice
     reached = await messages.escalated_to(row.id)
+    shown = await services.agent.waiting_call_view(row.run_id, row.tool_call_id)  # once, for every recipient
     unreachable: list[str] = []
     for recipient in recipients:
         if recipient in reached:
@@ -86,7 +87,7 @@ async def escalate(services: SlackServices, client: AsyncWebClient, escalation: 
             channel=f"<#{row.channel}>",
             target=target_mention(target),
         )
-        policy_view = await waiting_approval_view(services, row, call, tr, viewer=reader_of(recipient))
+        policy_view = await waiting_approval_view(services, row, call, tr, viewer=reader_of(recipient), shown=shown)
         view = dataclasses.replace(policy_view, escalated=f":rotating_light: {escalated}")
         text, blocks = approval_text(view, tr), build_approval_blocks(view, tr)
         tried_before = not await messages.note_escalation_post(row.id, recipient)
@@ -115,8 +116,9 @@ async def escalate(services: SlackServices, client: AsyncWebClient, escalation: 
                 continue
             return EscalationOutcome(result=EscalationResult.RETRY, detail=f"chat.postMessage to {recipient}: {exc!r}")
         await messages.add_copy(
-            row.id, str(response["ts"]), channel=str(response.get("channel") or recipient), escalated_to=recipient
-        )
+            row.id, str(response["ts"]), channel=str(response.get("channel") or recipient), escalated_to=recipient,
+            row=row,
+        )  # fmt: skip
         reached.add(recipient)
     if not reached & set(recipients):
         return _failed(services, escalation, f"{target} could not be reached: {', '.join(unreachable)}")

@@ -10,6 +10,7 @@ import asyncio
 import json
 
 import pytest
+from sqlalchemy import event as sql_event
 
 from bot.slack_emulator.workspace import UserGroup
 from memory import PolicyChange
@@ -288,3 +289,27 @@ async def test_a_dm_posted_whose_answer_was_lost_is_one_copy_that_shows_the_deci
     shown = [message, *(copy for copies in dms.values() for copy in copies)]
     await bot.slack.wait_until(lambda: all(m.action_ids() == [] for m in shown), what="every copy closed")
     assert all("Approved" in m.all_text for m in shown)
+
+
+async def test_an_escalation_to_a_group_reads_the_calls_view_once_for_every_member(
+    escalating_bot: RunningBot, model, clock
+):
+    """Each member's DM shows the buttons the rule offers them, all from one read of the call (issue 42)."""
+    bot = escalating_bot
+    ask_to_delete(model)
+    await bot.mention("delete record 3")
+    await bot.approval_message()
+    clock.advance(601)
+    seen: list[str] = []
+
+    def record(_connection, _cursor, statement, *_args):
+        seen.append(" ".join(statement.split()))
+
+    sql_event.listen(bot.storage.engine.sync_engine, "before_cursor_execute", record)
+    try:
+        assert len(await bot.agent.escalate_waiting_approvals()) == 1
+    finally:
+        sql_event.remove(bot.storage.engine.sync_engine, "before_cursor_execute", record)
+    assert sorted(c.channel for c in escalated_copies(bot)) == [f"D{member}" for member in MEMBERS]
+    views = [s for s in seen if "FROM runs LEFT OUTER JOIN tool_calls" in s and "JOIN tool_policies" in s]
+    assert len(views) == 1, views

@@ -190,10 +190,19 @@ class WaitingCallMessages(TableStore):
         if rows_changed(result) == 0:
             await self.add_copy(ref, ts)
 
-    async def add_copy(self, ref: str, ts: str, *, channel: str | None = None, escalated_to: str | None = None) -> bool:
+    async def add_copy(
+        self,
+        ref: str,
+        ts: str,
+        *,
+        channel: str | None = None,
+        escalated_to: str | None = None,
+        row: ToolCallMessageRow | None = None,
+    ) -> bool:
         """Remember another message showing `ref`'s call (in `channel` when not the first message's: an
-        escalation's copy, posted to `escalated_to`); False if it was known."""
-        row = await self.get(ref)
+        escalation's copy, posted to `escalated_to`); False if it was known. `row`: `ref`'s, as the caller read
+        it since it was posted (read here when not given)."""
+        row = row if row is not None and row.ts is not None else await self.get(ref)
         if row is None or (row.ts == ts and channel in (None, row.channel)):
             return False
         statement = (
