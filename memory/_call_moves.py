@@ -6,6 +6,7 @@ may leave, and the caller learns whether it won."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -18,6 +19,7 @@ from ._reconnect import retried_while_away
 from ._run_sql import (
     APPROVALS_AS_SEEN,
     AUDIT,
+    CALL_BY_ID,
     COUNT_APPROVAL,
     GRANTS,
     MESSAGES,
@@ -26,24 +28,26 @@ from ._run_sql import (
     UPDATE_RUN,
     WHY_NOT_STARTED,
     Audit,
-    Lost,
     StorePart,
-    inserted,
     message_rows,
     move_call,
-    moved_together,
+    moved_with,
     next_move,
+    same_time,
     source_checked,
     start_call,
     take_turn,
     updated,
 )
+from .exceptions import CommitOutcomeUnknownError
 from .records import CallColumns, StartColumns, StoredRun, StoredToolCall
 from .states import WAITING_STATES, NextMove, ToolCallState, sources_of
 from .tables import ToolCallRow
 
 if TYPE_CHECKING:
     from .dialects import Dialect
+
+log = logging.getLogger("memory")
 
 
 @retried_while_away
@@ -81,30 +85,45 @@ class CallMoves(StorePart):
         stored with the time of the caller's own "started" mark, so an execution whose process stalled while
         the recovery interrupted the call (and it was approved and run again) stores nothing when it wakes.
 
-        The move and what goes with it are one statement (`Dialect.together`: one round trip on PostgreSQL);
-        a move alone commits by itself (`Storage.statement`), with what goes with it in a transaction that
-        rolls it all back when the move lost.
+        The move and what goes with it are one statement (`memory._run_sql.moved_with`): in autocommit, one
+        round trip on PostgreSQL (with a `grant`, in a transaction that first checks the grant's policy). When
+        the connection drops meanwhile, the call is read back: the move's own time stamp says whether it was
+        stored, and a call still where it was is moved again (the move is conditional, so that is safe).
         """
-        move = self._move(
-            call, to, allowed_from=allowed_from, fields=fields, approvals_seen=approvals_seen, since=since
-        )
-        with_it = self._with_move(move, messages=messages, run=run, audit=audit, lease=lease)
-        if grant is not None:
-            with_it += inserted(self._storage.dialect, GRANTS, [grant])
-        if not with_it:
-            async with self._storage.statement() as connection:
-                if (await connection.execute(move.statement, move.params)).rowcount != 1:
+        for _attempt in range(3):
+            move = self._move(
+                call, to, allowed_from=allowed_from, fields=fields, approvals_seen=approvals_seen, since=since
+            )
+            rows, updates = self._with_move(move, messages=messages, run=run, audit=audit, lease=lease)
+            if grant is not None:
+                rows.append((GRANTS, [grant]))
+            try:
+                return await self._written(move, rows, updates, grant=grant)
+            except CommitOutcomeUnknownError:
+                async with self._storage.read() as connection:
+                    stored = (await connection.execute(CALL_BY_ID, {"b_id": call.id})).first()
+                if (
+                    stored is not None
+                    and stored.state == move.values["state"]
+                    and same_time(stored.updated_at, move.now)
+                ):
+                    return move.won()
+                if stored is None or stored.state not in move.sources:
                     return False
-            return move.won()
-        try:
-            async with self._storage.transaction() as connection:
-                if grant is not None:
-                    await check_grant_policy(connection, self._storage.dialect, grant)
-                with source_checked(move.message_rows):
-                    await moved_together(self._storage.dialect, connection, move.bound(self._storage.dialect), *with_it)
-        except Lost:
-            return False
-        return move.won()
+                log.info("call %s: the database went away while it moved; moving it again", call.tool_call_id)
+        raise CommitOutcomeUnknownError(f"call {call.tool_call_id} of run {call.run_id}: its move was not confirmed")
+
+    async def _written(
+        self, move: _Move, rows: list[tuple[Any, list[dict[str, Any]]]], updates: list[Any], *, grant: Any
+    ) -> bool:
+        dialect = self._storage.dialect
+        opened = self._storage.statement() if grant is None else self._storage.transaction()
+        async with opened as connection:
+            if grant is not None:
+                await check_grant_policy(connection, dialect, grant)
+            with source_checked(move.message_rows):
+                won, _keys = await moved_with(dialect, connection, move.bound(dialect), rows=rows, updates=updates)
+        return move.won() if won else False
 
     async def count_approval(
         self, call: StoredToolCall, approval: dict[str, Any], *, audit: Audit, lease: str | None = None
@@ -122,13 +141,14 @@ class CallMoves(StorePart):
         values = {"approvals": approvals, "approval_count": seen + 1, "updated_at": now}
         dialect = self._storage.dialect
         count = updated(dialect, COUNT_APPROVAL, values, b_id=call.id, b_seen=seen, b_fp=call.fingerprint)
-        with_it = inserted(dialect, AUDIT, [audit.values(call, {}, now)])
+        updates = []
         if lease is not None:
-            with_it.append(updated(dialect, UPDATE_RUN, {"heartbeat_at": now, "owner": lease}, b_run=call.run_id))
-        try:
-            async with self._storage.transaction() as connection:
-                await moved_together(dialect, connection, count, *with_it)
-        except Lost:
+            updates.append(updated(dialect, UPDATE_RUN, {"heartbeat_at": now, "owner": lease}, b_run=call.run_id))
+        async with self._storage.statement() as connection:
+            won, _keys = await moved_with(
+                dialect, connection, count, rows=[(AUDIT, [audit.values(call, {}, now)])], updates=updates
+            )
+        if not won:
             return False
         for key, value in values.items():
             setattr(call, key, value)
@@ -169,16 +189,16 @@ class CallMoves(StorePart):
         """`transition` a call to its result, and in the same transaction decide what follows
         (`memory._run_sql.next_move`): (True, the `NextMove`), or (False, None) when it was settled elsewhere."""
         move = self._move(call, to, fields=fields, since=since)
-        with_it = self._with_move(move, messages=messages, run=run, audit=audit)
-        try:
-            async with self._storage.transaction() as connection:
-                await take_turn(self._storage, connection, run)
-                with source_checked(move.message_rows):
-                    await moved_together(self._storage.dialect, connection, move.bound(self._storage.dialect), *with_it)
-                move.won()
-                return True, await next_move(self._storage, connection, run, owner=owner, holds_run=holds_run)
-        except Lost:
-            return False, None
+        rows, updates = self._with_move(move, messages=messages, run=run, audit=audit)
+        dialect = self._storage.dialect
+        async with self._storage.transaction() as connection:
+            await take_turn(self._storage, connection, run)
+            with source_checked(move.message_rows):
+                won, _keys = await moved_with(dialect, connection, move.bound(dialect), rows=rows, updates=updates)
+            if not won:
+                return False, None
+            move.won()
+            return True, await next_move(self._storage, connection, run, owner=owner, holds_run=holds_run)
 
     def _move(
         self,
@@ -210,7 +230,7 @@ class CallMoves(StorePart):
         if since is not None:
             statement = statement.where(UNMOVED_SINCE)
             where["b_since"] = since
-        return _Move(call=call, statement=statement, where=where, values=values, now=now)
+        return _Move(call=call, statement=statement, where=where, values=values, now=now, sources=frozenset(sources))
 
     def _with_move(
         self,
@@ -220,20 +240,20 @@ class CallMoves(StorePart):
         run: StoredRun | None = None,
         audit: Audit | Iterable[Audit] | None = None,
         lease: str | None = None,
-    ) -> list[Any]:
-        """The writes that go with `move`, only if it wins: `messages` added to `run`, the `audit` lines, the
-        run's lease taken by `lease`."""
+    ) -> tuple[list[tuple[Any, list[dict[str, Any]]]], list[Any]]:
+        """The writes that go with `move`, only if it wins (see `memory._run_sql.moved_with`): the rows of
+        `messages` added to `run` and of the `audit` lines; the update of the run's lease taken by `lease`."""
         dialect, call, now = self._storage.dialect, move.call, move.now
         messages = list(messages)
         if messages:
             assert run is not None, "messages belong to a run"
             move.message_rows = message_rows(run, messages)
         lines = [audit] if isinstance(audit, Audit) else list(audit or ())
-        with_it = inserted(dialect, MESSAGES, move.message_rows)
-        with_it += inserted(dialect, AUDIT, [line.values(call, move.values, now) for line in lines])
+        rows = [(MESSAGES, move.message_rows), (AUDIT, [line.values(call, move.values, now) for line in lines])]
+        updates = []
         if lease is not None:
-            with_it.append(updated(dialect, UPDATE_RUN, {"heartbeat_at": now, "owner": lease}, b_run=call.run_id))
-        return with_it
+            updates.append(updated(dialect, UPDATE_RUN, {"heartbeat_at": now, "owner": lease}, b_run=call.run_id))
+        return rows, updates
 
     async def claim_escalation(self, run_id: str, tool_call_id: str, *, waiting_since: datetime, at: datetime) -> bool:
         """Take on escalating this wait of the call: one conditional UPDATE (still waiting for approval, in
@@ -279,6 +299,8 @@ class _Move:
     values: dict[str, Any]
     """What the move sets."""
     now: datetime
+    sources: frozenset[str]
+    """The states the call may move from."""
     message_rows: list[dict[str, Any]] = field(default_factory=list)
     """The messages that go with it (see `memory._run_sql.source_checked`)."""
 

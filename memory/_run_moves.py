@@ -14,18 +14,16 @@ from ._reconnect import retried_while_away
 from ._run_sql import (
     AT_STEP,
     AUDIT,
-    INSERT_CALLS_NUMBERED,
     MESSAGES,
     RUNS,
     THREAD_OWNER,
     THREADS,
     Audit,
-    Lost,
     StorePart,
     inserted,
     message_rows,
     move_run,
-    moved_together,
+    moved_with,
     new_row_values,
     next_move,
     one_of,
@@ -109,20 +107,12 @@ class RunMoves(StorePart):
         if from_step is not None:
             statement, fence["b_step"] = statement.where(AT_STEP), from_step
         rows = message_rows(run, messages)
+        dialect = self._storage.dialect
         try:
-            if not rows:
-                async with self._storage.statement() as connection:
-                    won = (await connection.execute(statement, {**fence, **values})).rowcount == 1
-            else:
-                dialect = self._storage.dialect
-                try:
-                    async with self._storage.transaction() as connection:
-                        with source_checked(rows):
-                            move = updated(dialect, statement, values, **fence)
-                            await moved_together(dialect, connection, move, *inserted(dialect, MESSAGES, rows))
-                    won = True
-                except Lost:
-                    won = False
+            async with self._storage.statement() as connection:  # on PostgreSQL one statement, one round trip
+                with source_checked(rows):
+                    move = updated(dialect, statement, values, **fence)
+                    won, _keys = await moved_with(dialect, connection, move, rows=[(MESSAGES, rows)])
         except CommitOutcomeUnknownError:
             # read back what was written: this move's own time stamp tells whether its commit went through
             stored = await read_run(self._storage, run.id)
@@ -221,7 +211,7 @@ class RunMoves(StorePart):
         """Store one step at once: the model's reply, the run's step count, its calls and any immediate results;
         with `suspend` (nothing of the step is left for this worker to do, a call waits) the run is parked too.
 
-        One transaction, so a crash never leaves a reply whose calls were not recorded.
+        One statement (`memory._run_sql.moved_with`), so a crash never leaves a reply whose calls were not recorded.
 
         The step is a fence: `run.step` is the step the reply makes, and it is recorded only over the one
         before (the step the worker asked the model at). A worker that stalled past the run's lease while
@@ -246,24 +236,17 @@ class RunMoves(StorePart):
             if call.state in WAITING_STATES:  # its wait starts now, on the storage's clock
                 call.suspended_at = now
         call_rows = [new_row_values(call, now) for call in calls]
-        async with self._storage.transaction() as connection:
-            try:
-                with source_checked(rows):
-                    await moved_together(
-                        dialect,
-                        connection,
-                        fenced,
-                        *inserted(dialect, MESSAGES, rows),
-                        *inserted(dialect, AUDIT, audit_rows),
-                    )
-            except Lost:  # rolled back: nothing of the step is stored
-                raise RunTakenOverError(
-                    f"run {run.id} went on in another process while this one was stalled: "
-                    f"step {run.step} is not recorded here"
-                ) from None
-            if call_rows:  # one statement, the keys in the order of the calls
-                keys = await connection.execute(INSERT_CALLS_NUMBERED, call_rows)
-                for call, key in zip(calls, keys.scalars().all(), strict=True):
-                    call.id = key
+        async with self._storage.statement() as connection:  # on PostgreSQL one statement, one round trip
+            with source_checked(rows):
+                won, keys = await moved_with(
+                    dialect, connection, fenced, rows=[(MESSAGES, rows), (AUDIT, audit_rows)], numbered=call_rows
+                )
+        if not won:  # nothing of the step is stored
+            raise RunTakenOverError(
+                f"run {run.id} went on in another process while this one was stalled: "
+                f"step {run.step} is not recorded here"
+            )
+        for call in calls:
+            call.id = keys[call.tool_call_id]
         for key, value in values.items():
             setattr(run, key, value)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, bindparam, exists, func, insert, literal_column, or_, select, update
+from sqlalchemy import and_, bindparam, exists, func, insert, literal_column, or_, select, union_all, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import visitors
@@ -42,6 +42,7 @@ class StorePart:
 RUN = select(RUNS).where(RUNS.c.id == bindparam("b_run"))
 THREAD_OWNER = select(ThreadRow.resource_id).where(ThreadRow.id == bindparam("b_thread"))
 CALL = select(CALLS).where(CALLS.c.run_id == bindparam("b_run"), CALLS.c.tool_call_id == bindparam("b_call"))
+CALL_BY_ID = select(CALLS.c.state, CALLS.c.updated_at).where(CALLS.c.id == bindparam("b_id"))
 RUN_MESSAGES = select(MESSAGES).where(MESSAGES.c.run_id == bindparam("b_run")).order_by(MESSAGES.c.id)
 
 NOT_ESCALATED = or_(ToolCallRow.escalated_at.is_(None), ToolCallRow.escalated_at < ToolCallRow.suspended_at)
@@ -284,21 +285,6 @@ def updated(dialect: Dialect, statement: Any, values: dict[str, Any], **where: A
     return bound.values(dialect.row(statement.table, values, updating=True))
 
 
-class Lost(Exception):
-    """A conditional move written `together` with what goes with it found its row elsewhere: raised inside
-    the transaction, so that what went with it rolls back; its caller says it lost."""
-
-
-async def moved_together(dialect: Dialect, connection: AsyncConnection, move: Any, *with_it: Any) -> list[int]:
-    """`move` (a conditional UPDATE) and the writes that go `with_it`, in one statement on PostgreSQL
-    (`Dialect.together`); raises `Lost` when `move` wrote no row (the caller's transaction then rolls all back).
-    The rows each of `with_it` wrote."""
-    moved, *counts = await dialect.together(connection, move, *with_it)
-    if moved != 1:
-        raise Lost
-    return counts
-
-
 def new_row_values(row: StoredRun | StoredToolCall, now: datetime | None = None) -> dict[str, Any]:
     """The columns of a row built in memory, for its INSERT; its creation times are set on it too."""
     now = now or utcnow()
@@ -370,3 +356,60 @@ async def next_move(
     # not claimed: a call of the step is left, or another process claimed the run first
     unsettled = await connection.scalar(STEP_UNSETTLED, {"b_run": run.id, "b_step": run.step})
     return NextMove.SUSPENDED if unsettled else NextMove.HANDED_OFF
+
+
+async def moved_with(
+    dialect: Dialect,
+    connection: AsyncConnection,
+    move: Any,
+    *,
+    rows: Iterable[tuple[Any, list[dict[str, Any]]]] = (),
+    updates: Iterable[Any] = (),
+    numbered: list[dict[str, Any]] | None = None,
+) -> tuple[bool, dict[str, int]]:
+    """`move` (a conditional UPDATE, its values bound: `updated`) and, only if it wrote its row, what goes with
+    it: `rows` inserted (table, rows), `updates` (UPDATEs, values bound) and `numbered` (tool calls, whose keys
+    are returned by tool call id). Whether the move won, and those keys.
+
+    On PostgreSQL one statement, so in autocommit (`Storage.statement`) one round trip that stores all or
+    nothing: the writes that go with the move select from its RETURNING (`WITH moved AS (UPDATE ...
+    RETURNING 1), ... INSERT ... SELECT ... FROM moved`), so they write only if it did. None of them may read
+    what another writes (they all see the database as it was before the statement). On SQLite the move, then
+    the rest if it won, one after the other in the caller's transaction."""
+    rows = [(table, batch) for table, batch in rows if batch]
+    updates = list(updates)
+    if dialect.is_sqlite:
+        if (await connection.execute(move)).rowcount != 1:
+            return False, {}
+        await dialect.together(
+            connection, *(s for table, batch in rows for s in inserted(dialect, table, batch)), *updates
+        )
+        keys: dict[str, int] = {}
+        if numbered:
+            result = await connection.execute(INSERT_CALLS_NUMBERED, numbered)
+            keys = {row["tool_call_id"]: key for row, key in zip(numbered, result.scalars().all(), strict=True)}
+        return True, keys
+    moved = move.returning(literal_column("1").label("won")).cte("moved")
+    won = exists(select(literal_column("1")).select_from(moved))
+    parts = [
+        _inserted_if(dialect, moved, table, batch).returning(literal_column("1")).cte(f"with_{n}")
+        for n, (table, batch) in enumerate(rows)
+    ]
+    parts += [update.where(won).returning(literal_column("1")).cte(f"with_u{n}") for n, update in enumerate(updates)]
+    if numbered:
+        calls = (
+            _inserted_if(dialect, moved, CALLS, numbered).returning(CALLS.c.id, CALLS.c.tool_call_id).cte("numbered")
+        )
+        statement = select(calls.c.id, calls.c.tool_call_id).add_cte(*parts)
+        keys = {tool_call_id: key for key, tool_call_id in await connection.execute(statement)}
+        return bool(keys), keys
+    statement = select(func.count()).select_from(moved).add_cte(*parts)
+    return (await connection.execute(statement)).scalar_one() == 1, {}
+
+
+def _inserted_if(dialect: Dialect, moved: Any, table: Any, rows: list[dict[str, Any]]) -> Any:
+    """INSERT `rows` into `table` by a SELECT from `moved`: one row each if it wrote its row, none if not."""
+    bound = [dialect.row(table, row) for row in rows]
+    names = list(bound[0])
+    selects = [select(*(values[name].label(name) for name in names)).select_from(moved) for values in bound]
+    return insert(table).from_select(names, selects[0] if len(selects) == 1 else union_all(*selects))
