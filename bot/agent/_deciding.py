@@ -239,11 +239,19 @@ def delegations_of(agent: DecidingAgent) -> DelegationReader:
 
 
 async def refuse_stale(
-    agent: DecidingAgent, run_id: str, tool_call_id: str, *, actor: str | None, via: str, action: Action | None = None
+    agent: DecidingAgent,
+    run_id: str,
+    tool_call_id: str,
+    *,
+    actor: str | None,
+    via: str,
+    action: Action | None = None,
+    read: CallRead | None = None,
 ) -> None:
     """A person acted on a screen that still showed a call that no longer waits (a front end found it decided
-    before asking `decide_as`): audited as `decide_as` audits it, one `refused` line saying how it stands."""
-    run, call = await agent.storage.runs.run_and_call(run_id, tool_call_id)
+    before asking `decide_as`): audited as `decide_as` audits it, one `refused` line saying how it stands.
+    `read`: the call as the front end found it (`Agent.read_call`), not read again."""
+    run, call, _policy = await _read(agent, run_id, tool_call_id, read)
     if run is not None and call is not None and run.agent_id == agent.id:
         await _stale(agent, call, actor=actor, action=action, via=via)
 

@@ -88,8 +88,11 @@ class ClickRefused(Exception):
         row: ToolCallMessageRow | None = None,
         about: ToolCallMessageRow | None = None,
         audited: bool = False,
+        read: CallRead | None = None,
     ):
         super().__init__(explanation)
+        self.read = read
+        """The call as the click's check found it (settled): not read again to audit and show it."""
         self.audited = audited
         """The runtime audited it already (`decide_as`); else a stale click is audited when it is explained."""
         self.explanation = explanation
@@ -189,8 +192,8 @@ async def find_waiting_call(
     record = read.record if read is not None else None
     if record is None or not still_waits(row, record):
         if record is not None and record.state == ToolCallState.EXPIRED:
-            raise ClickRefused(EXPIRED, RefusalReason.EXPIRED, row=row)
-        raise ClickRefused(_already(kind), RefusalReason.ALREADY_DECIDED, row=row)
+            raise ClickRefused(EXPIRED, RefusalReason.EXPIRED, row=row, read=read)
+        raise ClickRefused(_already(kind), RefusalReason.ALREADY_DECIDED, row=row, read=read)
     if fingerprint is not None and fingerprint != (record.fingerprint or ""):
         raise ClickRefused(NOT_AS_SHOWN, RefusalReason.NOT_AS_SHOWN, about=row)
     return WaitingCall(row=row, record=record, read=read)
@@ -330,8 +333,9 @@ async def refuse(
     stale = refused.reason in (RefusalReason.ALREADY_DECIDED, RefusalReason.EXPIRED)
     if stale and refused.row is not None and not refused.audited:  # a stale screen: one audit line, its reason
         await refuse_stale(
-            services.agent, refused.row.run_id, refused.row.tool_call_id, actor=user, via="home" if home else "button"
-        )
+            services.agent, refused.row.run_id, refused.row.tool_call_id, actor=user, via="home" if home else "button",
+            read=refused.read,
+        )  # fmt: skip
     target_channel = channel or (refused.about.channel if refused.about else None)
     if home and services.home is not None:
         await services.home.show_note(user, (await services.languages.of_person(user)).gettext(refused.explanation))
@@ -348,6 +352,7 @@ async def refuse(
         # answered question keeps who answered it, which only the first update knew.
         fresh = await services.stores.messages.get(refused.row.id)
         if fresh is not None and (fresh.kind == "approval" or fresh.closed_at is None):
-            await refresh_message(services, client, fresh)
+            # the call as the click's check found it, settled (read again when the check did not read it)
+            await refresh_message(services, client, fresh, record=refused.read.record if refused.read else None)
             if fresh.kind == "approval":  # a call that ran keeps its Undo while it may be undone
                 await offer_undo(services, client, fresh.run_id, fresh.tool_call_id)

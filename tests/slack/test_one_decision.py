@@ -4,6 +4,10 @@ app, the Slack emulation and the scripted model."""
 
 from __future__ import annotations
 
+import copy
+
+from sqlalchemy import event as sql_event
+
 from memory import PolicyChange
 from tests.support.scripted_model import call, reply, structured, tool_calls
 
@@ -100,3 +104,31 @@ async def test_a_forged_home_decision_from_outside_a_dm_is_refused(bot: RunningB
     await home_click(bot, "U1", "tool_decline", ref)
     await bot.slack.wait_for("chat.update", lambda c: "Declined" in str(c.params))
     assert await record_ids(bot) == [1, 2, 3, 4, 5]
+
+
+async def test_a_click_on_a_decided_call_reads_the_call_once(bot: RunningBot, model):
+    """A late click (another's won) is audited and its message shown again from the one read its check made."""
+    ask_to_delete(model)
+    await bot.mention("delete record 3", user="U1")
+    message = await bot.approval_message()
+    stale = copy.deepcopy(message)  # as a second user's screen still shows it
+    await bot.sender.click(message, "tool_approve", user="U2")
+    await bot.slack.wait_for("chat.stopStream")
+    await bot.slack.settle()
+    seen: list[str] = []
+
+    def record(_connection, _cursor, statement, *_args):
+        seen.append(" ".join(statement.split()))
+
+    sql_event.listen(bot.storage.engine.sync_engine, "before_cursor_execute", record)
+    try:
+        await bot.sender.click(stale, "tool_approve", user="U3")
+        told = await bot.slack.wait_for("chat.postEphemeral")
+        await bot.slack.settle()
+    finally:
+        sql_event.remove(bot.storage.engine.sync_engine, "before_cursor_execute", record)
+    assert "already decided" in told[0].params["text"]
+    lines = [e for e in await bot.storage.audit_log.entries() if e.action == "refused"]
+    assert [e.actor for e in lines] == ["U3"]
+    calls = [s for s in seen if s.startswith("SELECT") and ("FROM runs" in s or "FROM tool_calls" in s)]
+    assert len(calls) == 2, calls  # the click's check, then the Undo offer (the call as it is now)
