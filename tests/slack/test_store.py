@@ -188,8 +188,8 @@ async def test_a_conversations_language_is_fixed_by_the_first_to_fix_it(slack_st
     assert (await conversations.get(thread)).language == "fr"
 
 
-async def test_a_mentions_turn_starts_in_three_statements_and_only_for_the_leases_holder(slack_storage):
-    """The lease, the message's start (with the read of the queue), the conversation with its language."""
+async def test_a_mentions_turn_starts_in_two_statements_and_only_for_the_leases_holder(slack_storage):
+    """The lease with the message's start (and the read of the queue), the conversation with its language."""
     stores = SlackStores.on(slack_storage)
     thread = SlackThread(team_id="T1", channel="C1", thread_ts="1.0")
     mention = {"type": "app_mention", "channel": "C1", "user": "U1", "ts": "1.0", "text": "<@UBOT> hej"}
@@ -201,7 +201,8 @@ async def test_a_mentions_turn_starts_in_three_statements_and_only_for_the_lease
     with statements_of(slack_storage) as seen:
         first = await stores.take_thread(thread.thread_id, "replica-a", stale_after=30, language_of=swedish)
     verbs = [statement.split(" ")[0] for statement in seen if not statement.startswith("BEGIN")]
-    assert verbs == ["INSERT", "UPDATE", "INSERT"], seen
+    # the lease and the start: one statement on PostgreSQL (SQLite has no INSERT or UPDATE inside a WITH)
+    assert verbs == (["INSERT", "UPDATE", "INSERT"] if slack_storage.is_sqlite else ["WITH", "INSERT"]), seen
     assert (first.event_id, first.started, first.new_conversation) == ("Ev1", False, True)
     assert (first.conversation.started_by, first.conversation.language) == ("U1", "sv")
     assert await stores.events.start_next(thread.thread_id, "replica-b") is None  # not b's thread
@@ -241,9 +242,19 @@ async def test_a_turn_in_a_conversation_with_its_language_reads_it_with_its_star
         with statements_of(slack_storage) as seen:
             started = await stores.take_thread(thread.thread_id, "replica-a", stale_after=30)
         verbs = [statement.split(" ")[0] for statement in seen if not statement.startswith("BEGIN")]
-        assert verbs == ["INSERT", "UPDATE"], seen
+        assert verbs == (["INSERT", "UPDATE"] if slack_storage.is_sqlite else ["WITH"]), seen
         conversation = started.conversation
         assert (started.event_id, conversation.started_by, conversation.language) == (event_id, "U1", "pt")
         assert (conversation.thread_id, conversation.channel, conversation.thread_ts) == (thread.thread_id, "C1", "1.0")
         assert not started.new_conversation
         assert await stores.finish_turn(started, "replica-a") is None
+
+
+async def test_a_thread_held_by_another_starts_nothing_for_who_failed_to_take_it(slack_storage):
+    stores = SlackStores.on(slack_storage)
+    thread_id = "slack:T1:C1:1.0"
+    assert await stores.thread_turns.take(thread_id, "replica-a", stale_after=30)
+    await stores.events.claim("Ev1", "T1", thread_id=thread_id, event={"ts": "1.0", "text": "Καλημέρα"})
+    assert await stores.take_thread(thread_id, "replica-b", stale_after=30) is None
+    first = await stores.events.start_next(thread_id, "replica-a")
+    assert (first.event_id, first.started) == ("Ev1", False)  # b's failed take started nothing

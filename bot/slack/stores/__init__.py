@@ -72,11 +72,20 @@ class SlackStores:
         self, thread_id: str, holder: str, *, stale_after: float, language_of: LanguageOf | None = None
     ) -> QueuedMessage | None:
         """Take `thread_id`'s turn for `holder` (`ThreadTurns.take`) and start its oldest waiting message
-        (`_start_next`). None if another holder has the thread, or if no message waits (the lease is then
-        let go). `language_of`: see `_start_next`."""
-        if not await self.thread_turns.take(thread_id, holder, stale_after=stale_after):
+        (`_start_next`), in one statement on PostgreSQL (`EventLog.take_and_start`). None if another holder
+        has the thread, or if no message waits (the lease is then let go). `language_of`: see `_start_next`."""
+        if self.storage.dialect.is_sqlite:  # no INSERT or UPDATE inside a WITH; no round trips to save either
+            if not await self.thread_turns.take(thread_id, holder, stale_after=stale_after):
+                return None
+            return await self._start_next(thread_id, holder, language_of)
+        took, message = await self.events.take_and_start(
+            self.thread_turns.taking, thread_id, holder, stale_after=stale_after
+        )
+        if not took:
             return None
-        return await self._start_next(thread_id, holder, language_of)
+        if message is None:  # none waited: let go (unless one came meanwhile)
+            return await self._start_next(thread_id, holder, language_of)
+        return await self._with_conversation(message, language_of)
 
     async def finish_turn(
         self, message: QueuedMessage, holder: str, *, language_of: LanguageOf | None = None
@@ -120,12 +129,16 @@ class SlackStores:
         else:
             await self.thread_turns.release(thread_id, holder)  # never loop: the sweep takes what is left
             return None
+        return await self._with_conversation(message, language_of)
+
+    async def _with_conversation(self, message: QueuedMessage, language_of: LanguageOf | None) -> QueuedMessage:
+        """`message`, started, with its conversation recorded if it starts one (see `_start_next`)."""
         if not message.starts_conversation or "user" not in message.event:
             return message  # (every queued message has its user: `is_from_a_person`)
         if message.conversation is not None and message.conversation.language is not None:
             return message  # the conversation goes on: its record is whole
         user = message.event["user"]
-        language = await language_of(thread_id, user) if language_of is not None else None
+        language = await language_of(message.thread_id, user) if language_of is not None else None
         thread = thread_of_message(message.event, message.team_id)
         conversation, new = await self.conversations.start(thread, user, language=language)
         return replace(message, conversation=conversation, new_conversation=new)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Update, and_, bindparam, delete, exists, func, select, update
+from sqlalchemy import Insert, Select, Update, and_, bindparam, delete, exists, func, literal, select, true, update
 from sqlalchemy.orm import aliased
 
 from memory import Storage, retried_while_away
@@ -103,6 +103,7 @@ class EventLog(TableStore):
         self.prune_every = prune_every
         self._claims = 0
         self._writer = ClaimWriter(self._insert_claims)
+        self._taking_and_starting: Select[Any] | None = None
         insert = self._insert(SlackEventRow)
         # a second try of a claim whose first landed (its answer lost with the connection) meets its own row,
         # the one with its `received_at`: it still wins, where another claim's row leaves it out
@@ -169,30 +170,26 @@ class EventLog(TableStore):
             row = (
                 await connection.execute(_START_NEXT, {"b_thread": thread_id, "b_holder": holder, "b_now": now})
             ).first()
-        if row is None:
-            return None
-        event = row.event or {}
-        conversation = None
-        if row.started_by is not None:
-            thread = thread_of_message(event, row.team_id or "")
-            conversation = SlackConversationRow(
-                thread_id=thread_id,
-                team_id=thread.team_id,
-                channel=thread.channel,
-                thread_ts=thread.thread_ts,
-                started_by=row.started_by,
-                created_at=row.created_at,
-                language=row.language,
-            )
-        return QueuedMessage(
-            event_id=row.event_id,
-            thread_id=thread_id,
-            team_id=row.team_id or "",
-            event=event,
-            bot_user_id=row.bot_user_id,
-            started_at=None if row.started_at == now else row.started_at,
-            conversation=conversation,
-        )
+        return None if row is None else _queued(row, thread_id, now)
+
+    async def take_and_start(
+        self, taking: Insert, thread_id: str, holder: str, *, stale_after: float
+    ) -> tuple[bool, QueuedMessage | None]:
+        """`ThreadTurns.take` (whose INSERT is `taking`) and, if it took the lease, `start_next`, in one
+        statement (PostgreSQL: SQLite has no INSERT or UPDATE inside a WITH): whether the lease was taken,
+        and the message started (None: none waited). Tried again after a lost connection as
+        `ThreadTurns.take` is."""
+        now = utcnow()
+        if self._taking_and_starting is None:
+            self._taking_and_starting = _taking_and_starting(taking)
+        values = {"b_thread": thread_id, "b_holder": holder, "b_now": now}
+        async with self._one_statement(idempotent=True) as connection:
+            row = (
+                await connection.execute(
+                    self._taking_and_starting, {**values, "b_stale": now - timedelta(seconds=stale_after)}
+                )
+            ).one()
+        return bool(row.took), None if row.event_id is None else _queued(row, thread_id, now)
 
     async def any_queued(self, thread_id: str) -> bool:
         """Whether a message of `thread_id` waits for its turn (or takes it)."""
@@ -254,39 +251,95 @@ class LeftWaiting:
     """Whether any message of a thread is still queued or at work."""
 
 
+def _queued(row: Any, thread_id: str, now: datetime) -> QueuedMessage:
+    """The message a start returned (`_starting`), with the thread's conversation; started before unless its
+    start is `now`, the one this start wrote."""
+    event = row.event or {}
+    conversation = None
+    if row.started_by is not None:
+        thread = thread_of_message(event, row.team_id or "")
+        conversation = SlackConversationRow(
+            thread_id=thread_id,
+            team_id=thread.team_id,
+            channel=thread.channel,
+            thread_ts=thread.thread_ts,
+            started_by=row.started_by,
+            created_at=row.created_at,
+            language=row.language,
+        )
+    return QueuedMessage(
+        event_id=row.event_id,
+        thread_id=thread_id,
+        team_id=row.team_id or "",
+        event=event,
+        bot_user_id=row.bot_user_id,
+        started_at=None if row.started_at == now else row.started_at,
+        conversation=conversation,
+    )
+
+
 # The statements of every turn, built once: building one costs more CPU than running it. `bindparam`
 # names the values each call passes (`b_`: SQLAlchemy keeps column names for the VALUES and SET clauses).
 _QUEUED = aliased(SlackEventRow)
-_START_NEXT = (
-    update(SlackEventRow)
-    .where(
-        SlackEventRow.event_id
-        == select(_QUEUED.event_id)
-        .where(_QUEUED.thread_id == bindparam("b_thread"), _QUEUED.done_at.is_(None))
-        .order_by(_QUEUED.message_ts, _QUEUED.received_at)
-        .limit(1)
-        .scalar_subquery(),
-        exists().where(
-            SlackThreadTurnRow.thread_id == bindparam("b_thread"), SlackThreadTurnRow.holder == bindparam("b_holder")
-        ),
+
+
+def _starting(fence: Any) -> Update:
+    """The UPDATE that starts the oldest waiting message of the thread `b_thread` if `fence` holds (keeping a
+    start already marked, else `b_now`), and returns it with the thread's conversation."""
+    return (
+        update(SlackEventRow)
+        .where(
+            SlackEventRow.event_id
+            == select(_QUEUED.event_id)
+            .where(_QUEUED.thread_id == bindparam("b_thread"), _QUEUED.done_at.is_(None))
+            .order_by(_QUEUED.message_ts, _QUEUED.received_at)
+            .limit(1)
+            .scalar_subquery(),
+            fence,
+        )
+        .values(
+            started_at=func.coalesce(SlackEventRow.started_at, bindparam("b_now", type_=SlackEventRow.started_at.type))
+        )
+        .returning(
+            SlackEventRow.event_id,
+            SlackEventRow.team_id,
+            SlackEventRow.event,
+            SlackEventRow.bot_user_id,
+            SlackEventRow.started_at,
+            *(
+                select(column)
+                .where(SlackConversationRow.thread_id == bindparam("b_thread"))
+                .scalar_subquery()
+                .label(name)
+                for name, column in (
+                    ("started_by", SlackConversationRow.started_by),
+                    ("created_at", SlackConversationRow.created_at),
+                    ("language", SlackConversationRow.language),
+                )
+            ),
+        )
     )
-    .values(started_at=func.coalesce(SlackEventRow.started_at, bindparam("b_now", type_=SlackEventRow.started_at.type)))
-    .returning(
-        SlackEventRow.event_id,
-        SlackEventRow.team_id,
-        SlackEventRow.event,
-        SlackEventRow.bot_user_id,
-        SlackEventRow.started_at,
-        *(
-            select(column).where(SlackConversationRow.thread_id == bindparam("b_thread")).scalar_subquery().label(name)
-            for name, column in (
-                ("started_by", SlackConversationRow.started_by),
-                ("created_at", SlackConversationRow.created_at),
-                ("language", SlackConversationRow.language),
-            )
-        ),
+
+
+_START_NEXT = _starting(
+    exists().where(
+        SlackThreadTurnRow.thread_id == bindparam("b_thread"), SlackThreadTurnRow.holder == bindparam("b_holder")
     )
 )
+
+
+def _taking_and_starting(taking: Insert) -> Select[Any]:
+    """One statement of two data-modifying parts (PostgreSQL): `taking`, the lease's INSERT (`ThreadTurns`),
+    and the start of the thread's oldest waiting message if it took the lease; one row, whether it took
+    the lease (`took`) and the message started (its columns NULL when none waits)."""
+    took = taking.returning(SlackThreadTurnRow.thread_id).cte("took")
+    started = _starting(exists(select(took.c.thread_id))).cte("started")
+    anchor = select(literal(1).label("one")).subquery("anchor")
+    return select(select(func.count()).select_from(took).scalar_subquery().label("took"), *started.c).select_from(
+        anchor.outerjoin(started, true())
+    )
+
+
 _ANY_UNDONE = (
     select(SlackEventRow.event_id)
     .where(SlackEventRow.thread_id == bindparam("b_thread"), SlackEventRow.done_at.is_(None))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import Delete, bindparam, delete, exists, update
+from sqlalchemy import Delete, Insert, bindparam, delete, exists, update
 
 from memory import Storage, retried_while_away
 from memory.tables import utcnow
@@ -28,11 +28,15 @@ class ThreadTurns(TableStore):
         insert = self._insert(SlackThreadTurnRow).values(
             thread_id=bindparam("b_thread"), holder=bindparam("b_holder"), heartbeat_at=bindparam("b_now")
         )
-        self._take = insert.on_conflict_do_update(
+        self.taking = insert.on_conflict_do_update(
             index_elements=["thread_id"],
             set_={"holder": insert.excluded.holder, "heartbeat_at": insert.excluded.heartbeat_at},
             where=SlackThreadTurnRow.heartbeat_at < bindparam("b_stale"),
         )
+
+    taking: Insert
+    """The INSERT of `take` (`b_thread`, `b_holder`, `b_now`, `b_stale`), also run with a message's start
+    (`EventLog.take_and_start`)."""
 
     async def take(self, thread_id: str, holder: str, *, stale_after: float) -> bool:
         """Take `thread_id`'s turn for `holder`: free, or held by someone whose heartbeat is older than
@@ -45,7 +49,7 @@ class ThreadTurns(TableStore):
         now = utcnow()
         values = {"b_thread": thread_id, "b_holder": holder, "b_now": now}
         async with self._one_statement(idempotent=True) as connection:
-            result = await connection.execute(self._take, {**values, "b_stale": now - timedelta(seconds=stale_after)})
+            result = await connection.execute(self.taking, {**values, "b_stale": now - timedelta(seconds=stale_after)})
         return result.rowcount == 1
 
     async def keep(self, thread_id: str, holder: str) -> bool:
