@@ -7,12 +7,16 @@ whether or not the sweep ran).
 
 A sweep passes every few seconds on SQLite. On PostgreSQL it sleeps until the next deadline it knows of (the
 call waiting longest of a tool whose policy expires or escalates), or until any replica moves a call or a
-policy (`memory._notices`); an idle replica's sweep is then nearly silent.
+policy (`memory._notices`); an idle replica's sweep is then nearly silent. A call this replica itself made
+wait cannot come due sooner than the shortest expiry or escalation of the policies the pass read, so its
+notice wakes the sweep only that long after it (none, if no policy expires or escalates); a policy this
+replica changed wakes it at once, as another replica's work does.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from datetime import timedelta
 
@@ -44,23 +48,35 @@ async def expire_forever(agent: Agent, *, every: float = EXPIRY_INTERVAL) -> Non
         except Exception:  # noqa: BLE001 - as above
             log.warning("the delegations sweep failed; it runs again in %gs", every, exc_info=True)
         due: float | None = every
+        own_after = every  # not known: as soon as a pass would come anyway
         if notices.possible:
             try:
-                due = await next_due(agent)
+                due, own_after = await _deadlines(agent)
             except Exception:  # noqa: BLE001 - not known: look again soon
                 log.debug("the next deadline of the expiry sweep is not known", exc_info=True)
-        await notices.pause(every, since=began, due=due, tables=("tool_calls", "tool_policies"))
+        await notices.pause(
+            every, since=began, due=due, tables=("tool_calls", "tool_policies"), own_after={"tool_calls": own_after}
+        )
 
 
 async def next_due(agent: Agent) -> float | None:
     """Seconds until the next call of `agent` is due to expire or escalate, or a delegation to end (None:
     nothing is)."""
+    return (await _deadlines(agent))[0]
+
+
+async def _deadlines(agent: Agent) -> tuple[float | None, float]:
+    """`next_due`, and the seconds a call that begins to wait now has at least before it is due (infinite:
+    no policy expires or escalates calls)."""
     storage = agent.storage
     deadlines = [delegation.ends_at for delegation in await storage.delegations.in_force()]
     expiring = {p.tool_name: p for p in await storage.policies.with_expiry() if isinstance(p, ToolPolicy)}
     escalating = {}
     if agent.hooks.get("on_escalation") is not None:
         escalating = {p.tool_name: p for p in await storage.policies.with_escalation() if isinstance(p, ToolPolicy)}
+    windows = [float(p.expires_after or 0) for p in expiring.values()]
+    windows += [float(p.escalate_after or 0) for p in escalating.values()]
+    shortest = min(windows, default=math.inf)
     waits = await storage.runs.earliest_waits(agent.id) if expiring or escalating else {}
     for tool_name, (since, unescalated) in waits.items():
         if (policy := expiring.get(tool_name)) is not None:
@@ -68,8 +84,8 @@ async def next_due(agent: Agent) -> float | None:
         if (policy := escalating.get(tool_name)) is not None and unescalated is not None:
             deadlines.append(unescalated + timedelta(seconds=policy.escalate_after or 0))
     if not deadlines:
-        return None
-    return max(0.0, (min(deadlines) - storage.clock.now()).total_seconds())
+        return None, shortest
+    return max(0.0, (min(deadlines) - storage.clock.now()).total_seconds()), shortest
 
 
 __all__ = ["EXPIRY_INTERVAL", "expire_forever", "next_due"]

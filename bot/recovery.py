@@ -2,7 +2,10 @@
 process left behind (`Agent.recover_stale_runs`; several replicas recovering at once recover each run once).
 
 On SQLite a pass runs every `every` seconds. On PostgreSQL the loop sleeps until the oldest lease of a run
-at work could go stale, or, with no run at work, until any replica starts or moves one (`memory._notices`)."""
+at work could go stale, or, with no run at work, until another replica starts or moves one
+(`memory._notices`); a run this replica started or moved itself has a lease at least as fresh as the notice,
+so that notice wakes the loop only `stale_after` seconds after it (and this process's own runs at work are
+never taken over while it drives them, `Agent.recover_stale_runs`)."""
 
 from __future__ import annotations
 
@@ -45,7 +48,13 @@ class RecoveryLoop:
             except Exception:  # noqa: BLE001 - the database may be away for a moment; the next pass tries again
                 log.warning("the recovery pass failed; it runs again in %gs", self.every, exc_info=True)
             pause = asyncio.ensure_future(
-                storage.notices.pause(self.every, since=began, due=due, tables=("runs", "tool_calls"))
+                storage.notices.pause(
+                    self.every,
+                    since=began,
+                    due=due,
+                    tables=("runs", "tool_calls"),
+                    own_after={"runs": self.stale_after, "tool_calls": self.stale_after},
+                )
             )
             stopping = asyncio.ensure_future(self._stopping.wait())
             await asyncio.wait({pause, stopping}, return_when=asyncio.FIRST_COMPLETED)

@@ -125,6 +125,7 @@ class IntakeThread:
             clock=self.storage.clock,
             reconnect_for=self.storage.reconnect_for,
         )
+        self.storage.notices.count_as_own(storage.engine)  # the events it records are this replica's to answer
         events, clicks = EventLog(storage), ClickLog(storage)
         forward = aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=self.socket_path), auto_decompress=False)
 

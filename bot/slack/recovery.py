@@ -234,8 +234,9 @@ async def run_recovery(
     services: SlackServices, client: AsyncWebClient, *, every: float = 10.0, repost_after: float = 30.0
 ) -> None:
     """Run the recovery pass now and then every `every` seconds, until cancelled. On PostgreSQL, once a pass
-    leaves nothing pending, the next waits until any replica moves a call or records a message
-    (`memory._notices`)."""
+    leaves nothing pending, the next waits until another replica moves a call or records a message
+    (`memory._notices`), or until `repost_after` seconds after this replica did: what its own work may leave
+    to the pass (a waiting call's message not recorded, a post that did not end) is due no sooner."""
     notices = services.agent.storage.notices
     while True:
         began = time.monotonic()
@@ -249,5 +250,9 @@ async def run_recovery(
             services.logger.exception("the Slack recovery pass failed")
         spent = time.monotonic() - began
         await notices.pause(
-            max(0.1, every - spent), since=began, due=due, tables=("tool_calls", "slack_tool_call_messages")
+            max(0.1, every - spent),
+            since=began,
+            due=due,
+            tables=("tool_calls", "slack_tool_call_messages"),
+            own_after={"tool_calls": repost_after, "slack_tool_call_messages": repost_after},
         )

@@ -232,7 +232,9 @@ class TurnQueue:
     # --- the sweep, on every replica --------------------------------------------------------
     def start(self) -> None:
         """Start the sweep: at once, then every `sweep_every` seconds while messages are queued or at work; on
-        PostgreSQL an idle replica's sweep sleeps until a message is recorded anywhere (`memory._notices`)."""
+        PostgreSQL an idle replica's sweep sleeps until another replica records a message (`memory._notices`),
+        or until `stale_after` seconds after this replica recorded one: it takes that message's turn itself,
+        and its lease goes stale no sooner."""
         if self._sweeper is None or self._sweeper.done():
             self._sweeper = asyncio.create_task(self._sweep_forever())
 
@@ -254,7 +256,13 @@ class TurnQueue:
             except Exception:
                 self.logger.exception("the sweep of queued messages failed")
             due = self.sweep_every if self._queue_open else None
-            await notices.pause(self.sweep_every, since=began, due=due, tables=("slack_events",))
+            await notices.pause(
+                self.sweep_every,
+                since=began,
+                due=due,
+                tables=("slack_events",),
+                own_after={"slack_events": self.stale_after},
+            )
 
     async def stop_turns(self) -> None:
         """Cut off the turns still at work and wait until they have ended, while the database is still open

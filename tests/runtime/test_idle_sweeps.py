@@ -58,3 +58,50 @@ async def test_an_idle_replica_s_runtime_sweeps_make_no_statement_on_postgres(mo
         expiry.cancel()
         await asyncio.gather(expiry, return_exceptions=True)
         await recovery.stop()
+
+
+async def test_a_replica_s_own_finished_run_wakes_none_of_its_sweeps_on_postgres(model, storage):
+    """The replica ran the run itself: nothing of it is left to its sweeps, and a lease it wrote goes stale
+    `stale_after` after it at the soonest, so its own notices wake neither sweep meanwhile."""
+    if storage.is_sqlite:
+        pytest.skip("SQLite has no notices: its sweeps poll")
+    agent = make_agent([record_tool("delete-record")], storage=storage)
+    statements: list[str] = []
+
+    def on_statement(_connection, _cursor, statement, *_rest) -> None:
+        statements.append(statement)
+
+    expiry = asyncio.create_task(expire_forever(agent, every=0.2))
+    recovery = RecoveryLoop(agent, every=0.2, stale_after=30)
+    try:
+        await asyncio.sleep(1.5)  # the first passes, and the one listening starts
+        model.chat.push(reply("Hello."))
+        await collect(await agent.stream("hello"))  # a run inserted, then finished: two notices of `runs`
+        event.listen(storage.engine.sync_engine, "before_cursor_execute", on_statement)
+        await asyncio.sleep(2.0)  # woken by those notices, two sweeps polling every 0.2 s pass at once
+        event.remove(storage.engine.sync_engine, "before_cursor_execute", on_statement)
+        assert statements == []
+    finally:
+        expiry.cancel()
+        await asyncio.gather(expiry, return_exceptions=True)
+        await recovery.stop()
+
+
+async def test_a_call_this_replica_made_wait_is_expired_on_time_by_its_own_idle_sweep(model, storage):
+    """Its own notice does not wake the sweep at once, but the deadline the call got (the policy's expiry)
+    is still met."""
+    tool = record_tool("delete-record")
+    agent = make_agent([tool], storage=storage)
+    await storage.policies.set("delete-record", PolicyChange(expires_after=1))
+    sweep = asyncio.create_task(expire_forever(agent, every=0.2))
+    try:
+        await asyncio.sleep(1.0)  # the sweep found nothing to do: on PostgreSQL it sleeps until something is due
+        model.chat.push(tool_calls(call("delete-record", {"id": "3"}, id="c1")), reply("It expired."))
+        approval = one(await collect(await agent.stream("delete 3")), "tool-call-approval")
+        async with asyncio.timeout(5):
+            while (await agent.get_tool_call(approval.run_id, "c1")).state != "expired":
+                await asyncio.sleep(0.1)
+        assert len(tool.calls) == 0
+    finally:
+        sweep.cancel()
+        await asyncio.gather(sweep, return_exceptions=True)
