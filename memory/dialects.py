@@ -27,6 +27,8 @@ from ._sqlite_driver import BEGIN_WRITE
 
 READ_ONLY = "memory_read_only"
 """An execution option on SQLite: this connection only reads (its transactions take no write lock)."""
+PREPARED_STATEMENTS = 1000
+"""Prepared statements asyncpg keeps per PostgreSQL connection (the least used one is dropped beyond)."""
 _MIGRATION_LOCK = 7_300_451  # any constant: the advisory lock replicas take while one of them migrates
 
 
@@ -114,9 +116,16 @@ class Dialect:
     def engine_options(self) -> dict[str, Any]:
         """What the engine is made with. SQLite: the driver leaves transactions to us (`Storage` begins
         them) and waits up to 30 s for another writer's lock, through the adapter of `memory._sqlite_driver`
-        (one hand-off to aiosqlite's thread per statement)."""
+        (one hand-off to aiosqlite's thread per statement).
+
+        PostgreSQL: asyncpg prepares each statement once per connection (a round trip of its own) and keeps
+        it for the connection's life, in a cache of `PREPARED_STATEMENTS` (SQLAlchemy's default, 100, is
+        fewer than the statements the bot runs, so some were prepared again and again). The pool hands out
+        the connection given back last (`pool_use_lifo`): with the default, the one idle longest, work
+        went round every pooled connection and prepared each statement on each of them; now sequential
+        work stays on the same one or two, whose statements are prepared, and the others stay idle."""
         if not self.is_sqlite:
-            return {}
+            return {"pool_use_lifo": True, "connect_args": {"prepared_statement_cache_size": PREPARED_STATEMENTS}}
         from ._sqlite_driver import DBAPI
 
         return {"connect_args": {"isolation_level": None, "timeout": 30}, "module": DBAPI}
