@@ -143,8 +143,8 @@ class HomePublisher:
         while True:
             self._again = False
             try:
-                shown = await self.services.stores.home_views.digests()
-                shared = await self._shared() if shown else None
+                shown, open_approvals = await self.services.stores.homes_and_open_approvals()
+                shared = await self._shared(open_approvals) if shown else None
             except DatabaseAwayError as exc:  # a restart: the next change refreshes the Homes again
                 log.warning("could not read the App Homes to refresh: %s", exc)
                 return
@@ -197,10 +197,14 @@ class HomePublisher:
             return None
         return digest
 
-    async def _shared(self) -> _Shared:
+    async def _shared(self, open_approvals: list[ToolCallMessageRow] | None = None) -> _Shared:
+        """What every Home shows alike; `open_approvals`: the open approvals' messages, as the caller read them
+        (read here when not given)."""
         services = self.services
         approvals = []
-        for row in await services.stores.messages.open_approvals():
+        if open_approvals is None:
+            open_approvals = await services.stores.messages.open_approvals()
+        for row in open_approvals:
             shown = await services.agent.waiting_call_view(row.run_id, row.tool_call_id)
             if shown is not None and still_waits(row, shown.record):
                 approvals.append((row, shown))

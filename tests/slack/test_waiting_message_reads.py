@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import event as sql_event
 
-from bot.slack.stores import HomeViews, WaitingCallMessages, prepare_slack_tables
+from bot.slack.stores import HomeViews, SlackStores, WaitingCallMessages, prepare_slack_tables
 from bot.slack.threads import SlackThread
 from memory.tables import utcnow
 
@@ -100,3 +100,26 @@ async def test_opening_the_home_says_what_was_last_published_in_one_statement(sl
     await homes.published("U1", "digest-1")
     assert await homes.opened("U1") == "digest-1"  # opened again: still refreshed, and its digest known
     assert await homes.digests() == {"U1": "digest-1"}
+
+
+async def test_a_homes_refresh_reads_who_opened_one_and_the_open_approvals_in_one_statement(slack_storage):
+    stores = SlackStores.on(slack_storage)
+    await stores.home_views.opened("U1")
+    await stores.home_views.opened("U2")
+    await stores.home_views.published("U2", "digest-2")
+    first, _ = await _record(stores.messages, tool_call_id="call-1")
+    again, _ = await _record(stores.messages, tool_call_id="call-1")  # the same call's later message
+    other, _ = await _record(stores.messages, tool_call_id="call-2")
+    decided, _ = await _record(stores.messages, tool_call_id="call-3")
+    await stores.messages.close(decided.id)
+    question, _ = await stores.messages.record(
+        kind="question", run_id="run-1", tool_call_id="call-4", tool_name="get-weather", args={},
+        thread=THREAD, requester="U1", request_text=None,
+    )  # fmt: skip
+    with statements_of(slack_storage) as seen:
+        homes, approvals = await stores.homes_and_open_approvals()
+    assert len(seen) == 1, seen
+    assert homes == {"U1": None, "U2": "digest-2"}
+    assert [row.id for row in approvals] == [row.id for row in await stores.messages.open_approvals()]
+    assert [row.id for row in approvals] == [first.id, other.id]
+    assert approvals[0].args == {"id": 3} and approvals[0].created_at == first.created_at

@@ -19,9 +19,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
+from sqlalchemy import cast, literal, null, select, union_all
+
 from memory import Storage, retried_while_away
 
 from ..migrations import SCHEMA
+from ..tables import HomeViewRow, ToolCallMessageRow
 from ..threads import thread_of_message
 from .answer_feedback import AnswerFeedback
 from .clicks import ClickLog
@@ -29,7 +32,7 @@ from .conversations import Conversations
 from .events import ClaimWriter, EventLog, QueuedMessage
 from .home_views import HomeViews
 from .thread_turns import ThreadTurns
-from .waiting_call_messages import WaitingCallMessages
+from .waiting_call_messages import OPEN_APPROVAL, WaitingCallMessages, one_per_call
 
 
 async def prepare_slack_tables(storage: Storage) -> None:
@@ -66,6 +69,23 @@ class SlackStores:
     @property
     def storage(self) -> Storage:
         return self.events.storage
+
+    # --- the App Homes: who opened one, and the open approvals they show, in one read -------------
+    async def homes_and_open_approvals(self) -> tuple[dict[str, str | None], list[ToolCallMessageRow]]:
+        """Every user who opened the App Home with the digest last published for them (`HomeViews.digests`),
+        and every open approval (`WaitingCallMessages.open_approvals`), in one statement: what a refresh of
+        the Homes reads first."""
+        homes: dict[str, str | None] = {}
+        approvals: list[ToolCallMessageRow] = []
+        async with self.storage.read() as connection:
+            for found in await connection.execute(_HOMES_AND_OPEN_APPROVALS):
+                values = found._mapping
+                if values["part"] == "home":
+                    homes[values["home_user"]] = values["home_digest"]
+                else:
+                    approvals.append(ToolCallMessageRow(**{c.key: values[c.key] for c in _MESSAGES.c}))
+        approvals.sort(key=lambda row: row.created_at)
+        return homes, one_per_call(approvals)
 
     # --- a thread's turns: each step one statement that commits by itself --------------------------
     async def take_thread(
@@ -151,6 +171,22 @@ LanguageOf = Callable[[str, str], Awaitable[str | None]]
 _LOOKS = 3
 """Looks at a thread's queue while its lease is kept because a message waits (one look is enough unless a
 message is queued between a look and the release)."""
+
+
+_HOMES = HomeViewRow.__table__
+_MESSAGES = ToolCallMessageRow.__table__
+_HOMES_AND_OPEN_APPROVALS = union_all(
+    select(
+        literal("home").label("part"),
+        _HOMES.c.user_id.label("home_user"),
+        _HOMES.c.digest.label("home_digest"),
+        *(cast(null(), column.type).label(column.key) for column in _MESSAGES.c),
+    ),
+    select(
+        literal("approval"), cast(null(), _HOMES.c.user_id.type), cast(null(), _HOMES.c.digest.type), *_MESSAGES.c
+    ).where(OPEN_APPROVAL),
+)
+"""The Homes' rows and the open approvals' rows, apart by `part`: one round trip for both."""
 
 
 __all__ = [

@@ -338,8 +338,7 @@ class WaitingCallMessages(TableStore):
                 .where(ToolCallMessageRow.kind == "approval", ToolCallMessageRow.closed_at.is_(None))
                 .order_by(ToolCallMessageRow.created_at)
             )
-            rows = {(row.run_id, row.tool_call_id): row for row in reversed(list(result))}
-            return sorted(rows.values(), key=lambda row: row.created_at)
+            return one_per_call(list(result))
 
     async def close(self, ref: str, at: datetime | None = None, *, with_: UpdateBase | None = None) -> bool:
         """Mark the message closed; True only for the one caller that closed it (replicas, copies). `with_`:
@@ -354,6 +353,12 @@ class WaitingCallMessages(TableStore):
                 return bool(rows_changed(await connection.execute(statement)))
             closed, _ = await self.storage.dialect.together(connection, statement, with_)
         return bool(closed)
+
+
+def one_per_call(rows: list[ToolCallMessageRow]) -> list[ToolCallMessageRow]:
+    """`rows` (oldest first) with one message per call, the oldest, oldest first."""
+    by_call = {(row.run_id, row.tool_call_id): row for row in reversed(rows)}
+    return sorted(by_call.values(), key=lambda row: row.created_at)
 
 
 def _shown(row: ToolCallMessageRow, copies: list[tuple[str | None, str | None, str | None]]) -> list[ShownMessage]:
@@ -399,6 +404,8 @@ _EVERY_MESSAGE = (
     .where(_MESSAGES.c.id == bindparam("b_ref"))
     .order_by(_COPIES.c.created_at)
 )
+OPEN_APPROVAL = and_(_MESSAGES.c.kind == "approval", _MESSAGES.c.closed_at.is_(None))
+"""An approval message not yet closed (what an App Home shows)."""
 _OPEN_IN_THREAD = _WITH_COPIES.where(_MESSAGES.c.thread_id == bindparam("b_thread"), _MESSAGES.c.closed_at.is_(None))
 _OPEN_IN_THREAD_WITH_CALL = _WITH_COPIES.where(
     _MESSAGES.c.thread_id == bindparam("b_thread"),
