@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from bot.agent import Agent
 from memory import ToolPolicy
@@ -33,6 +33,8 @@ async def expire_forever(agent: Agent, *, every: float = EXPIRY_INTERVAL) -> Non
     """Sweep now and then every `every` seconds (on PostgreSQL: when something is due), until cancelled; a
     failed sweep is logged and retried."""
     notices = agent.storage.notices
+    next_end: datetime | None = None  # not known yet: the first pass writes down what lapsed meanwhile
+    known = False
     while True:
         began = time.monotonic()
         try:
@@ -43,33 +45,40 @@ async def expire_forever(agent: Agent, *, every: float = EXPIRY_INTERVAL) -> Non
             await agent.expire_waiting_approvals()
         except Exception:  # noqa: BLE001 - the database may be away for a moment; the next sweep tries again
             log.warning("the expiry sweep failed; it runs again in %gs", every, exc_info=True)
-        try:
-            await agent.storage.delegations.end_lapsed()
-        except Exception:  # noqa: BLE001 - as above
-            log.warning("the delegations sweep failed; it runs again in %gs", every, exc_info=True)
+        # where notices are heard, the end times read by the last pass say whether one may have lapsed (a
+        # delegation another replica made since is read by this pass, and written down by the next)
+        if not (notices.possible and known) or (next_end is not None and next_end <= agent.storage.clock.now()):
+            try:
+                await agent.storage.delegations.end_lapsed()
+            except Exception:  # noqa: BLE001 - as above
+                log.warning("the delegations sweep failed; it runs again in %gs", every, exc_info=True)
+                known = False
         due: float | None = every
         own_after = every  # not known: as soon as a pass would come anyway
         if notices.possible:
             try:
-                due, own_after = await _deadlines(agent)
+                due, own_after, next_end = await _deadlines(agent)
+                known = True
             except Exception:  # noqa: BLE001 - not known: look again soon
                 log.debug("the next deadline of the expiry sweep is not known", exc_info=True)
+                known = False
         await notices.pause(
             every, since=began, due=due, tables=("tool_calls", "tool_policies"), own_after={"tool_calls": own_after}
         )
 
 
 async def next_due(agent: Agent) -> float | None:
-    """Seconds until the next call of `agent` is due to expire or escalate, or a delegation to end (None:
-    nothing is)."""
+    """Seconds until the next call of `agent` is due to expire or escalate, or a delegation's end is to be
+    written down (None: nothing is)."""
     return (await _deadlines(agent))[0]
 
 
-async def _deadlines(agent: Agent) -> tuple[float | None, float]:
-    """`next_due`, and the seconds a call that begins to wait now has at least before it is due (infinite:
-    no policy expires or escalates calls)."""
+async def _deadlines(agent: Agent) -> tuple[float | None, float, datetime | None]:
+    """`next_due`; the seconds a call that begins to wait now has at least before it is due (infinite: no
+    policy expires or escalates calls); and the soonest end of a delegation not yet written down (None: none)."""
     storage = agent.storage
-    deadlines = [delegation.ends_at for delegation in await storage.delegations.in_force()]
+    ends = await storage.delegations.ends_not_written()
+    deadlines = list(ends)
     expiring = {p.tool_name: p for p in await storage.policies.with_expiry() if isinstance(p, ToolPolicy)}
     escalating = {}
     if agent.hooks.get("on_escalation") is not None:
@@ -83,9 +92,10 @@ async def _deadlines(agent: Agent) -> tuple[float | None, float]:
             deadlines.append(since + timedelta(seconds=policy.expires_after or 0))
         if (policy := escalating.get(tool_name)) is not None and unescalated is not None:
             deadlines.append(unescalated + timedelta(seconds=policy.escalate_after or 0))
+    next_end = ends[0] if ends else None
     if not deadlines:
-        return None, shortest
-    return max(0.0, (min(deadlines) - storage.clock.now()).total_seconds()), shortest
+        return None, shortest, next_end
+    return max(0.0, (min(deadlines) - storage.clock.now()).total_seconds()), shortest, next_end
 
 
 __all__ = ["EXPIRY_INTERVAL", "expire_forever", "next_due"]

@@ -157,6 +157,15 @@ class DelegationStore:
         async with self._storage.read_session() as session:
             return [delegation_of(row) for row in await session.scalars(statement)]
 
+    async def ends_not_written(self) -> list[datetime]:
+        """The end times of the delegations whose end is not written down yet (in force, to come, or lapsed
+        and left to `end_lapsed`), soonest first: what the expiry sweep waits for."""
+        statement = (
+            select(DelegationRow.ends_at).where(DelegationRow.ended_at.is_(None)).order_by(DelegationRow.ends_at)
+        )
+        async with self._storage.read() as connection:
+            return list(await connection.scalars(statement))
+
     async def delegators_of(self, delegate: str) -> tuple[str, ...]:
         """Whose approvals `delegate` holds now, oldest delegation first (`bot.agent`'s `Delegations`)."""
         statement = (

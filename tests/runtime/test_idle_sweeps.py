@@ -5,6 +5,7 @@ made wait is expired on time."""
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import event
@@ -103,5 +104,32 @@ async def test_a_call_this_replica_made_wait_is_expired_on_time_by_its_own_idle_
                 await asyncio.sleep(0.1)
         assert len(tool.calls) == 0
     finally:
+        sweep.cancel()
+        await asyncio.gather(sweep, return_exceptions=True)
+
+
+async def test_an_idle_sweep_writes_down_a_delegation_s_end_when_it_comes_and_looks_no_sooner(model, storage, clock):
+    """The expiry sweep writes down the end of a delegation whose time ran out; where notices are heard it
+    writes (a transaction of three statements) only once the end it read has come."""
+    agent = make_agent([record_tool("delete-record")], storage=storage)
+    ends_at = clock.now() + timedelta(seconds=1.5)
+    await storage.delegations.create(delegator="U1", delegate="U2", ends_at=ends_at, by="U1", via="test")
+    writes: list[str] = []
+
+    def on_statement(_connection, _cursor, statement, *_rest) -> None:
+        if statement.lstrip().upper().startswith("UPDATE DELEGATIONS"):
+            writes.append(statement)
+
+    event.listen(storage.engine.sync_engine, "before_cursor_execute", on_statement)
+    sweep = asyncio.create_task(expire_forever(agent, every=0.2))
+    try:
+        async with asyncio.timeout(6):
+            while not [e for e in await storage.audit_log.entries() if e.action == "delegation_ended"]:
+                await asyncio.sleep(0.1)
+        assert clock.now() >= ends_at
+        if not storage.is_sqlite:  # the first pass, then the one at the end: not one every 0.2 s
+            assert len(writes) == 2, writes
+    finally:
+        event.remove(storage.engine.sync_engine, "before_cursor_execute", on_statement)
         sweep.cancel()
         await asyncio.gather(sweep, return_exceptions=True)
