@@ -17,10 +17,19 @@ with a word to the clicker.
 Where a click cannot be recorded before Slack's 3 seconds are up (the database is away), it is answered
 200 all the same, not carried out, and the clicker is told so in one ephemeral message: the buttons are
 untouched and still live, so a click once the database is back works.
+
+A submitted form (`view_submission`: the answer, edit, decline-reason, policy and delegation modals) is
+recorded the same way, in the same table, before its listener acks it (`record_clicks`, on both paths: its
+ack carries the modal's errors, so no intake can answer it first), marked done when its listener returns,
+and carried out by the sweep when its replica stopped in between. A form that cannot be recorded within
+`RECORD_WITHIN` seconds is not carried out: the modal stays open with a word under its first field
+(`FORM_LOST_TEXT`), and a Submit once the database is back works.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 from typing import Any
 
@@ -31,9 +40,9 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from .intake import CLICK, is_click
+from .intake import CLICK, RECORD_WITHIN, is_click, is_form
 from .request_reading import READ
-from .services import SlackServices, services_of_app
+from .services import SlackServices, services_of, services_of_app
 from .stores import ClickLog
 from .translator import N_
 
@@ -48,21 +57,57 @@ GIVEN_UP_TEXT = N_(
     ":warning: I could not carry out your click on *{button}* after several tries, so nothing was done. "
     "Please click again."
 )
+FORM_LOST_TEXT = N_(
+    "I could not record this form, so nothing was done: my database is out of reach for a moment. Please submit "
+    "it again shortly."
+)
 """What the clicker is told (catalog message ids)."""
 
 _log = logging.getLogger("bot.slack.clicks")
 
 
 def record_clicks(clicks: ClickLog, holder: str):
-    """A global middleware: a click that no intake recorded before its ack (over Socket Mode) is recorded
-    here, before its listener acks it."""
+    """A global middleware: a click that no intake recorded before its ack (over Socket Mode), and every
+    submitted form, are recorded here, before their listener acks them."""
 
     async def record_slack_clicks(body, context, next):
         if is_click(body) and not context.get(CLICK):
             context[CLICK] = await clicks.record(body, holder=holder)
+        elif is_form(body) and not context.get(CLICK):
+            recording = asyncio.ensure_future(clicks.record(body, holder=holder))
+            try:
+                async with asyncio.timeout(RECORD_WITHIN):
+                    context[CLICK] = await asyncio.shield(recording)
+            except Exception as exc:  # noqa: BLE001 - the database away or slow: the modal stays open, told so
+                _log.warning(
+                    "form %s by %s not recorded within %.0f s (%s); not carried out, the modal kept open",
+                    _action_id(body), (body.get("user") or {}).get("id"), RECORD_WITHIN,
+                    type(exc).__name__ if str(exc) == "" else exc,
+                )  # fmt: skip
+                recording.add_done_callback(lambda done: _recorded_late(done, clicks))
+                return await _form_not_recorded(services_of(context), body)
         await next()
 
     return record_slack_clicks
+
+
+def _recorded_late(recording: asyncio.Future[str], clicks: ClickLog) -> None:
+    """A form its submitter was told is lost, recorded after all: marked done, so no sweep carries it out."""
+    if recording.cancelled() or recording.exception() is not None:
+        return
+    asyncio.ensure_future(clicks.done(recording.result()))
+
+
+async def _form_not_recorded(services: SlackServices, body: dict[str, Any]) -> BoltResponse:
+    """The answer to a form that could not be recorded: the modal stays open, saying so under its first
+    field (a modal without one gets a 503, which Slack shows as a failed submission, the modal kept)."""
+    blocks = (body.get("view") or {}).get("blocks") or []
+    field = next((b.get("block_id") for b in blocks if b.get("type") == "input" and b.get("block_id")), None)
+    if field is None:
+        return BoltResponse(status=503, body="")
+    words = await services.languages.of_person((body.get("user") or {}).get("id"), within=0.5)
+    answer = {"response_action": "errors", "errors": {field: words.gettext(FORM_LOST_TEXT)}}
+    return BoltResponse(status=200, body=json.dumps(answer), headers={"content-type": ["application/json"]})
 
 
 FAILED = "approval_bot_click_failed"
@@ -151,10 +196,15 @@ async def tell_clicker(services: SlackServices, client: AsyncWebClient, payload:
 
 
 def _action_id(payload: dict[str, Any]) -> str:
+    if is_form(payload):
+        return str((payload.get("view") or {}).get("callback_id") or "")
     return str(((payload.get("actions") or [{}])[0]).get("action_id") or "")
 
 
 def _button_text(payload: dict[str, Any]) -> str:
+    if is_form(payload):  # its Submit button
+        submit = (payload.get("view") or {}).get("submit")
+        return str(submit.get("text") if isinstance(submit, dict) else submit or _action_id(payload))
     action = (payload.get("actions") or [{}])[0]
     text = action.get("text")
     return str(text.get("text") if isinstance(text, dict) else text or action.get("action_id") or "")

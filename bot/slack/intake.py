@@ -57,6 +57,12 @@ def is_click(body: Any) -> bool:
     return isinstance(body, dict) and body.get("type") == "block_actions"
 
 
+def is_form(body: Any) -> bool:
+    """A submitted modal (`view_submission`): recorded before its ack like a click (`clicks.py`), but by
+    Bolt's middleware, since its listener's ack carries the answer (the modal's errors)."""
+    return isinstance(body, dict) and body.get("type") == "view_submission"
+
+
 def bot_user_of(body: dict[str, Any]) -> str | None:
     """The bot's user ID as Slack states it in the delivery (`authorizations`)."""
     for authorization in body.get("authorizations") or []:

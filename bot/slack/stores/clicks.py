@@ -1,4 +1,5 @@
-"""Button clicks recorded before their ack (`slack_clicks`), and the sweep's take of those left undone.
+"""Button clicks and submitted forms recorded before their ack (`slack_clicks`), and the sweep's take of those
+left undone.
 
 A click is written with its payload before Slack gets its 200, so a replica that dies after the ack and
 before the click's work committed leaves the click to be carried out by a replica's sweep (`clicks.py`).
@@ -37,9 +38,10 @@ class ClickLog(TableStore):
         """Clicks marked done with other work (`done_with`) that their listener's end need not mark again."""
 
     async def record(self, payload: dict[str, Any], *, holder: str) -> str:
-        """Record a click (a `block_actions` payload) that `holder` carries out now; its id."""
+        """Record a click (a `block_actions` payload) or a submitted form (`view_submission`, its modal's
+        `callback_id` as its action) that `holder` carries out now; its id."""
         click_id = uuid.uuid4().hex
-        actions = payload.get("actions") or [{}]
+        actions = payload.get("actions") or [{"action_id": (payload.get("view") or {}).get("callback_id")}]
         now = utcnow()
         await self._writer.claim(
             {
