@@ -229,15 +229,17 @@ async def relay(
     )
     finish = None
     step_text = 0  # characters of text the current step streamed: not stored if the run was taken over
+    elsewhere = False  # the run went on in another process, or is left to recovery: its steps show there
     try:
         async for chunk in stream.full_stream:
             step = step_of(chunk, tr)
             if step is not None and chunk.type == "tool-progress":
                 await reply.progress(step)
             elif step is not None:
-                # A call's start and its wait are shown in an answer already under way; otherwise its
-                # end opens the answer (the loading status says what runs, the approval message what waits).
-                await reply.step(step, only_if_open=step.state in ("running", *WAITING_STEPS))
+                # A call's step is shown in an answer already under way; otherwise it waits for the answer's
+                # first words (the loading status says what runs, the approval message what waits), so a
+                # process stopped before them leaves no message of cards without words.
+                await reply.step(step, only_if_open=True)
             if chunk.type == "text-delta":
                 text = chunk.payload.get("text", "")
                 step_text += len(text)
@@ -267,6 +269,7 @@ async def relay(
                 await reply.append(f"\n\n:warning: {chunk.payload.get('message')}")
             elif chunk.type == "error" and chunk.payload.get("interrupted"):
                 # the run did not fail (the database went away): recovery answers in this thread later
+                elsewhere = True
                 services.logger.warning("run %s left to recovery: %s", stream.run_id, chunk.payload.get("message"))
             elif chunk.type == "error":
                 why = chunk.payload.get("message") or tr.gettext("Something went wrong.")
@@ -275,9 +278,10 @@ async def relay(
                 finish = chunk.payload.get("finish_reason")
         # A finished answer gets the feedback buttons; one that stops at a waiting call goes on later.
         run_id = stream.run_id
-        await reply.close(feedback=build_feedback_block(run_id, tr) if finish == "stop" and run_id else None)
+        feedback = build_feedback_block(run_id, tr) if finish == "stop" and run_id else None
+        await reply.close(feedback=feedback, show_steps=not elsewhere)
     finally:
-        await reply.close()
+        await reply.close(show_steps=False)
     return finish
 
 

@@ -7,7 +7,9 @@ in the next one.
 
 The agent's work shows as thinking steps, one per tool call with its state (`Step`): `task_update`
 chunks in the streamed answer (Slack draws each as a task card), and where Slack does not stream, one
-compact context line (a message of its own, edited as the steps move on).
+compact context line (a message of its own, edited as the steps move on). A step that comes while no
+message of the answer is open waits for its first words (or its end) and goes first in it: a process
+stopped between a call's end and the model's next words leaves no message of cards without words.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ STEP_STATES = {
     "declined": ("error", N_("declined"), ":no_entry_sign:"),
 }
 """A thinking step's states, and how Slack (pending, in_progress, complete, error) and the line show each."""
+UNDER_WAY = ("running", "waiting for approval", "waiting for an answer")
+"""The states of a call that has not ended."""
 DETAIL_LIMIT = 256
 """Characters of a task's details or output that are shown."""
 
@@ -118,6 +122,7 @@ class ThreadReply:
         self._sent = 0  # how much of it Slack has
         self._ts: str | None = None
         self._steps: dict[str, Step] = {}
+        self._unshown: list[str] = []  # ids of steps kept for the answer's first message (in order)
         self._steps_ts: str | None = None  # the context line's message, where Slack does not stream
         self._progress_shown: dict[str, float] = {}  # call id -> when its last progress line was shown
 
@@ -156,17 +161,24 @@ class ThreadReply:
 
     async def step(self, step: Step, *, only_if_open: bool = False) -> None:
         """Show a tool call's step (or its new state): a task in the streamed answer, else the steps line.
-        `only_if_open`: not when it would start a message (a wait the approval message shows anyway)."""
-        if only_if_open and not self.is_open:
-            self._steps[step.id] = step
-            return
+        `only_if_open`: not when it would start a message; then it is kept, and shown first in the answer's
+        first message (the latest state of each call), or when the answer closes (`close`)."""
         earlier = self._steps.get(step.id)
         if earlier is not None and step.details is None and step.state in ("done", "running"):
             step = dataclasses.replace(step, details=earlier.details)  # the arguments stay in view
         self._steps[step.id] = step
+        if only_if_open and not self.is_open:
+            if step.id not in self._unshown:
+                self._unshown.append(step.id)
+            return
+        if step.id in self._unshown:
+            self._unshown.remove(step.id)
+        await self._show([step])
+
+    async def _show(self, steps: list[Step]) -> None:
         if self.mode == "stream":
             try:
-                await self._stream_chunks([step.task_chunk(self.tr)])
+                await self._stream_chunks([step.task_chunk(self.tr) for step in steps])
                 return
             except SlackApiError as exc:
                 if self._ts is not None:
@@ -174,11 +186,17 @@ class ThreadReply:
                 self._fall_back(exc)
         await self._show_steps_line()
 
+    def _unshown_chunks(self) -> list[dict[str, Any]]:
+        """The steps kept while no message was open, as chunks for the one that opens now (`_started`
+        forgets them once it has)."""
+        return [self._steps[step_id].task_chunk(self.tr) for step_id in self._unshown]
+
     async def _stream_chunks(self, chunks: list[dict[str, Any]]) -> None:
         unsent = self._text[self._sent :]
         if unsent:  # the text so far comes before the step
             chunks = [{"type": "markdown_text", "text": unsent}, *chunks]
         if self._ts is None:
+            chunks = [*self._unshown_chunks(), *chunks]
             response = await self.client.chat_startStream(
                 channel=self.thread.channel,
                 thread_ts=self.thread.thread_ts,
@@ -192,6 +210,7 @@ class ThreadReply:
         self._sent = len(self._text)
 
     async def _show_steps_line(self) -> None:
+        self._unshown = []  # the line shows every step
         line = " · ".join(step.line(self.tr) for step in self._steps.values())
         blocks = [{"type": "context", "elements": [{"type": "mrkdwn", "text": line}]}]
         if self._steps_ts is None:
@@ -206,6 +225,7 @@ class ThreadReply:
 
     def _started(self, ts: str) -> None:
         self._ts = ts
+        self._unshown = []  # shown first in it
         self.posted_ts.append(ts)
         if self.status is not None:
             self.status.replied()
@@ -215,9 +235,17 @@ class ThreadReply:
         self.mode = "update"
         self.flush_chars = max(self.flush_chars, 400)  # fewer chat.update calls than stream appends
 
-    async def close(self, *, feedback: dict[str, Any] | None = None) -> None:
+    async def close(self, *, feedback: dict[str, Any] | None = None, show_steps: bool = True) -> None:
         """Finish the current message (nothing is posted for an answer without text); `feedback` (the
-        feedback buttons' block) goes under it when it has text."""
+        feedback buttons' block) goes under it when it has text. Steps kept for a message that never
+        opened are shown now when a call among them ended (one under way alone shows in the loading status or
+        the approval message), unless not `show_steps` (the run goes on elsewhere: what it did shows there)."""
+        if not show_steps:
+            self._unshown = []
+        elif self._unshown and not self._text.strip() and self._ts is None:
+            if any(self._steps[step_id].state not in UNDER_WAY for step_id in self._unshown):
+                await self._show([])
+            self._unshown = []
         blocks = [feedback] if feedback is not None and self._text.strip() else None
         if self._text.strip() or self._ts is not None:
             await self._deliver(self._text, final=True, blocks=blocks)
@@ -237,12 +265,14 @@ class ThreadReply:
     async def _stream(self, text: str, *, final: bool, blocks: list[dict[str, Any]] | None = None) -> None:
         unsent = text[self._sent :]
         if self._ts is None:
+            steps = self._unshown_chunks()  # the steps so far come first
+            text_chunks = [{"type": "markdown_text", "text": unsent}] if unsent else []
             response = await self.client.chat_startStream(
                 channel=self.thread.channel,
                 thread_ts=self.thread.thread_ts,
                 recipient_team_id=self.thread.team_id,
                 recipient_user_id=self.recipient,
-                markdown_text=unsent or None,
+                **({"chunks": [*steps, *text_chunks]} if steps else {"markdown_text": unsent or None}),
             )
             self._started(str(response["ts"]))
         elif unsent:
@@ -258,6 +288,8 @@ class ThreadReply:
         mrkdwn = to_mrkdwn(text)
         # A message with blocks shows them instead of its text: the text goes first, in sections.
         shown = [*text_sections(mrkdwn), *blocks] if blocks else None
+        if self._ts is None and self._unshown and self._steps_ts is None:  # the steps so far first, in their line
+            await self._show_steps_line()
         if self._ts is None:
             response = await self.client.chat_postMessage(
                 channel=self.thread.channel, thread_ts=self.thread.thread_ts, text=mrkdwn, mrkdwn=True, blocks=shown
