@@ -189,10 +189,18 @@ class SignedSender:
     async def interaction(self, payload: dict[str, Any]) -> BotAnswer:
         return await self.post(interaction_body(payload), content_type="application/x-www-form-urlencoded")
 
-    async def click(self, message: Message, action_id: str, *, user: str = "U1", value: str | None = None) -> BotAnswer:
+    async def click(
+        self,
+        message: Message,
+        action_id: str,
+        *,
+        user: str = "U1",
+        value: str | None = None,
+        trigger_id: str | None = None,
+    ) -> BotAnswer:
         """A block_actions payload for a click on `message`'s button `action_id` (`value` forges another, or
         clicks a button the message no longer shows, as a stale client can; for feedback buttons, the value
-        of the one clicked)."""
+        of the one clicked). `trigger_id`: the click's (`trigger_for`), to find the modal it opens."""
         action = action_of(message, action_id)
         if action is None and value is not None:
             action = action_of(message, action_id, value=value)  # a feedback button, by its value
@@ -200,7 +208,11 @@ class SignedSender:
             action = {**(action or stale_button(action_id, ACTIONS_BLOCK_ID, value)), "value": value}
         assert action is not None, f"the message has no button {action_id}"
         payload = block_actions(
-            user, message, action, channel=self._channel(message.channel), trigger_id=self.trigger_for(user)
+            user,
+            message,
+            action,
+            channel=self._channel(message.channel),
+            trigger_id=trigger_id or self.trigger_for(user),
         )
         return await self.interaction(payload)
 

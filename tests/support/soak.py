@@ -40,6 +40,8 @@ from .scripted_model import ScriptedModel, call, reply, tool_calls
 from .slack import SignedSender, slack_workspace
 
 FAULTS = ("kill", "stop", "pg_fast", "pg_immediate", "slack_5xx", "redeliver")
+EDIT_SHARE = 0.25
+"""Of the approvals of `delete-record`, the share given through the edit form (Edit, then Submit)."""
 STALE_AFTER = 3.0
 """The replicas' BOT_STALE_AFTER: a stopped replica's leases go stale this soon."""
 FALSE_NOTICES = ("internal error", "Sorry, that failed")
@@ -89,11 +91,14 @@ class Request:
     ts: str = ""
     acked: bool = False
     decisions: list[str] = field(default_factory=list)
-    """`approve`/`decline` for each approval message this person decided in the thread."""
+    """`tool_approve`/`tool_decline` for each approval message this person decided in the thread (an edit form
+    submitted counts as `tool_approve`)."""
     refused_clicks: list[int] = field(default_factory=list)
     clicks: list[str] = field(default_factory=list)
     """Every click sent, answered or not (a stopped replica carries out a click whose answer timed out)."""
     """The HTTP status of each click that did not get a 200 (it is clicked again)."""
+    kept_forms: int = 0
+    """Edit forms answered with the modal kept open (not recorded: the database away); submitted again."""
     lost_clicks: list[str] = field(default_factory=list)
     """Approval messages whose click was acknowledged but which still showed live buttons 5 s later."""
 
@@ -322,15 +327,46 @@ class Soak:
                         request.lost_clicks.append(message.ts)
                     choice = "tool_approve" if request.kind == "list" or rng.random() < 0.6 else "tool_decline"
                     decider = rng.choice(deciders)
-                    request.clicks.append(choice)  # sent: it may decide even if its answer never comes back
-                    with contextlib.suppress(TimeoutError, aiohttp.ClientError, AssertionError):
-                        status, _ = await asyncio.wait_for(self.sender.click(message, choice, user=decider), 5)
-                        if status == 200:
-                            request.decisions.append(choice)
-                            clicked[message.ts] = time.monotonic()
-                        else:
-                            request.refused_clicks.append(status)
+                    if choice == "tool_approve" and request.kind == "delete" and rng.random() < EDIT_SHARE:
+                        status = await self._edit(request, message, decider)
+                    else:
+                        request.clicks.append(choice)  # sent: it may decide even if its answer never comes back
+                        status = None
+                        with contextlib.suppress(TimeoutError, aiohttp.ClientError, AssertionError):
+                            status, _ = await asyncio.wait_for(self.sender.click(message, choice, user=decider), 5)
+                    if status == 200:
+                        request.decisions.append(choice)
+                        clicked[message.ts] = time.monotonic()
+                    elif status is not None:
+                        request.refused_clicks.append(status)
             await asyncio.sleep(0.5)
+
+    async def _edit(self, request: Request, message: Any, decider: str) -> int | None:
+        """Approve through the edit form (the same record): click Edit, find the modal it opened, submit it.
+        The submission's status (200 once the modal closed), or None when no modal opened or no answer came
+        (it is tried again, like a click)."""
+        trigger = self.slack.workspace.new_trigger(decider)
+        with contextlib.suppress(TimeoutError, aiohttp.ClientError, AssertionError):
+            await asyncio.wait_for(self.sender.click(message, "tool_edit_args", user=decider, trigger_id=trigger), 5)
+        deadline = time.monotonic() + 3
+        opened = []
+        while not opened and time.monotonic() < deadline:
+            opened = [c for c in self.slack.calls_of("views.open") if c.params.get("trigger_id") == trigger]
+            await asyncio.sleep(0.1)
+        if not opened:
+            return None
+        view = opened[0].params["view"]
+        view = json.loads(view) if isinstance(view, str) else view
+        values = {"field:id": {"value": {"type": "plain_text_input", "value": str(request.number)}}}
+        request.clicks.append("tool_approve")  # submitted: it may decide even if its answer never comes back
+        try:
+            status, body = await asyncio.wait_for(self.sender.submit(view, values, user=decider), 5)
+        except (TimeoutError, aiohttp.ClientError):
+            return None
+        if status == 200 and body:  # the modal stayed open (the form was not recorded): submitted again later
+            request.kept_forms += 1
+            return None
+        return status
 
     def _answers(self, request: Request) -> list[str]:
         wanted = f"完了 {request.tool} {request.number}"
@@ -409,6 +445,8 @@ class Soak:
                 findings.problems.append(f"{where}: told to send it again after the answer: {texts}")
             elif late:
                 findings.notes.append(f"{where}: told to send it again (before its answer)")
+            if request.kept_forms:
+                findings.notes.append(f"{where}: {request.kept_forms} edit form(s) kept open, not recorded")
             if request.refused_clicks:
                 findings.notes.append(f"{where}: clicks answered {request.refused_clicks} (clicked again)")
             for ts in request.lost_clicks:
