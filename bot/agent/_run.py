@@ -182,8 +182,13 @@ class RunDriver:
                 self.usage[key] = self.usage.get(key, 0) + value
             self.run.step += 1
             if not reply.tool_calls:
+                # the step ends once its answer is stored: a reader takes back the text of a step the fence
+                # refused (RunTakenOverError), which is told before any step-finish
+                finished = await self._finish(
+                    RunStatus.COMPLETED, "stop", messages=[reply.message()], answers_step=True
+                )
                 yield Chunk.step_finish(self.run.id)
-                yield await self._finish(RunStatus.COMPLETED, "stop", messages=[reply.message()], answers_step=True)
+                yield finished
                 return
             await self._make_call_ids_unique(reply.tool_calls)
             rows = [

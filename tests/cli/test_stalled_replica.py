@@ -77,3 +77,46 @@ async def test_a_replica_woken_after_another_took_its_turn_over_asks_and_runs_no
         await stop_bot(stalled)
         if other is not None:
             await stop_bot(other)
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_a_replica_woken_with_a_final_answer_for_a_run_answered_elsewhere_shows_only_the_note(
+    database_url, slack, model, tmp_path
+):
+    """The same stall at the run's last step: the woken replica's model reply is a final answer, for a run
+    the other replica answered meanwhile. Its text is taken back before the note (the long soak, seed 44001:
+    it stayed, a second answer beside the real one, because the step's end was streamed before the fence)."""
+    held = threading.Event()
+    stale = "Stale answer — 过时的回答。"
+
+    def stalled_reply(body):
+        held.wait(60)
+        return reply(stale)
+
+    model.chat.push(stalled_reply, reply(ANSWER))
+    env = bot_env(database_url, slack, BOT_RECOVERY_INTERVAL="0.5", BOT_STALE_AFTER="2")
+    port = free_port()
+    sender = SignedSender(f"http://127.0.0.1:{port}/slack/events", SECRET, slack=slack)
+    stalled = await start_bot(port, env, tmp_path / "stalled.log")
+    other = None
+    try:
+        event = sender.mention("how many records, bitte")
+        assert (await sender.event(event))[0] == 200
+        await asyncio.to_thread(model.chat.wait_for_requests, 1, 30)
+        stalled.send_signal(signal.SIGSTOP)
+        other = await start_bot(free_port(), env, tmp_path / "other.log")
+        await until(lambda: ANSWER in texts(slack, event["ts"]), 60, what="the other replica's answer")
+
+        held.set()
+        stalled.send_signal(signal.SIGCONT)
+        await until(lambda: any(TAKEN_OVER in t for t in texts(slack, event["ts"])), 30, what="the woken one's note")
+        await slack.settle()
+        assert texts(slack, event["ts"]).count(ANSWER) == 1
+        assert not any(stale in t for t in texts(slack, event["ts"])), texts(slack, event["ts"])
+    finally:
+        held.set()
+        if stalled.returncode is None:
+            stalled.send_signal(signal.SIGCONT)
+        await stop_bot(stalled)
+        if other is not None:
+            await stop_bot(other)
