@@ -75,13 +75,21 @@ class Memory:
     async def taken_by(self, thread_id: str, message_id: str) -> str | None:
         """The status of the run that took the thread's message `message_id` (`Agent.stream`'s `message_id`: it
         started that run, or answered a call of it); None when nothing took it (or it was stored unnamed)."""
+        taken = await self.run_that_took(thread_id, message_id)
+        return None if taken is None else taken[1]
+
+    async def run_that_took(self, thread_id: str, message_id: str) -> tuple[str, str] | None:
+        """The id and status of the run that took the thread's message `message_id` (see `taken_by`)."""
         async with self.storage.read() as connection:
-            return await connection.scalar(
-                select(RunRow.status)
-                .join(MessageRow, MessageRow.run_id == RunRow.id)
-                .where(MessageRow.thread_id == thread_id, MessageRow.source_id == message_id)
-                .limit(1)
-            )
+            row = (
+                await connection.execute(
+                    select(RunRow.id, RunRow.status)
+                    .join(MessageRow, MessageRow.run_id == RunRow.id)
+                    .where(MessageRow.thread_id == thread_id, MessageRow.source_id == message_id)
+                    .limit(1)
+                )
+            ).first()
+        return None if row is None else (str(row.id), str(row.status))
 
     async def answered_since(self, thread_id: str, since: datetime) -> bool:
         """Whether a run of the thread that started at or after `since` finished with its answer: how a front

@@ -133,7 +133,7 @@ def create_slack_app(
         lambda message: take_turn(services, app.client, message),
         holder=agent.owner,
         reached_agent=lambda message: reached_the_agent(services, message),
-        answered=lambda message: answered_already(services, message),
+        answered=lambda message: answered_already(services, message, app.client),
         max_concurrent_turns=max_concurrent_turns,
         queued_notice_after=queued_notice_after,
         stale_after=stale_after,

@@ -18,6 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.agent import AgentError, AgentStream, DatabaseAwayError, MessageTakenError
 
 from .feedback_builder import build_feedback_block
+from .lost_answers import answer_shown, stored_answer
 from .mrkdwn import slack_date
 from .replies import Step, ThinkingStatus, ThreadReply, args_line
 from .services import SlackServices
@@ -279,6 +280,14 @@ async def relay(
         # A finished answer gets the feedback buttons; one that stops at a waiting call goes on later.
         run_id = stream.run_id
         feedback = build_feedback_block(run_id, tr) if finish == "stop" and run_id else None
+        turns = getattr(services, "turns", None)  # set by `create_slack_app`
+        if feedback is not None and run_id and turns is not None and turns.may_have_lost(thread.thread_id):
+            # this replica stalled past its turn's lease: the replica that took the turn over may have shown
+            # the stored answer already (`lost_answers`)
+            if await answer_shown(client, thread, run_id, await stored_answer(services, run_id)) is True:
+                services.logger.warning("run %s: its answer is in the thread already; not shown again", run_id)
+                reply.take_back(reply.unsent)
+                feedback = None
         await reply.close(feedback=feedback, show_steps=not elsewhere)
     finally:
         await reply.close(show_steps=False)

@@ -145,6 +145,11 @@ class ThreadReply:
         return shown
 
     @property
+    def unsent(self) -> int:
+        """Characters of the current message Slack does not have yet."""
+        return len(self._text) - self._sent
+
+    @property
     def is_open(self) -> bool:
         """Whether this answer is under way: text written (sent or not yet), or a steps line."""
         return self._ts is not None or self._steps_ts is not None or bool(self._text.strip())

@@ -78,6 +78,8 @@ class TurnQueue:
         """Seconds a message may wait behind earlier ones before the thread is told it is queued."""
         self.stale_after = stale_after
         """Seconds after its last heartbeat a thread's turn counts as abandoned (its holder crashed)."""
+        self._kept_at: dict[str, float] = {}
+        """When this replica last refreshed its turn of each thread it holds (`time.monotonic()`)."""
         self.sweep_every = sweep_every
         self._queue_open = True
         self.logger = logger or logging.getLogger("bot.slack")
@@ -123,6 +125,7 @@ class TurnQueue:
             )
             if message is None:
                 return
+            self._kept_at[thread_id] = time.monotonic()
             heartbeat = asyncio.create_task(self._keep(thread_id))
             try:
                 while message is not None:
@@ -133,6 +136,7 @@ class TurnQueue:
                 self.logger.warning("the database went away during a turn in %s; taken again later: %s", thread_id, exc)
             finally:
                 heartbeat.cancel()
+                self._kept_at.pop(thread_id, None)
                 if message is not None:  # stopped (cancelled, or the database failed) while holding the thread
                     await self._let_go(thread_id)
 
@@ -191,6 +195,13 @@ class TurnQueue:
             self.logger.exception("could not tell whether event %s was answered", message.event_id)
             return False
 
+    def may_have_lost(self, thread_id: str) -> bool:
+        """Whether this replica's turn of `thread_id` went unrefreshed for longer than `stale_after` (it
+        stalled, or the database was away): another replica may have taken the turn over meanwhile, and
+        shown what this one is about to show (`lost_answers`)."""
+        kept = self._kept_at.get(thread_id)
+        return kept is not None and time.monotonic() - kept > self.stale_after
+
     async def _keep(self, thread_id: str) -> None:
         while True:
             await asyncio.sleep(self.stale_after / 3)
@@ -198,6 +209,7 @@ class TurnQueue:
                 if not await self.stores.thread_turns.keep(thread_id, self.holder):
                     self.logger.warning("lost the turn of %s to another replica", thread_id)
                     return
+                self._kept_at[thread_id] = time.monotonic()
             except Exception:  # a database blip: try again at the next beat
                 self.logger.exception("could not refresh the turn of %s", thread_id)
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from ...conversation import answer_message, strip_mention
 from ...event_reading import KEPT_FIELDS, is_from_a_person, kept, team_of, thread_to_answer
+from ...lost_answers import show_lost_answer
 from ...services import SlackServices
 from ...stores import QueuedMessage
 from ...threads import thread_of_message
@@ -54,14 +55,20 @@ async def reached_the_agent(services: SlackServices, message: QueuedMessage) -> 
     return await memory.user_spoke_since(message.thread_id, message.started_at)
 
 
-async def answered_already(services: SlackServices, message: QueuedMessage) -> bool:
+async def answered_already(services: SlackServices, message: QueuedMessage, client: Any = None) -> bool:
     """Whether a message whose turn a stopped (or stalled) replica started was answered all the same: its
-    run finished. Then nothing is said: "please send it again" after the answer would be false."""
+    run finished. Then nothing is said: "please send it again" after the answer would be false. A run that
+    completed has its answer stored: shown now in the thread if the stopped replica never showed it
+    (`lost_answers`; with `client`)."""
     memory = services.agent.memory
     if memory is None or message.started_at is None:
         return False
     ts = message.event.get("ts")
-    status = await memory.taken_by(message.thread_id, str(ts)) if ts else None
+    taken = await memory.run_that_took(message.thread_id, str(ts)) if ts else None
+    status = None if taken is None else taken[1]
+    if taken is not None and status == "completed" and client is not None:
+        thread = thread_of_message(message.event, message.team_id)
+        await show_lost_answer(services, client, thread, taken[0], requester=message.event.get("user") or "")
     if status is not None and status != "running":
         # answered, or waiting for a person (its approval or question is in the thread; the run goes on after
         # the decision): "please send it again" would be false
