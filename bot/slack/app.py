@@ -34,6 +34,7 @@ from .reader_language import ReaderLanguages
 from .recovery import background_stream_hook, run_recovery
 from .request_reading import read_socket_payload
 from .services import SlackServices, attach_services, remember_services, services_of_app
+from .stall_watch import StallWatch
 from .stores import EventLog, SlackStores
 from .translator import DEFAULT_LANGUAGE
 from .turn_queue import TurnQueue
@@ -127,6 +128,7 @@ def create_slack_app(
     services.languages = ReaderLanguages(directory, services.stores.conversations, default=language)
     services.home = HomePublisher(services, app.client)
     remember_services(app, services)
+    services.stalls = StallWatch(gap=stale_after * 0.8)  # another replica takes work over after stale_after
     services.turns = TurnQueue(
         services.stores,
         app.client,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
@@ -229,6 +230,7 @@ async def relay(
         client, thread, recipient=requester, streaming=services.streaming, logger=services.logger, status=status, tr=tr
     )
     finish = None
+    started = time.monotonic()
     step_text = 0  # characters of text the current step streamed: not stored if the run was taken over
     elsewhere = False  # the run went on in another process, or is left to recovery: its steps show there
     try:
@@ -281,9 +283,11 @@ async def relay(
         run_id = stream.run_id
         feedback = build_feedback_block(run_id, tr) if finish == "stop" and run_id else None
         turns = getattr(services, "turns", None)  # set by `create_slack_app`
-        if feedback is not None and run_id and turns is not None and turns.may_have_lost(thread.thread_id):
-            # this replica stalled past its turn's lease: the replica that took the turn over may have shown
-            # the stored answer already (`lost_answers`)
+        lost_turn = turns is not None and turns.may_have_lost(thread.thread_id)
+        stalled = services.stalls is not None and services.stalls.stalled_since(started)
+        if feedback is not None and run_id and (lost_turn or stalled):
+            # this process stalled, or its turn's lease lapsed: the replica that took its work over may have
+            # shown the stored answer already (`lost_answers`)
             if await answer_shown(client, thread, run_id, await stored_answer(services, run_id)) is True:
                 services.logger.warning("run %s: its answer is in the thread already; not shown again", run_id)
                 reply.take_back(reply.unsent)

@@ -1,15 +1,17 @@
 """An answer stored but never shown: shown once.
 
-A turn's run stores its final answer (the run completed) before the answer goes to Slack, so a replica
-stopped between the two (SIGKILL, a crash) leaves a completed run whose answer nobody sees; the replica that
-takes the thread's turn over then finds the message answered (its run finished) and says nothing. It now
-reads the thread (`conversations.replies`) and, when no message shows that run's answer (its feedback
-buttons, or its text), posts the stored answer (`show_lost_answer`).
+A run stores its final answer (the run completed) before the answer goes to Slack, so a replica stopped
+between the two (SIGKILL, a crash) leaves a completed run whose answer nobody sees. The replica that takes
+the thread's turn over (the message's run finished: before, it took the message as answered and said
+nothing) reads the thread (`conversations.replies`) and, when no message shows the run's answer (its
+feedback buttons, or its text), posts the stored answer (`show_lost_answer`). Not yet covered: a run that
+goes on after a decision has no turn, and its click is marked done with the decision's message, so an
+answer stored after a decision and lost with its replica is not shown by anyone.
 
-The other way round, a replica that stalled (SIGSTOP, a paused VM) past its turn's lease may find, when it
-wakes, that the replica which took the turn over has posted the answer already: before it posts an answer
-after such a gap, it reads the thread too (`answer_shown`), and says nothing when the answer is there.
-Both read the thread right before posting, so only two posts within the same moment could both land.
+The other way round, a process that stalled (SIGSTOP, a paused VM) for about a lease may find, when it
+wakes, that another replica has posted the answer already: before it posts an answer after such a gap
+(`stall_watch.StallWatch`), it reads the thread too (`answer_shown`), and says nothing when the answer is there. Both
+read the thread right before posting, so only two posts within the same moment could both land.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from .intake import EventIntake
     from .reader_language import ReaderLanguages
+    from .stall_watch import StallWatch
     from .turn_queue import TurnQueue
 
 SERVICES_KEY = "services"
@@ -46,6 +47,8 @@ class SlackServices:
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("bot.slack"))
     turns: TurnQueue = field(init=False)
     """Takes the turns of queued messages, one at a time per thread (set by `create_slack_app`)."""
+    stalls: StallWatch | None = None
+    """Tells whether this process stalled past a lease (set by `create_slack_app`)."""
     intake: EventIntake | None = None
     """Over HTTP, acknowledges event deliveries before Bolt dispatches them (set by `create_slack_app`)."""
     languages: ReaderLanguages = field(init=False)
