@@ -232,7 +232,6 @@ async def relay(
     finish = None
     started = time.monotonic()
     step_text = 0  # characters of text the current step streamed: not stored if the run was taken over
-    elsewhere = False  # the run went on in another process, or is left to recovery: its steps show there
     try:
         async for chunk in stream.full_stream:
             step = step_of(chunk, tr)
@@ -272,7 +271,6 @@ async def relay(
                 await reply.append(f"\n\n:warning: {chunk.payload.get('message')}")
             elif chunk.type == "error" and chunk.payload.get("interrupted"):
                 # the run did not fail (the database went away): recovery answers in this thread later
-                elsewhere = True
                 services.logger.warning("run %s left to recovery: %s", stream.run_id, chunk.payload.get("message"))
             elif chunk.type == "error":
                 why = chunk.payload.get("message") or tr.gettext("Something went wrong.")
@@ -292,9 +290,9 @@ async def relay(
                 services.logger.warning("run %s: its answer is in the thread already; not shown again", run_id)
                 reply.take_back(reply.unsent)
                 feedback = None
-        await reply.close(feedback=feedback, show_steps=not elsewhere)
+        await reply.close(feedback=feedback)
     finally:
-        await reply.close(show_steps=False)
+        await reply.close()
     return finish
 
 

@@ -8,8 +8,9 @@ in the next one.
 The agent's work shows as thinking steps, one per tool call with its state (`Step`): `task_update`
 chunks in the streamed answer (Slack draws each as a task card), and where Slack does not stream, one
 compact context line (a message of its own, edited as the steps move on). A step that comes while no
-message of the answer is open waits for its first words (or its end) and goes first in it: a process
-stopped between a call's end and the model's next words leaves no message of cards without words.
+message of the answer is open waits for its first words and goes first in their message: a process stopped
+between a call's end and the model's next words, or a run that goes on elsewhere, leaves no message of
+cards without words.
 """
 
 from __future__ import annotations
@@ -41,8 +42,6 @@ STEP_STATES = {
     "declined": ("error", N_("declined"), ":no_entry_sign:"),
 }
 """A thinking step's states, and how Slack (pending, in_progress, complete, error) and the line show each."""
-UNDER_WAY = ("running", "waiting for approval", "waiting for an answer")
-"""The states of a call that has not ended."""
 DETAIL_LIMIT = 256
 """Characters of a task's details or output that are shown."""
 
@@ -167,7 +166,7 @@ class ThreadReply:
     async def step(self, step: Step, *, only_if_open: bool = False) -> None:
         """Show a tool call's step (or its new state): a task in the streamed answer, else the steps line.
         `only_if_open`: not when it would start a message; then it is kept, and shown first in the answer's
-        first message (the latest state of each call), or when the answer closes (`close`)."""
+        first message (the latest state of each call), if words come (`close`)."""
         earlier = self._steps.get(step.id)
         if earlier is not None and step.details is None and step.state in ("done", "running"):
             step = dataclasses.replace(step, details=earlier.details)  # the arguments stay in view
@@ -240,16 +239,13 @@ class ThreadReply:
         self.mode = "update"
         self.flush_chars = max(self.flush_chars, 400)  # fewer chat.update calls than stream appends
 
-    async def close(self, *, feedback: dict[str, Any] | None = None, show_steps: bool = True) -> None:
+    async def close(self, *, feedback: dict[str, Any] | None = None) -> None:
         """Finish the current message (nothing is posted for an answer without text); `feedback` (the
-        feedback buttons' block) goes under it when it has text. Steps kept for a message that never
-        opened are shown now when a call among them ended (one under way alone shows in the loading status or
-        the approval message), unless not `show_steps` (the run goes on elsewhere: what it did shows there)."""
-        if not show_steps:
-            self._unshown = []
-        elif self._unshown and not self._text.strip() and self._ts is None:
-            if any(self._steps[step_id].state not in UNDER_WAY for step_id in self._unshown):
-                await self._show([])
+        feedback buttons' block) goes under it when it has text. Steps kept for a message that never opened
+        go with its text, and without text they are not shown: an answer that ends without words here went
+        on elsewhere (another replica, or recovery, shows what follows), or waits (its approval message
+        shows the wait), and a message of cards alone says nothing."""
+        if not self._text.strip():
             self._unshown = []
         blocks = [feedback] if feedback is not None and self._text.strip() else None
         if self._text.strip() or self._ts is not None:

@@ -72,3 +72,33 @@ async def test_the_text_of_a_step_taken_over_is_taken_back_before_slack_has_it(s
     await slack.settle()
     [shown] = [m.text for m in slack.messages.values() if m.thread_ts == thread.thread_ts and m.ts != thread.thread_ts]
     assert shown == "Ich sehe nach. :warning: another replica took the run over"
+
+
+async def test_steps_kept_while_no_message_is_open_go_with_the_first_words_and_never_alone(slack):
+    """A call's step that comes while no message of the answer is open waits for its words: an answer that
+    ends without any (its run went on elsewhere: another replica, or recovery, shows what follows) leaves no
+    message of cards alone, which a replica stopped (or handed off) between a call's end and the model's
+    words used to leave (the long soak, seeds 43002 and 45000)."""
+    from slack_sdk.web.async_client import AsyncWebClient
+
+    from bot.slack.replies import Step, ThreadReply
+    from bot.slack.threads import SlackThread
+    from bot.slack.translator import translator
+
+    thread = SlackThread(team_id="T0PLAY", channel="C1", thread_ts=slack.workspace.post("C1", "U1", "hi").ts)
+    client = AsyncWebClient(token="xoxb-test-token", base_url=slack.api_url, retry_handlers=[])
+    declined = Step(id="call_1", tool_name="delete-record", state="declined", details="no")
+    handed_off = ThreadReply(client, thread, recipient="U1", tr=translator("en"))
+    await handed_off.step(declined, only_if_open=True)
+    await handed_off.close(feedback={"type": "divider"})
+    await slack.settle()
+    assert [m for m in slack.messages.values() if m.thread_ts == thread.thread_ts and m.ts != thread.thread_ts] == []
+
+    answered = ThreadReply(client, thread, recipient="U1", tr=translator("en"))
+    await answered.step(declined, only_if_open=True)
+    await answered.append("OK, I left it.")
+    await answered.close()
+    await slack.settle()
+    [shown] = [m for m in slack.messages.values() if m.thread_ts == thread.thread_ts and m.ts != thread.thread_ts]
+    assert shown.text == "OK, I left it."
+    assert [b["task_id"] for b in shown.blocks if b.get("type") == "task_card"] == ["call_1"]
