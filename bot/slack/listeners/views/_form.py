@@ -6,6 +6,7 @@ ephemeral message."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,9 @@ from ...decisions import ClickRefused, DataUnfit, WaitingCall, find_waiting_call
 from ...form_builder import form_errors, read_form
 from ...services import SlackServices
 from ...translator import Translator
+
+LOOKUP_WITHIN = 2.0
+"""Seconds a form's listener looks for its call before it acks anyway (Bolt answers 404 after 3 s)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,17 +44,25 @@ async def submitted_form(
     kind: str,
     action: str,
     schema_of: Callable[[ToolCallRecord], dict[str, Any] | None],
+    unfit_text: str,
 ) -> SubmittedForm | None:
     """Find the call, read its form against `schema_of(record)`, and ack: with the errors when the data
     does not fit (the modal stays open), plainly otherwise. None when there is nothing to settle (a refusal
-    is told to the submitter). The rule of who may is the runtime's, asked by the decision after the ack."""
+    is told to the submitter). The rule of who may is the runtime's, asked by the decision after the ack.
+    When the call cannot be found within `LOOKUP_WITHIN` seconds (the database slow or away), the form is
+    acked first and checked after, and data that does not fit is told to the submitter (`unfit_text`, a
+    catalog message id with `{error}`)."""
     user_id = body["user"]["id"]
+    lookup = asyncio.ensure_future(find_waiting_call(services, ref=view.get("private_metadata"), kind=kind))
     try:
-        call = await find_waiting_call(services, ref=view.get("private_metadata"), kind=kind)
+        call = await asyncio.wait_for(asyncio.shield(lookup), LOOKUP_WITHIN)
     except ClickRefused as refused:
         await ack()
         await refuse(services, client, refused, user=user_id, channel=None)
         return None
+    except TimeoutError:  # the database is slow or away: ack now (Bolt answers 404 after 3 s without one)
+        await ack()  # the form is recorded (`clicks.py`): checked and carried out once the call is found
+        return await _checked_after_the_ack(services, client, lookup, user_id, view, schema_of, unfit_text)
     schema = schema_of(call.record)
     if schema is None:
         await ack()
@@ -61,6 +73,33 @@ async def submitted_form(
         await ack(response_action="errors", errors=errors)
         return None
     await ack()
+    return SubmittedForm(user_id=user_id, call=call, data=data)
+
+
+async def _checked_after_the_ack(
+    services: SlackServices,
+    client: AsyncWebClient,
+    lookup: asyncio.Future[WaitingCall],
+    user_id: str,
+    view: dict[str, Any],
+    schema_of: Callable[[ToolCallRecord], dict[str, Any] | None],
+    unfit_text: str,
+) -> SubmittedForm | None:
+    """A form acked before its call was found: what does not fit is told to the submitter alone."""
+    try:
+        call = await lookup
+    except ClickRefused as refused:
+        await refuse(services, client, refused, user=user_id, channel=None)
+        return None
+    schema = schema_of(call.record)
+    if schema is None:
+        return None
+    tr = await services.languages.of_person(user_id)
+    data, errors = _validated_form(schema, view["state"]["values"], tr)
+    if errors:
+        text = tr.gettext(unfit_text, error="; ".join(errors.values()))
+        await tell(client, channel=call.row.channel, user=user_id, thread_ts=call.row.thread_ts, text=text)
+        return None
     return SubmittedForm(user_id=user_id, call=call, data=data)
 
 

@@ -15,6 +15,9 @@ from ...services import services_of
 from ...translator import N_
 from ._form import decide_or_tell_submitter, submitted_form
 
+UNFIT = N_("That answer does not fit: {error}")
+"""What the submitter is told when the data does not fit (a catalog message id)."""
+
 
 async def handle_answer_submission(
     ack: AsyncAck, body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
@@ -29,6 +32,7 @@ async def handle_answer_submission(
         kind="question",
         action="answer",
         schema_of=lambda record: record.resume_schema or {},
+        unfit_text=UNFIT,
     )
     if form is None:
         return
@@ -37,5 +41,5 @@ async def handle_answer_submission(
         client,
         form,
         decide(services, client, form.call, Resume(form.data), user_id=form.user_id),
-        unfit_text=N_("That answer does not fit: {error}"),
+        unfit_text=UNFIT,
     )

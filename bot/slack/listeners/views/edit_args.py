@@ -16,6 +16,9 @@ from ...services import services_of
 from ...translator import N_
 from ._form import decide_or_tell_submitter, submitted_form
 
+UNFIT = N_("Nothing was approved: {error}")
+"""What the submitter is told when the data does not fit (a catalog message id)."""
+
 
 async def handle_edit_args_submission(
     ack: AsyncAck, body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
@@ -30,6 +33,7 @@ async def handle_edit_args_submission(
         kind="approval",
         action="edit_args",
         schema_of=lambda record: record.input_schema,
+        unfit_text=UNFIT,
     )
     if form is None:
         return
@@ -38,5 +42,5 @@ async def handle_edit_args_submission(
         client,
         form,
         decide(services, client, form.call, Approve(args=form.data), user_id=form.user_id),
-        unfit_text=N_("Nothing was approved: {error}"),
+        unfit_text=UNFIT,
     )
