@@ -10,12 +10,14 @@ from typing import Any, Unpack
 from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from ._policies import ToolPolicy
 from ._reconnect import retried_while_away
 from ._run_sql import (
     AT_STEP,
     AUDIT,
     MESSAGES,
     RUNS,
+    THREAD_AND_WAITING,
     THREAD_OWNER,
     THREADS,
     Audit,
@@ -28,6 +30,7 @@ from ._run_sql import (
     next_move,
     one_of,
     read_run,
+    run_call_and_policy_of,
     same_time,
     source_checked,
     take_turn,
@@ -185,6 +188,26 @@ class RunMoves(StorePart):
             async with self._storage.transaction() as connection:
                 await self._claim_existing_thread(connection, thread_id, resource_id)
         return True
+
+    async def open_thread_with_waits(
+        self, thread_id: str, resource_id: str | None
+    ) -> tuple[bool, list[tuple[StoredRun, StoredToolCall, ToolPolicy]]]:
+        """`open_thread`, and in the same read the calls that wait in the thread (oldest first), each with its
+        run and its tool's policy: what a turn in an existing thread reads before it answers a waiting call
+        or starts a run."""
+        async with self._storage.read() as connection:
+            rows = (await connection.execute(THREAD_AND_WAITING, {"b_thread": thread_id})).all()
+        if not rows:
+            return False, []
+        if resource_id is not None and rows[0].thread_owner != resource_id:  # ownerless, or (refused) another's
+            async with self._storage.transaction() as connection:
+                await self._claim_existing_thread(connection, thread_id, resource_id)
+        waits = []
+        for row in rows:
+            run, call, policy = run_call_and_policy_of(row._mapping)
+            if call is not None and policy is not None:
+                waits.append((run, call, policy))
+        return True, waits
 
     async def _claim_existing_thread(self, connection: AsyncConnection, thread_id: str, resource_id: str) -> None:
         owner = await connection.scalar(

@@ -6,19 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import and_, case, exists, func, or_, select
 
-from ._policies import ToolPolicy, policy_of
+from ._policies import ToolPolicy
 from ._reconnect import retried_while_away
 from ._run_sql import (
     CALL,
     CALLS,
     LATEST_WAITING,
     NOT_ESCALATED,
-    POLICIES,
     RUN,
     RUN_CALL_AND_POLICY,
     RUN_MESSAGES,
@@ -28,6 +26,7 @@ from ._run_sql import (
     message_of,
     one_of,
     row_json,
+    run_call_and_policy_of,
 )
 from .defaults import SUSPENDED_RUNS_COUNTED_AHEAD
 from .records import StoredRun, StoredToolCall
@@ -62,14 +61,7 @@ class RunQueries(StorePart):
             row = (await connection.execute(statement, {"b_run": run_id, "b_call": tool_call_id})).first()
         if row is None:
             return None, None, None
-        values = row._mapping
-        run = StoredRun(**{column.key: values[column] for column in RUNS.c})
-        if values[CALLS.c.id] is None:
-            return run, None, None
-        call = StoredToolCall(**{column.key: values[column] for column in CALLS.c})
-        if values[POLICIES.c.tool_name] is None:
-            return run, call, ToolPolicy(tool_name=call.displayed_tool_name)
-        return run, call, policy_of(SimpleNamespace(**{column.key: values[column] for column in POLICIES.c}))
+        return run_call_and_policy_of(row._mapping)
 
     async def held_calls(self, owner: str, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], StoredToolCall]:
         """The calls among `keys` (run id, tool call id) that `owner` still holds live (`held_by`), by key."""

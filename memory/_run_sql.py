@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, bindparam, exists, func, insert, literal_column, or_, select, union_all, update
@@ -19,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import visitors
 
 from ._audit import SYSTEM
+from ._policies import ToolPolicy, policy_of
 from .exceptions import MessageTakenError
 from .records import StoredRun, StoredToolCall, values_of
 from .states import SETTLED_STATES, WAITING_STATES, NextMove, RunStatus, ToolCallState, run_sources_of
@@ -106,6 +108,41 @@ def _run_call_and_policy(latest_waiting: bool) -> Any:
 
 RUN_CALL_AND_POLICY = {False: _run_call_and_policy(False), True: _run_call_and_policy(True)}
 """By whether the call is the one that waits latest (no tool call id given): see `_run_call_and_policy`."""
+
+
+def _thread_and_waiting() -> Any:
+    """The thread `b_thread` (its owner) and each call of it that waits, with its run and its policy (of
+    `displayed_tool_name`), oldest first: one row with NULL calls when none waits, no row when there is no thread."""
+    waiting = and_(CALLS.c.thread_id == THREADS.c.id, one_of(CALLS.c.state, WAITING_STATES))
+    shown_name = func.coalesce(CALLS.c.shown_tool_name, CALLS.c.tool_name)
+    joined = (
+        THREADS.outerjoin(CALLS, waiting)
+        .outerjoin(RUNS, RUNS.c.id == CALLS.c.run_id)
+        .outerjoin(POLICIES, POLICIES.c.tool_name == shown_name)
+    )
+    return (
+        select(THREADS.c.resource_id.label("thread_owner"), RUNS, CALLS, POLICIES)
+        .select_from(joined)
+        .where(THREADS.c.id == bindparam("b_thread"))
+        .order_by(CALLS.c.suspended_at, CALLS.c.id)
+    )
+
+
+THREAD_AND_WAITING = _thread_and_waiting()
+
+
+def run_call_and_policy_of(values: Any) -> tuple[StoredRun, StoredToolCall | None, ToolPolicy | None]:
+    """The run, the call (None: no such call) and its tool's policy (the defaults when none is stored) of one
+    row of `RUN_CALL_AND_POLICY` or `THREAD_AND_WAITING` (its `_mapping`)."""
+    run = StoredRun(**{column.key: values[column] for column in RUNS.c})
+    if values[CALLS.c.id] is None:
+        return run, None, None
+    call = StoredToolCall(**{column.key: values[column] for column in CALLS.c})
+    if values[POLICIES.c.tool_name] is None:
+        return run, call, ToolPolicy(tool_name=call.displayed_tool_name)
+    return run, call, policy_of(SimpleNamespace(**{column.key: values[column] for column in POLICIES.c}))
+
+
 UNSETTLED = exists().where(
     CALLS.c.run_id == RUNS.c.id, CALLS.c.step == RUNS.c.step, ~one_of(CALLS.c.state, SETTLED_STATES)
 )

@@ -99,6 +99,13 @@ class RunStorage(Protocol):
         `ThreadOwnerError` for any other). A new thread is stored with its first run (`create_run`)."""
         ...
 
+    async def open_thread_with_waits(
+        self, thread_id: str, resource_id: str | None
+    ) -> tuple[bool, list[tuple[StoredRun, StoredToolCall, ToolPolicy]]]:
+        """`open_thread`, and in the same read the calls that wait in the thread (oldest first), each with its
+        run and its tool's policy."""
+        ...
+
     # --- steps and tool calls
     async def record_step(
         self,

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memory import Memory, StoredRun, StoredToolCall, with_source_id
+from memory import Memory, StoredRun, StoredToolCall, ToolPolicy, with_source_id
 from memory.states import RUN_STARTS_IN
 
 from ._authorize import Action, authorize, policy_for
@@ -79,9 +79,11 @@ class RunStarts:
         notes: list[str] = []
         new_thread = False
         if uses_memory and thread_id is not None:
-            # a new thread (a top-level mention: most turns) has no waiting calls, and is stored with its run
-            new_thread = not await self._agent.storage.runs.open_thread(thread_id, resource_id)
-            waiting = [] if new_thread else await self._agent.storage.runs.waiting_calls_in_thread(thread_id)
+            # a new thread (a top-level mention: most turns) has no waiting calls, and is stored with its run;
+            # an existing one is read with its waiting calls, their runs and policies, in one statement
+            found, waits = await self._agent.storage.runs.open_thread_with_waits(thread_id, resource_id)
+            new_thread = not found
+            waiting = [call for _run, call, _policy in waits]
             # a live question that takes no data (a page to visit, MCP URL mode) is not answered in the thread
             parked = [
                 c
@@ -99,7 +101,7 @@ class RunStarts:
                 if cancelled is not None:
                     return cancelled
             if parked and request.auto_resume_suspended_tools:
-                parked = await self._answerable_by(speaker, parked)  # anyone else's message is a turn of its own
+                parked = await self._answerable_by(speaker, parked, waits)  # anyone else's message: a turn of its own
             if parked and request.auto_resume_suspended_tools:
                 resumed, unclear = await self._auto_resume(parked, message, speaker, message_id)
                 if resumed is not None:
@@ -146,14 +148,19 @@ class RunStarts:
             return result.stream, []
         return None, []  # someone settled it first, the data did not fit, it cannot be reached: a normal turn
 
-    async def _answerable_by(self, speaker: str | None, parked: list[StoredToolCall]) -> list[StoredToolCall]:
+    async def _answerable_by(
+        self,
+        speaker: str | None,
+        parked: list[StoredToolCall],
+        waits: list[tuple[StoredRun, StoredToolCall, ToolPolicy]],
+    ) -> list[StoredToolCall]:
         """The parked calls `speaker` may answer (the rule's `Action.ANSWER`), without auditing the others:
-        a message that answers none of them is an ordinary turn, not a refused answer."""
+        a message that answers none of them is an ordinary turn, not a refused answer. `waits`: each waiting
+        call's run and policy, as read with the thread."""
+        read = {(call.run_id, call.tool_call_id): (run, policy) for run, call, policy in waits}
         answerable = []
         for call in parked:
-            run, _call, stored = await self._agent.storage.runs.run_call_and_policy(call.run_id, call.tool_call_id)
-            if run is None or stored is None:
-                continue
+            run, stored = read[(call.run_id, call.tool_call_id)]
             policy = policy_for(stored, call)
             if await authorize(asked_of(run, call, speaker, Action.ANSWER), policy, self._agent.directory) is None:
                 answerable.append(call)

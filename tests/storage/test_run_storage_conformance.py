@@ -142,6 +142,32 @@ async def test_a_thread_belongs_to_its_first_resource(storage):
     )  # the owner's own race: fine
 
 
+async def test_a_thread_is_read_with_its_waiting_calls_their_runs_and_policies(storage):
+    runs: RunStorage = storage.runs
+    assert await runs.open_thread_with_waits("thread-ü", "user-1") == (False, [])  # made with its first run
+    run = a_run(thread_id="thread-ü", resource_id="user-1")
+    await runs.create_run(run, new_thread=True)
+    assert await runs.open_thread_with_waits("thread-ü", "user-1") == (True, [])
+    run.step = 1
+    first, second = (
+        a_call(run, ToolCallState.AWAITING_APPROVAL),
+        a_call(run, ToolCallState.AWAITING_APPROVAL, tool_call_id="c2"),
+    )
+    second.shown_tool_name = "send-mail"
+    reply = {"role": "assistant", "content": None, "tool_calls": [{"id": "call-1"}, {"id": "c2"}]}
+    await runs.record_step(run, reply, [first, second])
+    await storage.policies.set("send-mail", PolicyChange(approvers=["U1"]))
+    found, waits = await runs.open_thread_with_waits("thread-ü", "user-1")
+    assert found and [(r.id, c.tool_call_id, p.tool_name, p.version) for r, c, p in waits] == [
+        (run.id, "call-1", "delete-record", 0),  # the defaults: no policy is stored
+        (run.id, "c2", "send-mail", 1),
+    ]
+    assert await runs.transition(first, ToolCallState.DECLINED)
+    assert [c.tool_call_id for _r, c, _p in (await runs.open_thread_with_waits("thread-ü", None))[1]] == ["c2"]
+    with pytest.raises(ThreadOwnerError):
+        await runs.open_thread_with_waits("thread-ü", "user-2")
+
+
 async def test_a_thread_started_without_an_owner_takes_its_first_one(storage):
     """Created with no resource (one INSERT), the thread belongs to the first resource that uses it, and
     then to that one only; the others at once are refused as for any owned thread."""
