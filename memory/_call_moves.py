@@ -36,7 +36,7 @@ from ._run_sql import (
     same_time,
     source_checked,
     start_call,
-    take_turn,
+    turn_of,
     updated,
 )
 from .exceptions import CommitOutcomeUnknownError
@@ -192,9 +192,12 @@ class CallMoves(StorePart):
         rows, updates = self._with_move(move, messages=messages, run=run, audit=audit)
         dialect = self._storage.dialect
         async with self._storage.transaction() as connection:
-            await take_turn(self._storage, connection, run)
+            # the run's lock first, then the result, in one statement; the next move in the next one, which
+            # sees every result committed while this waited for the lock
             with source_checked(move.message_rows):
-                won, _keys = await moved_with(dialect, connection, move.bound(dialect), rows=rows, updates=updates)
+                won, _keys = await moved_with(
+                    dialect, connection, move.bound(dialect), rows=rows, updates=updates, locking=turn_of(run)
+                )
             if not won:
                 return False, None
             move.won()

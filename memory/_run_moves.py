@@ -63,24 +63,35 @@ class RunMoves(StorePart):
             raise ValueError(f"a run is stored {RUN_STARTS_IN}, not {run.status}")
         dialect = self._storage.dialect
         rows = message_rows(run, messages)
-        writes = [*inserted(dialect, RUNS, [new_row_values(run)]), *inserted(dialect, MESSAGES, rows)]
+        run_row = new_row_values(run)
+        writes = [*inserted(dialect, RUNS, [run_row]), *inserted(dialect, MESSAGES, rows)]
         if not (new_thread and run.thread_id is not None):
             async with self._storage.statement() as connection:  # one statement, on PostgreSQL one round trip
                 with source_checked(rows):
                     await dialect.together(connection, *writes)
             return
-        # one INSERT, not a read of the row the same transaction then writes
+        # one INSERT, not a read of the row the same statement then writes
         thread = (
             dialect.insert(THREADS)
             .values(dialect.row(THREADS, {"id": run.thread_id, "resource_id": run.resource_id or ""}))
             .on_conflict_do_nothing(index_elements=[THREADS.c.id])
-            .returning(THREADS.c.id)
         )
+        if not dialect.is_sqlite:
+            # the run and its messages only if this statement created the thread: one round trip
+            async with self._storage.statement() as connection:
+                with source_checked(rows):
+                    created, _keys = await moved_with(
+                        dialect, connection, thread, rows=[(RUNS, [run_row]), (MESSAGES, rows)]
+                    )
+            if created:
+                return
+        # another replica created the thread first (or SQLite): it is then checked as any existing one, in the
+        # transaction that stores the run
+        thread = thread.returning(THREADS.c.id)
         async with self._storage.transaction() as connection:
             with source_checked(rows):
-                created, *_ = await dialect.together(connection, thread, *writes)
-            if not created and run.resource_id is not None:
-                # another replica created it first: the thread is then checked as any existing one
+                inserted_threads, *_ = await dialect.together(connection, thread, *writes)
+            if not inserted_threads and run.resource_id is not None:
                 await self._claim_existing_thread(connection, run.thread_id, run.resource_id)
 
     async def move_run(

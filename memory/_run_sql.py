@@ -314,12 +314,17 @@ def updated(dialect: Dialect, statement: Any, values: dict[str, Any], **where: A
     """`statement` (an UPDATE of `memory._run_sql`, its WHERE naming `b_...` binds) for `Dialect.together`:
     the binds given `where`, and `values` set, each a bind of its own."""
 
+    return with_binds(statement, **where).values(dialect.row(statement.table, values, updating=True))
+
+
+def with_binds(statement: Any, **where: Any) -> Any:
+    """`statement` with its `b_...` binds given the values of `where` (a DML statement has no `params()`)."""
+
     def given(bind: Any) -> None:
         if bind.key in where:
             bind.value, bind.required = where[bind.key], False
 
-    bound = visitors.cloned_traverse(statement, {"maintain_key": True}, {"bindparam": given})
-    return bound.values(dialect.row(statement.table, values, updating=True))
+    return visitors.cloned_traverse(statement, {"maintain_key": True}, {"bindparam": given})
 
 
 def new_row_values(row: StoredRun | StoredToolCall, now: datetime | None = None) -> dict[str, Any]:
@@ -355,10 +360,16 @@ async def read_run(storage: Database, run_id: str) -> StoredRun | None:
     return StoredRun(**row._mapping) if row is not None else None
 
 
+def turn_of(run: StoredRun) -> Any:
+    """The lock `take_turn` takes, for `moved_with(..., locking=...)`."""
+    return with_binds(LOCK_RUN, b_run=run.id)
+
+
 async def take_turn(storage: Database, connection: AsyncConnection, run: StoredRun) -> None:
     """Wait for the other transactions that settle calls of `run` (see `next_move`). On SQLite the
     write lock of BEGIN IMMEDIATE already does; on PostgreSQL the run's row lock, taken first (a lock
-    taken after inserting rows that reference the run would deadlock two settlers)."""
+    taken after inserting rows that reference the run would deadlock two settlers). `moved_with(...,
+    locking=turn_of(run))` takes it in the statement of the move."""
     await storage.dialect.take_row_lock(connection, LOCK_RUN, {"b_run": run.id})
 
 
@@ -403,6 +414,7 @@ async def moved_with(
     rows: Iterable[tuple[Any, list[dict[str, Any]]]] = (),
     updates: Iterable[Any] = (),
     numbered: list[dict[str, Any]] | None = None,
+    locking: Any | None = None,
 ) -> tuple[bool, dict[str, int]]:
     """`move` (a conditional UPDATE, its values bound: `updated`) and, only if it wrote its row, what goes with
     it: `rows` inserted (table, rows), `updates` (UPDATEs, values bound) and `numbered` (tool calls, whose keys
@@ -412,9 +424,14 @@ async def moved_with(
     nothing: the writes that go with the move select from its RETURNING (`WITH moved AS (UPDATE ...
     RETURNING 1), ... INSERT ... SELECT ... FROM moved`), so they write only if it did. None of them may read
     what another writes (they all see the database as it was before the statement). On SQLite the move, then
-    the rest if it won, one after the other in the caller's transaction."""
+    the rest if it won, one after the other in the caller's transaction.
+
+    `locking` (a SELECT ... FOR NO KEY UPDATE, its binds given): a row lock taken before the move (see
+    `take_turn`); on PostgreSQL in the same statement, the move made only once it is held."""
     rows = [(table, batch) for table, batch in rows if batch]
     updates = list(updates)
+    if locking is not None and not dialect.is_sqlite:
+        move = move.where(exists(select(literal_column("1")).select_from(locking.cte("turn"))))
     if dialect.is_sqlite:
         if (await connection.execute(move)).rowcount != 1:
             return False, {}
