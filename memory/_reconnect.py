@@ -41,6 +41,9 @@ _NETWORK_ERRNOS = frozenset(
 _BUSY_WITH_AN_ERROR = "another operation (2) is in progress"
 """asyncpg's protocol still reading an error the server sent on its own (state 2, consuming an error: the
 "terminating connection" of a server shutting down) when the next statement or COMMIT was sent."""
+_CLOSED_BEFORE_SENDING = "connection is closed"
+"""What asyncpg raises, before sending anything, for a statement on a connection it already knows is closed
+(`Connection._check_open`); a connection lost while a statement runs raises `ConnectionDoesNotExistError`."""
 _FIRST_PAUSE, _LONGEST_PAUSE = 0.05, 1.0
 
 T = TypeVar("T")
@@ -65,6 +68,19 @@ def database_away(exc: BaseException) -> bool:
         if isinstance(state, str) and state.startswith(_AWAY_STATES):
             return True
         if type(cause).__name__ == "InternalClientError" and _BUSY_WITH_AN_ERROR in str(cause):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def never_sent(exc: BaseException) -> bool:
+    """Whether `exc` says the statement never left this process: the driver found its connection already
+    closed (a pooled connection the server ended in a restart), so nothing of it can have been stored."""
+    cause: BaseException | None = exc
+    for _ in range(8):
+        if cause is None:
+            return False
+        if type(cause).__name__ == "InterfaceError" and str(cause) == _CLOSED_BEFORE_SENDING:
             return True
         cause = cause.__cause__ or cause.__context__
     return False

@@ -25,7 +25,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
-from ._reconnect import away_error, connected, database_away
+from ._reconnect import away_error, connected, database_away, never_sent
 from .clock import SYSTEM_CLOCK, Clock
 from .defaults import DEFAULT_DATABASE_URL
 from .dialects import Dialect
@@ -181,7 +181,8 @@ class Storage:
         Only for work that is whole in one statement: a second statement here commits apart from the first.
         A connection that drops while the statement runs leaves its outcome unknown
         (`CommitOutcomeUnknownError`), unless the caller says it is `idempotent` (an INSERT ... ON CONFLICT
-        DO NOTHING, an UPDATE to a value): then it is `DatabaseAwayError`, which `retried_while_away` retries.
+        DO NOTHING, an UPDATE to a value) or the statement never left (a pooled connection the server had
+        closed): then it is `DatabaseAwayError`, which `retried_while_away` retries.
         """
         if self.is_sqlite:
             async with self.transaction() as connection:
@@ -194,7 +195,7 @@ class Storage:
             yield connection
         except Exception as exc:
             if database_away(exc) and not isinstance(exc, DatabaseAwayError):
-                raise away_error(exc, committing=not idempotent) from exc
+                raise away_error(exc, committing=not (idempotent or never_sent(exc))) from exc
             raise
         finally:
             await _ended_quietly(connection, commit=False)

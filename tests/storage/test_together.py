@@ -3,10 +3,14 @@ PostgreSQL) are stored whole or not at all, on SQLite and on PostgreSQL (the `st
 
 from __future__ import annotations
 
+import asyncio
+
+import asyncpg
 import pytest
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 
+from memory import CommitOutcomeUnknownError, DatabaseAwayError
 from memory.tables import MessageRow, RunRow, ThreadRow
 
 RUNS, THREADS, MESSAGES = RunRow.__table__, ThreadRow.__table__, MessageRow.__table__
@@ -68,4 +72,25 @@ async def test_writes_together_are_stored_whole_or_not_at_all(storage, inside):
                 insert(RUNS).values(values(storage, RUNS, **a_run("run-1"))),  # its key is taken: the whole fails
             )
     assert await count(storage, MESSAGES) == 0
+    assert await count(storage, RUNS) == 1
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_a_statement_on_a_connection_the_server_closed_can_be_tried_again(storage, database_url):
+    """A pooled connection the server ended (a restart): the statement never left, so nothing is stored and
+    the error says the database was away, which the stores try again, not that the outcome is unknown."""
+    async with storage.statement() as connection:
+        backend = (await connection.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+    other = await asyncpg.connect(database_url.replace("+asyncpg", ""))
+    try:
+        await other.execute("SELECT pg_terminate_backend($1)", backend)
+    finally:
+        await other.close()
+    await asyncio.sleep(0.3)  # the client reads the server's goodbye: its connection is closed
+    with pytest.raises(DatabaseAwayError) as raised:
+        async with storage.statement() as connection:
+            await storage.dialect.together(connection, insert(RUNS).values(values(storage, RUNS, **a_run("run-1"))))
+    assert not isinstance(raised.value, CommitOutcomeUnknownError)
+    async with storage.statement() as connection:  # the pool dropped the closed connection
+        await storage.dialect.together(connection, insert(RUNS).values(values(storage, RUNS, **a_run("run-1"))))
     assert await count(storage, RUNS) == 1
