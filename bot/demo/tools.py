@@ -70,11 +70,13 @@ def build_demo_tools(storage: Storage) -> list[Tool]:
             return {"records": [{"id": row.id, "title": row.title} for row in rows]}
 
     async def delete_record(input: DeleteRecordInput, _ctx: ToolContext) -> dict[str, Any]:
-        async with _session(storage) as session:
-            row = await session.get(DemoRecordRow, input.id)
-            title = row.title if row is not None else None
-            result = await session.execute(delete(DemoRecordRow).where(DemoRecordRow.id == input.id))
-        return {"deleted": cast(CursorResult[Any], result).rowcount == 1, "id": input.id, "title": title}
+        await storage.migrate(SCHEMA)
+        async with storage.statement() as connection:  # one round trip: the title comes back with the delete
+            gone = await connection.execute(
+                delete(DemoRecordRow).where(DemoRecordRow.id == input.id).returning(DemoRecordRow.title)
+            )
+            title = gone.scalar_one_or_none()
+        return {"deleted": title is not None, "id": input.id, "title": title}
 
     async def undo_delete(input: DeleteRecordInput, result: Any) -> dict[str, Any]:
         """Put the deleted record back, with the title the deletion returned."""
@@ -86,12 +88,16 @@ def build_demo_tools(storage: Storage) -> list[Tool]:
 
     async def preview_delete(input: DeleteRecordInput, _ctx: ToolContext) -> str:
         """The dry run of `delete-record`: which record would go, read only."""
-        async with _session(storage) as session:
-            row = await session.get(DemoRecordRow, input.id)
-            others = await session.scalar(select(func.count()).select_from(DemoRecordRow))
-        if row is None or others is None:
+        await storage.migrate(SCHEMA)
+        records = select(func.count()).select_from(DemoRecordRow).scalar_subquery()
+        async with storage.read() as connection:  # the record and how many there are, in one read
+            row = (
+                await connection.execute(select(DemoRecordRow.title, records).where(DemoRecordRow.id == input.id))
+            ).first()
+        if row is None:
             return f"There is no record {input.id}: nothing would be deleted."
-        return f"Will delete 1 record: #{row.id} “{row.title}” ({others - 1} would remain)."
+        title, others = row
+        return f"Will delete 1 record: #{input.id} “{title}” ({others - 1} would remain)."
 
     async def issue_refund(input: IssueRefundInput, _ctx: ToolContext) -> dict[str, Any]:
         async with _session(storage) as session:
