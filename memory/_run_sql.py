@@ -305,8 +305,11 @@ def source_checked(rows: list[dict[str, Any]]) -> Iterator[None]:
 
 def inserted(dialect: Dialect, table: Any, rows: Iterable[dict[str, Any]]) -> list[Any]:
     """The INSERT of `rows` into `table` for `Dialect.together` (each value a bind of its own): none when
-    there are no rows."""
+    there are no rows. One row is a single-row VALUES, whose compiled form SQLAlchemy caches; it compiles a
+    multi-row VALUES on every execution (about 0.3 ms for a message's row on SQLite)."""
     bound = [dialect.row(table, row) for row in rows]
+    if len(bound) == 1:
+        return [insert(table).values(bound[0])]
     return [insert(table).values(bound)] if bound else []
 
 
