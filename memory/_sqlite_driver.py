@@ -10,6 +10,9 @@ transaction open is not sent: a write transaction of three statements goes from 
 The write transaction's `BEGIN IMMEDIATE` (`dialects.py`) waits for the transaction's first statement and
 goes with it, in its hand-off (4); a transaction with no statement sends neither BEGIN nor COMMIT. SQLite
 takes the write lock at that statement then, which is when the transaction first touches the database.
+A new connection's setup (SQLAlchemy's `regexp` and `floor` functions, `PRAGMA foreign_keys=ON` of
+`dialects.py`) likewise waits for its first statement and runs before it, in its hand-off: three hand-offs
+fewer per connection, which the runtime opens again after each restart (and `Storage` after each close).
 
 Everything else is SQLAlchemy's adapter as it is (server-side cursors included). It runs a function in
 aiosqlite's thread with `Connection._execute`, the way SQLAlchemy's own adapter reaches into aiosqlite
@@ -33,13 +36,30 @@ from sqlalchemy.util import EMPTY_DICT
 
 BEGIN_WRITE = "BEGIN IMMEDIATE"
 """What `dialects.py` sends to begin a write transaction: held back and sent with the first statement."""
+FOREIGN_KEYS_ON = "PRAGMA foreign_keys=ON"
+"""What `dialects.py` sends on every new connection: held back and run before its first statement (outside
+any transaction, where SQLite takes it)."""
+
+_Setup = tuple[str, tuple[Any, ...], dict[str, Any]]
+"""A new connection's setup held back for its first statement: ("function", args, kw) for
+`create_function`, ("sql", (statement,), {}) for a statement."""
 
 
 def _run_statement(
-    connection: sqlite3.Connection, operation: str, parameters: Any, many: bool, begin: bool = False
+    connection: sqlite3.Connection,
+    operation: str,
+    parameters: Any,
+    many: bool,
+    begin: bool = False,
+    setup: Sequence[_Setup] = (),
 ) -> tuple[Any, Sequence[Any], int, Any]:
-    """In the driver's thread: `BEGIN IMMEDIATE` first if `begin`, then the statement; its description,
-    rows, row count and last row id."""
+    """In the driver's thread: the connection's held-back `setup` first, then `BEGIN IMMEDIATE` if `begin`,
+    then the statement; its description, rows, row count and last row id."""
+    for kind, args, kw in setup:
+        if kind == "function":
+            connection.create_function(*args, **kw)
+        else:
+            connection.execute(*args)
     if begin:
         connection.execute(BEGIN_WRITE)
     cursor = connection.cursor()
@@ -93,14 +113,18 @@ class _Cursor(AsyncAdapt_aiosqlite_cursor):
 
     async def _run(self, operation: Any, parameters: Any, *, many: bool) -> None:
         adapt = cast(_Connection, self._adapt_connection)
-        if operation == BEGIN_WRITE and not many:
-            adapt._begin_held = True  # sent with the next statement
+        if operation in (BEGIN_WRITE, FOREIGN_KEYS_ON) and not many:
+            if operation == BEGIN_WRITE:
+                adapt._begin_held = True  # sent with the next statement
+            else:
+                adapt._setup_held.append(("sql", (operation,), {}))  # run before the next statement
             self._description, self._rowcount, self._lastrowid, self._rows = None, -1, None, deque()
             return
         begin, adapt._begin_held = adapt._begin_held, False
+        setup, adapt._setup_held = adapt._setup_held, []
         async with adapt._execute_mutex:
             outcome = await self._connection._execute(
-                _run_statement, self._connection._conn, operation, parameters, many, begin
+                _run_statement, self._connection._conn, operation, parameters, many, begin, setup
             )
         self._description, rows, self._rowcount, self._lastrowid = outcome
         self._rows = deque(rows)
@@ -113,15 +137,21 @@ class _Cursor(AsyncAdapt_aiosqlite_cursor):
 
 
 class _Connection(AsyncAdapt_aiosqlite_connection):
-    """Sends COMMIT and ROLLBACK only when a transaction is open, and a held-back BEGIN with the next statement."""
+    """Sends COMMIT and ROLLBACK only when a transaction is open, a held-back BEGIN with the next statement, and
+    the connection's setup (functions, `PRAGMA foreign_keys=ON`) before its first statement."""
 
-    __slots__ = ("_begin_held",)
+    __slots__ = ("_begin_held", "_setup_held")
 
     _cursor_cls = _Cursor  # type: ignore[assignment]  # SQLAlchemy's stub names its own cursor class only
 
     def __init__(self, dbapi: Any, connection: Any):
         super().__init__(dbapi, connection)
         self._begin_held = False
+        self._setup_held: list[_Setup] = []
+
+    def create_function(self, *args: Any, **kw: Any) -> None:
+        """Registered in the driver's thread before the connection's next statement (none can use it sooner)."""
+        self._setup_held.append(("function", args, kw))
 
     def rollback(self) -> None:
         self._begin_held = False

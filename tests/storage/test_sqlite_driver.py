@@ -1,16 +1,18 @@
 """The SQLite driver (`memory/_sqlite_driver.py`): a write transaction's BEGIN IMMEDIATE is held back and
 sent with its first statement, so the write lock is taken there and kept until the end; a transaction
-that sends no statement takes no lock and commits nothing."""
+that sends no statement takes no lock and commits nothing. A new connection's setup (foreign keys on,
+SQLAlchemy's SQL functions) is held back too and runs before its first statement."""
 
 from __future__ import annotations
 
 import sqlite3
 
 import pytest
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, insert, literal, select
+from sqlalchemy.exc import IntegrityError
 
 from memory import Storage
-from memory.tables import ThreadRow
+from memory.tables import MessageRow, ThreadRow
 
 
 @pytest.fixture
@@ -58,3 +60,21 @@ async def test_a_failed_transaction_leaves_nothing_and_no_lock(sqlite_storage):
         pass
     async with storage.read() as connection:
         assert await connection.scalar(select(func.count()).select_from(ThreadRow)) == 0
+
+
+async def test_a_new_connection_is_set_up_before_its_first_statement(sqlite_storage):
+    storage, path = sqlite_storage
+    await storage.close()  # every connection closed: the next statements run on new ones
+    storage = Storage(f"sqlite+aiosqlite:///{path}")
+    try:
+        with pytest.raises(IntegrityError, match="FOREIGN KEY"):  # the first statement of its connection
+            async with storage.transaction() as connection:
+                await connection.execute(insert(MessageRow).values(run_id="no-such-run", role="user", content="é"))
+        await storage.close()
+        storage = Storage(f"sqlite+aiosqlite:///{path}")
+        async with storage.read() as connection:  # SQLAlchemy's functions, registered with the first statement
+            assert await connection.scalar(select(literal("スレッド-1").regexp_match("ッド-[0-9]"))) == 1
+            assert await connection.scalar(select(func.floor(2.5))) == 2
+            assert await connection.scalar(select(func.count()).select_from(MessageRow)) == 0
+    finally:
+        await storage.close()
