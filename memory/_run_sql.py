@@ -21,6 +21,7 @@ from sqlalchemy.sql import visitors
 
 from ._audit import SYSTEM
 from ._policies import ToolPolicy, policy_of
+from .dialects import Prepared
 from .exceptions import MessageTakenError
 from .records import StoredRun, StoredToolCall, values_of
 from .states import SETTLED_STATES, WAITING_STATES, NextMove, RunStatus, ToolCallState, run_sources_of
@@ -306,17 +307,30 @@ def source_checked(rows: list[dict[str, Any]]) -> Iterator[None]:
 def inserted(dialect: Dialect, table: Any, rows: Iterable[dict[str, Any]]) -> list[Any]:
     """The INSERT of `rows` into `table` for `Dialect.together` (each value a bind of its own): none when
     there are no rows. One row is a single-row VALUES, whose compiled form SQLAlchemy caches; it compiles a
-    multi-row VALUES on every execution (about 0.3 ms for a message's row on SQLite)."""
+    multi-row VALUES on every execution (about 0.3 ms for a message's row on SQLite). On SQLite the
+    statement built once, `Prepared` with the rows (SQLAlchemy fills the columns' defaults)."""
+    if dialect.is_sqlite:
+        rows = list(rows)
+        if len({frozenset(row) for row in rows}) > 1:  # one executemany takes rows of the same columns
+            return [Prepared(_insert_into(table), row) for row in rows]
+        return [Prepared(_insert_into(table), rows[0] if len(rows) == 1 else rows)] if rows else []
     bound = [dialect.row(table, row) for row in rows]
     if len(bound) == 1:
         return [insert(table).values(bound[0])]
     return [insert(table).values(bound)] if bound else []
 
 
+@functools.cache
+def _insert_into(table: Any) -> Any:
+    return insert(table)
+
+
 def updated(dialect: Dialect, statement: Any, values: dict[str, Any], **where: Any) -> Any:
     """`statement` (an UPDATE of `memory._run_sql`, its WHERE naming `b_...` binds) for `Dialect.together`:
-    the binds given `where`, and `values` set, each a bind of its own."""
-
+    the binds given `where`, and `values` set, each a bind of its own; on SQLite `statement` itself,
+    `Prepared` with them (SQLAlchemy sets the columns the parameters name, and their `onupdate`)."""
+    if dialect.is_sqlite:
+        return Prepared(statement, {**where, **values})
     return with_binds(statement, **where).values(dialect.row(statement.table, values, updating=True))
 
 
@@ -436,7 +450,7 @@ async def moved_with(
     if locking is not None and not dialect.is_sqlite:
         move = move.where(exists(select(literal_column("1")).select_from(locking.cte("turn"))))
     if dialect.is_sqlite:
-        if (await connection.execute(move)).rowcount != 1:
+        if (await dialect.run(connection, move)).rowcount != 1:
             return False, {}
         await dialect.together(
             connection, *(s for table, batch in rows for s in inserted(dialect, table, batch)), *updates

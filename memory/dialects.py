@@ -32,6 +32,18 @@ PREPARED_STATEMENTS = 1000
 _MIGRATION_LOCK = 7_300_451  # any constant: the advisory lock replicas take while one of them migrates
 
 
+class Prepared:
+    """A statement built once and the parameters it runs with: a write for `Dialect.together` on SQLite, which
+    runs the writes one by one and so need not bind values into a new statement for each (building one, and
+    then its cache key, cost about 0.13 ms of CPU more per statement than running the prebuilt one)."""
+
+    __slots__ = ("statement", "parameters")
+
+    def __init__(self, statement: Any, parameters: dict[str, Any] | list[dict[str, Any]]):
+        self.statement = statement
+        self.parameters = parameters
+
+
 class Dialect:
     """The database's dialect: `sqlite` (aiosqlite) or `postgresql` (asyncpg)."""
 
@@ -61,7 +73,7 @@ class Dialect:
         if not self.is_sqlite:
             await connection.execute(statement, parameters)
 
-    async def together(self, connection: AsyncConnection, *statements: UpdateBase) -> list[int]:
+    async def together(self, connection: AsyncConnection, *statements: UpdateBase | Prepared) -> list[int]:
         """Run the INSERT, UPDATE and DELETE `statements` as one, and return the rows each one wrote (with
         RETURNING: the rows it returned).
 
@@ -72,22 +84,35 @@ class Dialect:
         that meet those conditions. Atomic on both: give it `Storage.statement()` or a transaction.
 
         Give each statement's values through `row(...)`: two INSERTs of one statement cannot share the bind
-        names SQLAlchemy gives a column's value (its key), which `row` makes unique.
+        names SQLAlchemy gives a column's value (its key), which `row` makes unique. On SQLite a statement
+        may also be `Prepared` (PostgreSQL needs every value bound into its statement).
         """
         if self.is_sqlite:
             counts = []
             for statement in statements:
-                result = await connection.execute(statement)
+                result = await self.run(connection, statement)
                 counts.append(len(result.all()) if result.returns_rows else result.rowcount)
             return counts
+        bound: list[UpdateBase] = []
+        for statement in statements:
+            if isinstance(statement, Prepared):
+                raise TypeError("on PostgreSQL a statement of `together` has its values bound: give it `row(...)`")
+            bound.append(statement)
         parts = [
             (statement if statement.returning_column_descriptions else statement.returning(literal_column("1"))).cte(
                 f"together_{n}"
             )
-            for n, statement in enumerate(statements)
+            for n, statement in enumerate(bound)
         ]
         counted = select(*(select(func.count()).select_from(part).scalar_subquery() for part in parts))
         return [int(count) for count in (await connection.execute(counted)).one()]
+
+    @staticmethod
+    async def run(connection: AsyncConnection, statement: UpdateBase | Prepared) -> Any:
+        """Execute one write, `Prepared` or bound; its result."""
+        if isinstance(statement, Prepared):
+            return await connection.execute(statement.statement, statement.parameters)
+        return await connection.execute(statement)
 
     @staticmethod
     def row(table: Table, values: Mapping[str, Any], *, updating: bool = False) -> dict[str, BindParameter[Any]]:

@@ -94,3 +94,23 @@ async def test_a_statement_on_a_connection_the_server_closed_can_be_tried_again(
     async with storage.statement() as connection:  # the pool dropped the closed connection
         await storage.dialect.together(connection, insert(RUNS).values(values(storage, RUNS, **a_run("run-1"))))
     assert await count(storage, RUNS) == 1
+
+
+async def test_rows_and_updates_built_for_together_fill_defaults_and_bind_their_where(storage):
+    from memory._run_sql import UPDATE_RUN, inserted, updated
+
+    dialect = storage.dialect
+    async with storage.statement() as connection:
+        written = await dialect.together(
+            connection,
+            *inserted(dialect, RUNS, [a_run("run-1"), a_run("run-2") | {"step": 3}]),  # two rows, other columns
+            *inserted(dialect, MESSAGES, [{"run_id": "run-1", "role": "user", "content": "Grüße"}]),
+        )
+    assert sum(written) == 3
+    async with storage.statement() as connection:
+        assert await dialect.together(connection, updated(dialect, UPDATE_RUN, {"step": 7}, b_run="run-1")) == [1]
+    async with storage.read() as connection:
+        runs = (await connection.execute(select(RUNS.c.id, RUNS.c.step, RUNS.c.created_at).order_by(RUNS.c.id))).all()
+        said = (await connection.execute(select(MESSAGES.c.content, MESSAGES.c.created_at))).one()
+    assert [(run.id, run.step) for run in runs] == [("run-1", 7), ("run-2", 3)]
+    assert all(run.created_at is not None for run in runs) and said.content == "Grüße" and said.created_at is not None
