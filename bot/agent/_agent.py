@@ -457,6 +457,10 @@ class Agent(DecisionForms):
         """The record of one of this agent's runs, or None when there is no such run."""
         return await self._lookups.get_run(run_id)
 
+    async def stored_answer(self, run_id: str) -> str:
+        """The final answer run `run_id` stored (its last assistant text; empty if none)."""
+        return await self._lookups.stored_answer(run_id)
+
     def _record_of(self, row: StoredToolCall) -> ToolCallRecord:
         return self._lookups.record_of(row)
 

@@ -57,6 +57,11 @@ class Lookups:
             return []
         return [self.record_of(row) for row in await self._agent.storage.runs.run_calls(run_id)]
 
+    async def stored_answer(self, run_id: str) -> str:
+        """The final answer run `run_id` stored (its last assistant text; empty if none)."""
+        messages = await self._agent.storage.runs.run_messages(run_id)
+        return next((str(m["content"]) for m in reversed(messages) if m["role"] == "assistant" and m["content"]), "")
+
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The record of one of this agent's runs, or None when there is no such run."""
         run = await self._agent.storage.runs.get_run(run_id)

@@ -19,7 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.agent import AgentError, AgentStream, DatabaseAwayError, MessageTakenError
 
 from .feedback_builder import build_feedback_block
-from .lost_answers import answer_shown, stored_answer
+from .lost_answers import answer_shown
 from .mrkdwn import slack_date
 from .replies import Step, ThinkingStatus, ThreadReply, args_line
 from .services import SlackServices
@@ -286,7 +286,7 @@ async def relay(
         if feedback is not None and run_id and (lost_turn or stalled):
             # this process stalled, or its turn's lease lapsed: the replica that took its work over may have
             # shown the stored answer already (`lost_answers`)
-            if await answer_shown(client, thread, run_id, await stored_answer(services, run_id)) is True:
+            if await answer_shown(client, thread, run_id, await services.agent.stored_answer(run_id)) is True:
                 services.logger.warning("run %s: its answer is in the thread already; not shown again", run_id)
                 reply.take_back(reply.unsent)
                 feedback = None

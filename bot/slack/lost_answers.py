@@ -67,18 +67,12 @@ async def answer_shown(client: AsyncWebClient, thread: SlackThread, run_id: str,
         return None
 
 
-async def stored_answer(services: SlackServices, run_id: str) -> str:
-    """The final answer run `run_id` stored (its last assistant text; empty if none)."""
-    messages = await services.agent.storage.runs.run_messages(run_id)
-    return next((str(m["content"]) for m in reversed(messages) if m["role"] == "assistant" and m["content"]), "")
-
-
 async def show_lost_answer(
     services: SlackServices, client: AsyncWebClient, thread: SlackThread, run_id: str, *, requester: str
 ) -> None:
     """Post run `run_id`'s stored answer in `thread` unless a message there shows it already (or the thread
     cannot be read: a second answer would be worse than a late look)."""
-    answer = await stored_answer(services, run_id)
+    answer = await services.agent.stored_answer(run_id)
     if not answer.strip() or await answer_shown(client, thread, run_id, answer) is not False:
         return
     services.logger.warning("run %s: its answer was stored but not shown (its replica stopped); shown now", run_id)
