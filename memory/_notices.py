@@ -54,6 +54,8 @@ lost with its connection is covered by the pass that listening again starts, so 
 _CHECK_CONNECTION = 30.0
 """Seconds between two looks (no statement) at whether the listening connection is still open."""
 _RETRY_LISTEN = 5.0
+_CLOSE_WAIT = 5.0
+"""Seconds `close` waits for the listening task to end once cancelled."""
 """Seconds between two tries to listen again after the listening connection was lost."""
 _OWN_STRETCH = 1.0
 """Own notices less than this many seconds apart are kept as one stretch (first, last) of notices."""
@@ -272,6 +274,11 @@ class WorkNotices:
     async def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+            # bounded: a listening connection stuck in its driver's close must not hold a shutdown forever
+            done, _ = await asyncio.wait({self._task}, timeout=_CLOSE_WAIT)
+            if not done:
+                log.warning("work notices: the listening connection did not close within %gs; left behind", _CLOSE_WAIT)
+            elif not self._task.cancelled():
+                self._task.exception()  # retrieved: the database was away, nothing to report on close
             self._task = None
         self.listening = False
