@@ -188,6 +188,20 @@ class Storage:
             async with self.transaction() as connection:
                 yield connection
             return
+        async with self._autocommitted(writes=not idempotent) as connection:
+            yield connection
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncConnection]:
+        """A plain connection for reads alone, outside any write transaction (see `read_session`)."""
+        async with self._autocommitted(writes=False) as connection:
+            yield connection
+
+    @asynccontextmanager
+    async def _autocommitted(self, *, writes: bool) -> AsyncIterator[AsyncConnection]:
+        """A connection of the read engine (autocommit on PostgreSQL, no write lock on SQLite) for `read` and
+        `statement`. A connection lost on the way is the database being away; `writes`: and, unless the
+        statement never left, of an outcome unknown (it may have committed)."""
         if not self._migrated:
             await self.migrate()
         connection = await connected(self._read_engine.connect, reconnect_for=self.reconnect_for)
@@ -195,21 +209,7 @@ class Storage:
             yield connection
         except Exception as exc:
             if database_away(exc) and not isinstance(exc, DatabaseAwayError):
-                raise away_error(exc, committing=not (idempotent or never_sent(exc))) from exc
-            raise
-        finally:
-            await _ended_quietly(connection, commit=False)
-
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[AsyncConnection]:
-        """A plain connection for reads alone, outside any write transaction (see `read_session`)."""
-        if not self._migrated:
-            await self.migrate()
-        connection = await connected(self._read_engine.connect, reconnect_for=self.reconnect_for)
-        try:
-            yield connection
-        except Exception as exc:
-            _raise_if_away(exc)
+                raise away_error(exc, committing=writes and not never_sent(exc)) from exc
             raise
         finally:
             await _ended_quietly(connection, commit=False)
