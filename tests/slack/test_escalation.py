@@ -10,11 +10,11 @@ import asyncio
 import json
 
 import pytest
-from sqlalchemy import event as sql_event
 
 from bot.slack_emulator.workspace import UserGroup
 from memory import PolicyChange
 from tests.support.scripted_model import reply
+from tests.support.statements import statements_of
 
 from .harness import (
     API_TOKEN,
@@ -300,16 +300,8 @@ async def test_an_escalation_to_a_group_reads_the_calls_view_once_for_every_memb
     await bot.mention("delete record 3")
     await bot.approval_message()
     clock.advance(601)
-    seen: list[str] = []
-
-    def record(_connection, _cursor, statement, *_args):
-        seen.append(" ".join(statement.split()))
-
-    sql_event.listen(bot.storage.engine.sync_engine, "before_cursor_execute", record)
-    try:
+    with statements_of(bot.storage) as seen:
         assert len(await bot.agent.escalate_waiting_approvals()) == 1
-    finally:
-        sql_event.remove(bot.storage.engine.sync_engine, "before_cursor_execute", record)
     assert sorted(c.channel for c in escalated_copies(bot)) == [f"D{member}" for member in MEMBERS]
     views = [s for s in seen if "FROM runs LEFT OUTER JOIN tool_calls" in s and "JOIN tool_policies" in s]
     assert len(views) == 1, views

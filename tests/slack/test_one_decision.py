@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import copy
 
-from sqlalchemy import event as sql_event
-
 from memory import PolicyChange
 from tests.support.scripted_model import call, reply, structured, tool_calls
+from tests.support.statements import statements_of
 
 from .harness import RunningBot, ask_to_delete, home_click, published, record_ids, text_of
 
@@ -115,18 +114,10 @@ async def test_a_click_on_a_decided_call_reads_the_call_once(bot: RunningBot, mo
     await bot.sender.click(message, "tool_approve", user="U2")
     await bot.slack.wait_for("chat.stopStream")
     await bot.slack.settle()
-    seen: list[str] = []
-
-    def record(_connection, _cursor, statement, *_args):
-        seen.append(" ".join(statement.split()))
-
-    sql_event.listen(bot.storage.engine.sync_engine, "before_cursor_execute", record)
-    try:
+    with statements_of(bot.storage) as seen:
         await bot.sender.click(stale, "tool_approve", user="U3")
         told = await bot.slack.wait_for("chat.postEphemeral")
         await bot.slack.settle()
-    finally:
-        sql_event.remove(bot.storage.engine.sync_engine, "before_cursor_execute", record)
     assert "already decided" in told[0].params["text"]
     lines = [e for e in await bot.storage.audit_log.entries() if e.action == "refused"]
     assert [e.actor for e in lines] == ["U3"]

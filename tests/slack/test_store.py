@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import event as sql_event
 
 from bot.slack.stores import Conversations, EventLog, SlackStores, prepare_slack_tables
 from bot.slack.threads import SlackThread
 from memory.tables import utcnow
+from tests.support.statements import statements_of
 
 pytestmark = pytest.mark.both_databases
 
@@ -66,21 +65,6 @@ async def test_conversation_belongs_to_whoever_started_it(slack_storage):
     again, created = await conversations.start(thread, "U2")
     assert (again.started_by, created) == ("U1", False)
     assert thread.thread_id == "slack:T1:C1:1.0"
-
-
-@contextmanager
-def statements_of(storage):
-    """The SQL statements `storage` runs meanwhile (each statement of `Dialect.together` on SQLite)."""
-    seen: list[str] = []
-
-    def record(_conn, _cursor, statement, *_args):
-        seen.append(" ".join(statement.split()))
-
-    sql_event.listen(storage.engine.sync_engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        sql_event.remove(storage.engine.sync_engine, "before_cursor_execute", record)
 
 
 async def test_a_turn_with_nothing_after_it_ends_in_one_statement(slack_storage):

@@ -3,15 +3,14 @@ is what was written (not read back), a message comes with its copies, a Home's d
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import event as sql_event
 
 from bot.slack.stores import HomeViews, SlackStores, WaitingCallMessages, prepare_slack_tables
 from bot.slack.threads import SlackThread
 from memory.tables import utcnow
+from tests.support.statements import statements_of
 
 pytestmark = pytest.mark.both_databases
 
@@ -24,22 +23,6 @@ async def slack_storage(storage):
     return storage
 
 
-@contextmanager
-def statements_of(storage):
-    """The SQL statements `storage` runs meanwhile, BEGIN left out (SQLite's; PostgreSQL's autocommit has none)."""
-    seen: list[str] = []
-
-    def record(_conn, _cursor, statement, *_args):
-        if not statement.lstrip().upper().startswith("BEGIN"):
-            seen.append(" ".join(statement.split()))
-
-    sql_event.listen(storage.engine.sync_engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        sql_event.remove(storage.engine.sync_engine, "before_cursor_execute", record)
-
-
 async def _record(messages: WaitingCallMessages, tool_call_id: str = "call-1", **extra):
     return await messages.record(
         kind="approval", run_id="run-1", tool_call_id=tool_call_id, tool_name="delete-record", args={"id": 3},
@@ -50,7 +33,7 @@ async def _record(messages: WaitingCallMessages, tool_call_id: str = "call-1", *
 async def test_a_messages_row_is_what_was_written_not_read_back(slack_storage):
     messages = WaitingCallMessages(slack_storage)
     since = utcnow() - timedelta(seconds=5)
-    with statements_of(slack_storage) as seen:
+    with statements_of(slack_storage, begins=False) as seen:
         row, mine = await _record(messages, waiting_since=since)
     assert mine
     assert [statement.split(" ")[0] for statement in seen] == ["INSERT"], seen
@@ -68,7 +51,7 @@ async def test_a_messages_ts_and_copies_are_read_in_one_statement(slack_storage)
     await messages.set_ts(row.id, "3.0")  # a retried post's copy
     await messages.add_copy(row.id, "4.0", channel="D9", escalated_to="U9")  # an escalation's, in a DM
     assert row.ts is None  # as recorded
-    with statements_of(slack_storage) as seen:
+    with statements_of(slack_storage, begins=False) as seen:
         shown = await messages.every_message(row)
     assert len(seen) == 1, seen
     assert [tuple(message) for message in shown] == [("C1", "2.0", None), ("C1", "3.0", None), ("D9", "4.0", "U9")]
@@ -83,7 +66,7 @@ async def test_a_threads_open_messages_come_with_a_closed_calls_in_one_statement
         await messages.set_ts(row.id, ts)
     await messages.set_ts(decided.id, "4.0")  # a copy
     await messages.close(decided.id)
-    with statements_of(slack_storage) as seen:
+    with statements_of(slack_storage, begins=False) as seen:
         found = await messages.open_in_thread(THREAD.thread_id, with_call=("run-1", "call-1"))
     assert len(seen) == 1, seen
     shown = {row.tool_call_id: [message.ts for message in messages_of] for row, messages_of in found}
@@ -94,7 +77,7 @@ async def test_a_threads_open_messages_come_with_a_closed_calls_in_one_statement
 
 async def test_opening_the_home_says_what_was_last_published_in_one_statement(slack_storage):
     homes = HomeViews(slack_storage)
-    with statements_of(slack_storage) as seen:
+    with statements_of(slack_storage, begins=False) as seen:
         assert await homes.opened("U1") is None  # never published
     assert [statement.split(" ")[0] for statement in seen] == ["INSERT"], seen
     await homes.published("U1", "digest-1")
@@ -116,7 +99,7 @@ async def test_a_homes_refresh_reads_who_opened_one_and_the_open_approvals_in_on
         kind="question", run_id="run-1", tool_call_id="call-4", tool_name="get-weather", args={},
         thread=THREAD, requester="U1", request_text=None,
     )  # fmt: skip
-    with statements_of(slack_storage) as seen:
+    with statements_of(slack_storage, begins=False) as seen:
         homes, approvals = await stores.homes_and_open_approvals()
     assert len(seen) == 1, seen
     assert homes == {"U1": None, "U2": "digest-2"}

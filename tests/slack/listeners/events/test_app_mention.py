@@ -7,6 +7,7 @@ import asyncio
 from sqlalchemy import event as sql_event
 
 from tests.support.scripted_model import call, reply, tool_calls
+from tests.support.statements import statements_of
 from tests.support.waiting import until
 
 from ...harness import RunningBot
@@ -113,24 +114,16 @@ async def test_a_new_conversation_answered_at_once_is_not_searched_for_waiting_c
 
 async def test_a_mentions_turn_reads_its_conversation_with_its_start_alone(bot: RunningBot, model):
     # the conversation's record, with its starter's language, is written and read back with its turn's start
-    statements: list[str] = []
-
-    def seen(_conn, _cursor, statement, *_args):
-        statements.append(" ".join(statement.split()))
-
-    sql_event.listen(bot.storage.engine.sync_engine, "before_cursor_execute", seen)
     model.chat.push(reply("Hello."), reply("Olá."))
 
     def turns_done(count: int):
         return lambda: sum(s.startswith("DELETE FROM slack_thread_turns") for s in statements) == count
 
-    try:
+    with statements_of(bot.storage) as statements:
         first = await bot.mention("hi")
         await until(turns_done(1), what="the turn")
         await bot.say("e agora?", thread_ts=first["ts"])  # a reply in the conversation, no mention
         await until(turns_done(2), what="the reply's turn")
-    finally:
-        sql_event.remove(bot.storage.engine.sync_engine, "before_cursor_execute", seen)
     own = ("INSERT INTO slack_conversations", "UPDATE slack_conversations", "SELECT slack_conversations")
     conversations = [s.split(" ")[0] for s in statements if s.startswith(own)]
     assert conversations == ["INSERT"]  # the reply's turn read it with its start

@@ -1,0 +1,28 @@
+"""The SQL statements a `Storage` runs while a block runs, as the driver gets them (whitespace folded): how
+the tests see that an action reads or writes what it should, once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import event
+
+
+@contextmanager
+def statements_of(storage: Any, *, begins: bool = True) -> Iterator[list[str]]:
+    """The statements `storage` runs meanwhile, in order (each statement of `Dialect.together` on SQLite);
+    `begins=False` leaves out BEGIN (SQLite's; PostgreSQL's autocommit has none)."""
+    seen: list[str] = []
+
+    def record(_connection: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if begins or not statement.lstrip().upper().startswith("BEGIN"):
+            seen.append(" ".join(statement.split()))
+
+    engine = storage.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
