@@ -8,13 +8,13 @@ import asyncio
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import event
 
 from bot.expiry import expire_forever
 from bot.recovery import RecoveryLoop
 from memory import PolicyChange, Storage
 from tests.runtime.helpers import collect, make_agent, one, record_tool
 from tests.support.scripted_model import call, reply, tool_calls
+from tests.support.statements import statements_of
 
 
 async def test_a_call_another_replica_made_wait_is_expired_by_an_idle_sweep(model, storage, database_url, clock):
@@ -42,18 +42,12 @@ async def test_an_idle_replica_s_runtime_sweeps_make_no_statement_on_postgres(mo
     if storage.is_sqlite:
         pytest.skip("SQLite has no notices: its sweeps poll")
     agent = make_agent([record_tool("delete-record")], storage=storage)
-    statements: list[str] = []
-
-    def on_statement(_connection, _cursor, statement, *_rest) -> None:
-        statements.append(statement)
-
     expiry = asyncio.create_task(expire_forever(agent, every=0.2))
     recovery = RecoveryLoop(agent, every=0.2, stale_after=30)
     try:
         await asyncio.sleep(1.5)  # the first passes, and the one listening starts
-        event.listen(storage.engine.sync_engine, "before_cursor_execute", on_statement)
-        await asyncio.sleep(2.0)  # polling every 0.2 s, two sweeps would make dozens
-        event.remove(storage.engine.sync_engine, "before_cursor_execute", on_statement)
+        with statements_of(storage) as statements:
+            await asyncio.sleep(2.0)  # polling every 0.2 s, two sweeps would make dozens
         assert statements == []
     finally:
         expiry.cancel()
@@ -67,20 +61,14 @@ async def test_a_replica_s_own_finished_run_wakes_none_of_its_sweeps_on_postgres
     if storage.is_sqlite:
         pytest.skip("SQLite has no notices: its sweeps poll")
     agent = make_agent([record_tool("delete-record")], storage=storage)
-    statements: list[str] = []
-
-    def on_statement(_connection, _cursor, statement, *_rest) -> None:
-        statements.append(statement)
-
     expiry = asyncio.create_task(expire_forever(agent, every=0.2))
     recovery = RecoveryLoop(agent, every=0.2, stale_after=30)
     try:
         await asyncio.sleep(1.5)  # the first passes, and the one listening starts
         model.chat.push(reply("Hello."))
         await collect(await agent.stream("hello"))  # a run inserted, then finished: two notices of `runs`
-        event.listen(storage.engine.sync_engine, "before_cursor_execute", on_statement)
-        await asyncio.sleep(2.0)  # woken by those notices, two sweeps polling every 0.2 s pass at once
-        event.remove(storage.engine.sync_engine, "before_cursor_execute", on_statement)
+        with statements_of(storage) as statements:
+            await asyncio.sleep(2.0)  # woken by those notices, two sweeps polling every 0.2 s pass at once
         assert statements == []
     finally:
         expiry.cancel()
@@ -114,22 +102,16 @@ async def test_an_idle_sweep_writes_down_a_delegation_s_end_when_it_comes_and_lo
     agent = make_agent([record_tool("delete-record")], storage=storage)
     ends_at = clock.now() + timedelta(seconds=1.5)
     await storage.delegations.create(delegator="U1", delegate="U2", ends_at=ends_at, by="U1", via="test")
-    writes: list[str] = []
-
-    def on_statement(_connection, _cursor, statement, *_rest) -> None:
-        if statement.lstrip().upper().startswith("UPDATE DELEGATIONS"):
-            writes.append(statement)
-
-    event.listen(storage.engine.sync_engine, "before_cursor_execute", on_statement)
     sweep = asyncio.create_task(expire_forever(agent, every=0.2))
     try:
-        async with asyncio.timeout(6):
-            while not [e for e in await storage.audit_log.entries() if e.action == "delegation_ended"]:
-                await asyncio.sleep(0.1)
+        with statements_of(storage) as statements:
+            async with asyncio.timeout(6):
+                while not [e for e in await storage.audit_log.entries() if e.action == "delegation_ended"]:
+                    await asyncio.sleep(0.1)
         assert clock.now() >= ends_at
+        writes = [statement for statement in statements if statement.upper().startswith("UPDATE DELEGATIONS")]
         if not storage.is_sqlite:  # the first pass, then the one at the end: not one every 0.2 s
             assert len(writes) == 2, writes
     finally:
-        event.remove(storage.engine.sync_engine, "before_cursor_execute", on_statement)
         sweep.cancel()
         await asyncio.gather(sweep, return_exceptions=True)
