@@ -6,9 +6,10 @@ Imports nothing from `bot`; the runtime imports this package.
 
 from ._analytics import ApprovalAnalytics, DecisionStats, approval_analytics
 from ._audit import SYSTEM, AuditAction, AuditEntry, AuditLog, AuditVia
-from ._delegations import DELEGATION_LIMIT, EVERY_TOOL, Delegation, DelegationStore
-from ._grants import Grant, GrantStore, new_grant_values
+from ._delegations import DELEGATION_LIMIT, EVERY_TOOL, IN_FORCE, Delegation, DelegationStore, delegation_of
+from ._grants import LIVE_GRANTS_OF_AGENT, Grant, GrantStore, grant_of, new_grant_values
 from ._memory import Memory, pair_tool_results
+from ._one_read import OneRead
 from ._policies import (
     APPROVALS_LIMIT,
     EXPIRY_LIMIT,
@@ -68,15 +69,20 @@ __all__ = [
     "CommitOutcomeUnknownError",
     "DatabaseAwayError",
     "DELEGATION_LIMIT",
+    "IN_FORCE",
+    "delegation_of",
     "Delegation",
     "DelegationError",
     "DelegationStore",
     "EVERY_TOOL",
     "Grant",
+    "LIVE_GRANTS_OF_AGENT",
+    "grant_of",
     "DelegationReader",
     "GrantReader",
     "GrantStore",
     "Memory",
+    "OneRead",
     "PolicyChange",
     "PolicyError",
     "Worded",

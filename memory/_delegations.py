@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import CursorResult, insert, select, update
+from sqlalchemy import CursorResult, bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ._audit import SYSTEM
@@ -182,6 +182,15 @@ class DelegationStore:
             return tuple(dict.fromkeys(await session.scalars(statement)))
 
 
+IN_FORCE = select(*DelegationRow.__table__.c).where(
+    DelegationRow.ended_at.is_(None),
+    DelegationRow.starts_at <= bindparam("b_now"),
+    DelegationRow.ends_at > bindparam("b_now"),
+)
+"""The delegations in force at `b_now` (as `DelegationStore.in_force` reads them, unordered): for a read that
+takes them with others in one statement (`memory.OneRead`)."""
+
+
 def _in_force(now: datetime) -> Any:
     return (
         select(DelegationRow)
@@ -240,4 +249,4 @@ def delegation_of(row: Any) -> Delegation:
     )
 
 
-__all__ = ["DELEGATION_LIMIT", "EVERY_TOOL", "Delegation", "DelegationStore"]
+__all__ = ["DELEGATION_LIMIT", "EVERY_TOOL", "IN_FORCE", "Delegation", "DelegationStore", "delegation_of"]

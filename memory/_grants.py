@@ -250,6 +250,13 @@ async def check_grant_policy(connection: AsyncConnection, dialect: Dialect, gran
 _POLICY_VERSION = select(PolicyRow.version).where(PolicyRow.tool_name == bindparam("b_tool"))
 
 
+LIVE_GRANTS_OF_AGENT = select(*GrantRow.__table__.c).where(
+    GrantRow.agent_id == bindparam("b_agent"), GrantRow.revoked_at.is_(None), GrantRow.expires_at > bindparam("b_now")
+)
+"""An agent's live grants (as `GrantStore.live(agent_id=...)` reads them, unordered), its binds `b_agent` and
+`b_now`: for a read that takes them with others in one statement (`memory.OneRead`)."""
+
+
 def grant_of(row: Any) -> Grant:
     return Grant(
         id=row.id,
@@ -269,4 +276,12 @@ def grant_of(row: Any) -> Grant:
     )
 
 
-__all__ = ["Grant", "GrantStore", "check_grant_policy", "end_grants_of_tool", "new_grant_values"]
+__all__ = [
+    "LIVE_GRANTS_OF_AGENT",
+    "Grant",
+    "GrantStore",
+    "grant_of",
+    "check_grant_policy",
+    "end_grants_of_tool",
+    "new_grant_values",
+]

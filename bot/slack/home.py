@@ -33,6 +33,7 @@ from .delegation_builder import HomeDelegation
 from .directory import DirectoryError
 from .home_builder import HomeApproval, HomeGrant, HomePolicy, HomeView, build_home_view
 from .permissions import refusal_text
+from .stores import HomeRead
 from .stores.answer_feedback import ToolFeedback
 from .tables import ToolCallMessageRow
 from .threads import channel_of_thread
@@ -143,8 +144,9 @@ class HomePublisher:
         while True:
             self._again = False
             try:
-                shown, open_approvals = await self.services.stores.homes_and_open_approvals()
-                shared = await self._shared(open_approvals) if shown else None
+                read = await self.services.stores.home_read(self.services.agent.id, homes=True)
+                shown = read.homes
+                shared = await self._shared(read) if shown else None
             except DatabaseAwayError as exc:  # a restart: the next change refreshes the Homes again
                 log.warning("could not read the App Homes to refresh: %s", exc)
                 return
@@ -197,23 +199,17 @@ class HomePublisher:
             return None
         return digest
 
-    async def _shared(self, open_approvals: list[ToolCallMessageRow] | None = None) -> _Shared:
-        """What every Home shows alike; `open_approvals`: the open approvals' messages, as the caller read them
-        (read here when not given)."""
+    async def _shared(self, read: HomeRead | None = None) -> _Shared:
+        """What every Home shows alike; `read`: as the caller read it (read here when not given)."""
         services = self.services
+        if read is None:
+            read = await services.stores.home_read(services.agent.id, homes=False)
         approvals = []
-        if open_approvals is None:
-            open_approvals = await services.stores.messages.open_approvals()
-        for row in open_approvals:
+        for row in read.approvals:
             shown = await services.agent.waiting_call_view(row.run_id, row.tool_call_id)
             if shown is not None and still_waits(row, shown.record):
                 approvals.append((row, shown))
-        storage = services.agent.storage
-        return _Shared(
-            approvals=approvals,
-            grants=await storage.grants.live(agent_id=services.agent.id),
-            delegations=_DelegationsNow(await storage.delegations.in_force()),
-        )
+        return _Shared(approvals=approvals, grants=read.grants, delegations=_DelegationsNow(read.delegations))
 
     async def view_for(self, user_id: str, *, shared: _Shared | None = None) -> dict[str, Any]:
         """The user's Home; `shared`: what the Homes of one refresh show alike (read now when not given)."""

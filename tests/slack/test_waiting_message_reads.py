@@ -6,10 +6,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import insert
 
 from bot.slack.stores import HomeViews, SlackStores, WaitingCallMessages, prepare_slack_tables
 from bot.slack.threads import SlackThread
-from memory.tables import utcnow
+from memory import new_grant_values
+from memory.tables import GrantRow, utcnow
 from tests.support.statements import statements_of
 
 pytestmark = pytest.mark.both_databases
@@ -85,7 +87,7 @@ async def test_opening_the_home_says_what_was_last_published_in_one_statement(sl
     assert await homes.digests() == {"U1": "digest-1"}
 
 
-async def test_a_homes_refresh_reads_who_opened_one_and_the_open_approvals_in_one_statement(slack_storage):
+async def test_a_homes_refresh_reads_what_every_home_shows_in_one_statement(slack_storage):
     stores = SlackStores.on(slack_storage)
     await stores.home_views.opened("U1")
     await stores.home_views.opened("U2")
@@ -99,10 +101,49 @@ async def test_a_homes_refresh_reads_who_opened_one_and_the_open_approvals_in_on
         kind="question", run_id="run-1", tool_call_id="call-4", tool_name="get-weather", args={},
         thread=THREAD, requester="U1", request_text=None,
     )  # fmt: skip
+    now = slack_storage.clock.now()
+    grants = [
+        _grant(slack_storage, agent_id="agent", granted_by="U2", seconds=600, now=now),
+        _grant(slack_storage, agent_id="agent", granted_by="U3", seconds=60, now=now),
+        _grant(slack_storage, agent_id="other-agent", granted_by="U2", seconds=600, now=now),
+        _grant(slack_storage, agent_id="agent", granted_by="U4", seconds=-1, now=now),  # ended
+    ]
+    async with slack_storage.transaction() as connection:
+        await connection.execute(insert(GrantRow), grants)
+    later = await slack_storage.delegations.create(
+        delegator="U1", delegate="U2", ends_at=now + timedelta(days=2), by="U1", via="slack"
+    )
+    sooner = await slack_storage.delegations.create(
+        delegator="U3", delegate="U4", ends_at=now + timedelta(days=1), by="U3", via="slack"
+    )
+    ended = await slack_storage.delegations.create(
+        delegator="U5", delegate="U6", ends_at=now + timedelta(days=1), by="U5", via="slack"
+    )
+    await slack_storage.delegations.end(ended.id, by="U5", via="slack")
+
     with statements_of(slack_storage, begins=False) as seen:
-        homes, approvals = await stores.homes_and_open_approvals()
+        read = await stores.home_read("agent", homes=True)
     assert len(seen) == 1, seen
-    assert homes == {"U1": None, "U2": "digest-2"}
-    assert [row.id for row in approvals] == [row.id for row in await stores.messages.open_approvals()]
-    assert [row.id for row in approvals] == [first.id, other.id]
-    assert approvals[0].args == {"id": 3} and approvals[0].created_at == first.created_at
+    assert read.homes == {"U1": None, "U2": "digest-2"}
+    assert [row.id for row in read.approvals] == [row.id for row in await stores.messages.open_approvals()]
+    assert [row.id for row in read.approvals] == [first.id, other.id]
+    assert read.approvals[0].args == {"id": 3} and read.approvals[0].created_at == first.created_at
+    assert read.grants == await slack_storage.grants.live(agent_id="agent")
+    assert [grant.granted_by for grant in read.grants] == ["U3", "U2"]
+    assert read.delegations == await slack_storage.delegations.in_force()
+    assert read.delegations == [sooner, later]
+
+    with statements_of(slack_storage, begins=False) as seen:
+        alike = await stores.home_read("agent", homes=False)
+    assert len(seen) == 1, seen
+    assert alike.homes == {}
+    assert [row.id for row in alike.approvals] == [row.id for row in read.approvals]
+    assert (alike.grants, alike.delegations) == (read.grants, read.delegations)
+
+
+def _grant(storage, *, agent_id: str, granted_by: str, seconds: int, now) -> dict:
+    return new_grant_values(
+        agent_id=agent_id, tool_name="delete-record", thread_id="T1:C1:1.0", resource_id="U1",
+        granted_by=granted_by, run_id="run-1", tool_call_id="call-1", args_fingerprint=None, policy_version=1,
+        now=now, seconds=seconds,
+    )  # fmt: skip

@@ -19,9 +19,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
-from sqlalchemy import cast, literal, null, select, union_all
+from sqlalchemy import select
 
-from memory import Storage, retried_while_away
+from memory import IN_FORCE, LIVE_GRANTS_OF_AGENT, Delegation, Grant, OneRead, Storage, retried_while_away
 
 from ..migrations import SCHEMA
 from ..tables import HomeViewRow, ToolCallMessageRow
@@ -70,22 +70,22 @@ class SlackStores:
     def storage(self) -> Storage:
         return self.events.storage
 
-    # --- the App Homes: who opened one, and the open approvals they show, in one read -------------
-    async def homes_and_open_approvals(self) -> tuple[dict[str, str | None], list[ToolCallMessageRow]]:
-        """Every user who opened the App Home with the digest last published for them (`HomeViews.digests`),
-        and every open approval (`WaitingCallMessages.open_approvals`), in one statement: what a refresh of
-        the Homes reads first."""
-        homes: dict[str, str | None] = {}
-        approvals: list[ToolCallMessageRow] = []
+    # --- the App Homes: what they show, in one read -------------------------------------------------
+    async def home_read(self, agent_id: str, *, homes: bool) -> HomeRead:
+        """What the App Homes show alike (`HomeRead`), in one statement: every open approval
+        (`WaitingCallMessages.open_approvals`), `agent_id`'s live grants (`GrantStore.live`), the delegations
+        in force (`DelegationStore.in_force`); with `homes`, also every user who opened the App Home with the
+        digest last published for them (`HomeViews.digests`): what a refresh of the Homes reads first."""
+        read = _HOME_READ if homes else _SHOWN_ALIKE
         async with self.storage.read() as connection:
-            for found in await connection.execute(_HOMES_AND_OPEN_APPROVALS):
-                values = found._mapping
-                if values["part"] == "home":
-                    homes[values["home_user"]] = values["home_digest"]
-                else:
-                    approvals.append(ToolCallMessageRow(**{c.key: values[c.key] for c in _MESSAGES.c}))
-        approvals.sort(key=lambda row: row.created_at)
-        return homes, one_per_call(approvals)
+            parts = await read.rows(connection, {"b_agent": agent_id, "b_now": self.storage.clock.now()})
+        approvals = sorted((ToolCallMessageRow(**row) for row in parts["approvals"]), key=lambda row: row.created_at)
+        return HomeRead(
+            homes={row["user_id"]: row["digest"] for row in parts.get("homes", ())},
+            approvals=one_per_call(approvals),
+            grants=sorted((Grant(**row) for row in parts["grants"]), key=lambda g: (g.expires_at, g.id)),
+            delegations=sorted((Delegation(**row) for row in parts["delegations"]), key=lambda d: (d.ends_at, d.id)),
+        )
 
     # --- a thread's turns: each step one statement that commits by itself --------------------------
     async def take_thread(
@@ -173,20 +173,29 @@ _LOOKS = 3
 message is queued between a look and the release)."""
 
 
-_HOMES = HomeViewRow.__table__
-_MESSAGES = ToolCallMessageRow.__table__
-_HOMES_AND_OPEN_APPROVALS = union_all(
-    select(
-        literal("home").label("part"),
-        _HOMES.c.user_id.label("home_user"),
-        _HOMES.c.digest.label("home_digest"),
-        *(cast(null(), column.type).label(column.key) for column in _MESSAGES.c),
-    ),
-    select(
-        literal("approval"), cast(null(), _HOMES.c.user_id.type), cast(null(), _HOMES.c.digest.type), *_MESSAGES.c
-    ).where(OPEN_APPROVAL),
-)
-"""The Homes' rows and the open approvals' rows, apart by `part`: one round trip for both."""
+@dataclass(frozen=True, kw_only=True)
+class HomeRead:
+    """What `SlackStores.home_read` found."""
+
+    homes: dict[str, str | None]
+    """Who opened the App Home, with the digest last published for them (empty unless asked for)."""
+    approvals: list[ToolCallMessageRow]
+    """The open approvals' messages, oldest first, one per call."""
+    grants: list[Grant]
+    """The agent's live grants, soonest to end first."""
+    delegations: list[Delegation]
+    """The delegations in force, soonest to end first."""
+
+
+_SHOWN = {
+    "approvals": select(ToolCallMessageRow.__table__).where(OPEN_APPROVAL),
+    "grants": LIVE_GRANTS_OF_AGENT,
+    "delegations": IN_FORCE,
+}
+_SHOWN_ALIKE = OneRead(**_SHOWN)
+"""What every Home shows alike, one round trip for all of it."""
+_HOME_READ = OneRead(homes=select(HomeViewRow.user_id, HomeViewRow.digest), **_SHOWN)
+"""The same with the Homes opened, for a refresh of them all."""
 
 
 __all__ = [
@@ -195,6 +204,7 @@ __all__ = [
     "ClickLog",
     "Conversations",
     "EventLog",
+    "HomeRead",
     "HomeViews",
     "LanguageOf",
     "QueuedMessage",
