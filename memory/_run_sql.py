@@ -167,8 +167,9 @@ PARK_RUN = UPDATE_RUN.where(
 )
 """A worker parks its run while a call of the run's current step is not settled (and the run is still its own:
 a worker that stalled while another took the run over parks nothing)."""
-CLAIM_SETTLED_RUN = UPDATE_RUN.where(one_of(RUNS.c.status, run_sources_of(RunStatus.RUNNING)), ~UNSETTLED)
-"""A settler claims a parked run once every call of its current step is settled."""
+CLAIM_SETTLED_RUN = UPDATE_RUN.where(one_of(RUNS.c.status, run_sources_of(RunStatus.RUNNING)), AT_STEP, ~UNSETTLED)
+"""A settler claims a parked run once every call of its current step (`b_step`, the one it settled a call of) is
+settled."""
 
 
 @functools.cache
@@ -402,25 +403,36 @@ async def next_move(
     taken its turn (`take_turn`).
     """
     now = storage.clock.now()
-    to: dict[str, Any]
     if holds_run:  # park the run while a call of its step is left; else go on
-        to = {"status": str(RunStatus.SUSPENDED), "suspended_at": now, "owner": None}
-    else:  # claim the run if every call of its step is settled
-        to = {"status": str(RunStatus.RUNNING), "owner": owner, "heartbeat_at": now}
-    statement, params = (PARK_RUN, {"b_owner": owner}) if holds_run else (CLAIM_SETTLED_RUN, {})
-    moved = await connection.execute(statement, {"b_run": run.id, "updated_at": now, **params, **to})
-    if moved.rowcount == 1:
-        for key, value in to.items():
-            setattr(run, key, value)
-        return NextMove.SUSPENDED if holds_run else NextMove.CONTINUE
-    if holds_run:
-        # not parked: every call of the step is settled, so go on; unless the run was taken over while this
-        # worker stalled (it would ask the model for a step the new worker asks for too, and show that reply)
-        still_held = await connection.scalar(HELD_BY, {"b_run": run.id, "b_owner": owner})
-        return NextMove.CONTINUE if still_held else NextMove.HANDED_OFF
+        parked = {"status": str(RunStatus.SUSPENDED), "suspended_at": now, "owner": None}
+        moved = await connection.execute(PARK_RUN, {"b_run": run.id, "updated_at": now, "b_owner": owner, **parked})
+        if moved.rowcount == 1:
+            for key, value in parked.items():
+                setattr(run, key, value)
+            return NextMove.SUSPENDED
+        # not parked: every call of the step is settled, so go on; unless the run is no longer this worker's
+        if await connection.scalar(HELD_BY, {"b_run": run.id, "b_owner": owner}):
+            return NextMove.CONTINUE
+        # Taken over while this worker stalled: it must not ask the model for a step the new worker asks for too
+        # (the claim's step fence). Or a process that decided a call of the step while this worker ran another
+        # took the run's lease and parked it: this worker settled the last call, so it claims the run.
+        return NextMove.CONTINUE if await _claimed(connection, run, owner, now) else NextMove.HANDED_OFF
+    if await _claimed(connection, run, owner, now):
+        return NextMove.CONTINUE
     # not claimed: a call of the step is left, or another process claimed the run first
     unsettled = await connection.scalar(STEP_UNSETTLED, {"b_run": run.id, "b_step": run.step})
     return NextMove.SUSPENDED if unsettled else NextMove.HANDED_OFF
+
+
+async def _claimed(connection: AsyncConnection, run: StoredRun, owner: str, now: datetime) -> bool:
+    """Claim the parked `run` for `owner` if every call of its step is settled (`CLAIM_SETTLED_RUN`)."""
+    claim = {"status": str(RunStatus.RUNNING), "owner": owner, "heartbeat_at": now}
+    params = {"b_run": run.id, "b_step": run.step, "updated_at": now, **claim}
+    if (await connection.execute(CLAIM_SETTLED_RUN, params)).rowcount != 1:
+        return False
+    for key, value in claim.items():
+        setattr(run, key, value)
+    return True
 
 
 async def moved_with(
