@@ -29,6 +29,7 @@ from ._run_sql import (
     WHY_NOT_STARTED,
     Audit,
     StorePart,
+    claim_after_turn,
     message_rows,
     move_call,
     moved_with,
@@ -39,7 +40,7 @@ from ._run_sql import (
     turn_of,
     updated,
 )
-from .exceptions import CommitOutcomeUnknownError
+from .exceptions import CommitOutcomeUnknownError, DatabaseAwayError
 from .records import CallColumns, StartColumns, StoredRun, StoredToolCall
 from .states import WAITING_STATES, NextMove, ToolCallState, sources_of
 from .tables import ToolCallRow
@@ -67,6 +68,7 @@ class CallMoves(StorePart):
         approvals_seen: int | None = None,
         grant: dict[str, Any] | None = None,
         since: datetime | None = None,
+        in_turn: bool = False,
         **fields: Unpack[CallColumns],
     ) -> bool:
         """Move `call` to `to` if it is still in a state that may go there; True if this caller won.
@@ -85,6 +87,11 @@ class CallMoves(StorePart):
         stored with the time of the caller's own "started" mark, so an execution whose process stalled while
         the recovery interrupted the call (and it was approved and run again) stores nothing when it wakes.
 
+        `in_turn`: the move holds the run's row lock when it commits, so that a claim of the run in a statement
+        of its own right after it sees it (`memory._run_sql.claim_after_turn`). The lease's UPDATE of the run
+        takes that lock (after the call's row, as every decision does: no two of them wait for each other);
+        without a lease, the statement takes it first (`memory._run_sql.take_turn`).
+
         The move and what goes with it are one statement (`memory._run_sql.moved_with`): in autocommit, one
         round trip on PostgreSQL (with a `grant`, in a transaction that first checks the grant's policy). When
         the connection drops meanwhile, the call is read back: the move's own time stamp says whether it was
@@ -97,8 +104,9 @@ class CallMoves(StorePart):
             rows, updates = self._with_move(move, messages=messages, run=run, audit=audit, lease=lease)
             if grant is not None:
                 rows.append((GRANTS, [grant]))
+            locking = turn_of(call.run_id) if in_turn and lease is None else None
             try:
-                return await self._written(move, rows, updates, grant=grant)
+                return await self._written(move, rows, updates, grant=grant, locking=locking)
             except CommitOutcomeUnknownError:
                 async with self._storage.read() as connection:
                     stored = (await connection.execute(CALL_BY_ID, {"b_id": call.id})).first()
@@ -114,7 +122,13 @@ class CallMoves(StorePart):
         raise CommitOutcomeUnknownError(f"call {call.tool_call_id} of run {call.run_id}: its move was not confirmed")
 
     async def _written(
-        self, move: _Move, rows: list[tuple[Any, list[dict[str, Any]]]], updates: list[Any], *, grant: Any
+        self,
+        move: _Move,
+        rows: list[tuple[Any, list[dict[str, Any]]]],
+        updates: list[Any],
+        *,
+        grant: Any,
+        locking: Any | None,
     ) -> bool:
         dialect = self._storage.dialect
         opened = self._storage.statement() if grant is None else self._storage.transaction()
@@ -122,7 +136,9 @@ class CallMoves(StorePart):
             if grant is not None:
                 await check_grant_policy(connection, dialect, grant)
             with source_checked(move.message_rows):
-                won, _keys = await moved_with(dialect, connection, move.bound(dialect), rows=rows, updates=updates)
+                won, _keys = await moved_with(
+                    dialect, connection, move.bound(dialect), rows=rows, updates=updates, locking=locking
+                )
         return move.won() if won else False
 
     async def count_approval(
@@ -186,17 +202,36 @@ class CallMoves(StorePart):
         since: datetime | None = None,
         **fields: Unpack[CallColumns],
     ) -> tuple[bool, NextMove | None]:
-        """`transition` a call to its result, and in the same transaction decide what follows
-        (`memory._run_sql.next_move`): (True, the `NextMove`), or (False, None) when it was settled elsewhere."""
+        """`transition` a call to its result, and decide what follows (`memory._run_sql.next_move`): (True, the
+        `NextMove`), or (False, None) when it was settled elsewhere; (True, None) when the result is stored but
+        the database went away before the run's next move was made (the caller makes it: `after_work`).
+
+        On SQLite, and for the run's worker (`holds_run`: it parks the run, or goes on), one transaction that
+        takes the run's turn first. On PostgreSQL another process's result is stored in the run's turn in one
+        statement that commits by itself, and the run is claimed in the next one (`claim_after_turn`): two
+        round trips, where BEGIN, the result, the claim and COMMIT are four."""
+        dialect = self._storage.dialect
+        if not holds_run and not dialect.is_sqlite:
+            stored = await self.transition(
+                call, to, messages=messages, run=run, audit=audit, since=since, in_turn=True, **fields
+            )
+            if not stored:
+                return False, None
+            try:
+                return True, await claim_after_turn(self._storage, run, owner)
+            except CommitOutcomeUnknownError:
+                raise  # claimed or not: the run is left to recovery
+            except DatabaseAwayError:  # nothing of the claim is stored; trying all of this again would not claim
+                log.info("run %s: the database went away before its claim; it is made again", run.id)
+                return True, None
         move = self._move(call, to, fields=fields, since=since)
         rows, updates = self._with_move(move, messages=messages, run=run, audit=audit)
-        dialect = self._storage.dialect
         async with self._storage.transaction() as connection:
             # the run's lock first, then the result, in one statement; the next move in the next one, which
             # sees every result committed while this waited for the lock
             with source_checked(move.message_rows):
                 won, _keys = await moved_with(
-                    dialect, connection, move.bound(dialect), rows=rows, updates=updates, locking=turn_of(run)
+                    dialect, connection, move.bound(dialect), rows=rows, updates=updates, locking=turn_of(run.id)
                 )
             if not won:
                 return False, None

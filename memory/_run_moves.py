@@ -22,6 +22,7 @@ from ._run_sql import (
     THREADS,
     Audit,
     StorePart,
+    claim_after_turn,
     inserted,
     message_rows,
     move_run,
@@ -141,8 +142,14 @@ class RunMoves(StorePart):
                 setattr(run, key, value)
         return won
 
-    async def after_work(self, run: StoredRun, owner: str, *, holds_run: bool) -> NextMove:
-        """What follows a worker's calls of the current step: see `memory._run_sql.next_move`."""
+    async def after_work(
+        self, run: StoredRun, owner: str, *, holds_run: bool, settled_in_turn: bool = False
+    ) -> NextMove:
+        """What follows a worker's calls of the current step: see `memory._run_sql.next_move`.
+        `settled_in_turn`: this process, not holding the run, just settled a call in the run's turn
+        (`transition(..., in_turn=True)`), so the claim is one statement (`memory._run_sql.claim_after_turn`)."""
+        if settled_in_turn and not holds_run:
+            return await claim_after_turn(self._storage, run, owner)
         async with self._storage.transaction() as connection:
             await take_turn(self._storage, connection, run)
             return await next_move(self._storage, connection, run, owner=owner, holds_run=holds_run)

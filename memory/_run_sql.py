@@ -378,16 +378,16 @@ async def read_run(storage: Database, run_id: str) -> StoredRun | None:
     return StoredRun(**row._mapping) if row is not None else None
 
 
-def turn_of(run: StoredRun) -> Any:
+def turn_of(run_id: str) -> Any:
     """The lock `take_turn` takes, for `moved_with(..., locking=...)`."""
-    return with_binds(LOCK_RUN, b_run=run.id)
+    return with_binds(LOCK_RUN, b_run=run_id)
 
 
 async def take_turn(storage: Database, connection: AsyncConnection, run: StoredRun) -> None:
     """Wait for the other transactions that settle calls of `run` (see `next_move`). On SQLite the
     write lock of BEGIN IMMEDIATE already does; on PostgreSQL the run's row lock, taken first (a lock
     taken after inserting rows that reference the run would deadlock two settlers). `moved_with(...,
-    locking=turn_of(run))` takes it in the statement of the move."""
+    locking=turn_of(run.id))` takes it in the statement of the move."""
     await storage.dialect.take_row_lock(connection, LOCK_RUN, {"b_run": run.id})
 
 
@@ -398,9 +398,10 @@ async def next_move(
     still waits or works; the run is parked if `owner` held it), or `HANDED_OFF` (another process goes on).
 
     Whoever settles the last call of a step continues the run. The processes that settle calls of one
-    run take turns here (SQLite: one writer at a time; PostgreSQL: the run's row lock), so the last of
-    them sees every other's result, and the conditional claim lets only one go on. The caller has
-    taken its turn (`take_turn`).
+    run take turns (SQLite: one writer at a time; PostgreSQL: the run's row lock), so the last of them
+    sees every other's result, and the conditional claim lets only one go on. Either the caller has taken
+    its turn in this transaction (`take_turn`), before this statement's snapshot; or it claims in a
+    statement of its own right after its settle committed in its turn (`claim_after_turn`).
     """
     now = storage.clock.now()
     if holds_run:  # park the run while a call of its step is left; else go on
@@ -433,6 +434,23 @@ async def _claimed(connection: AsyncConnection, run: StoredRun, owner: str, now:
     for key, value in claim.items():
         setattr(run, key, value)
     return True
+
+
+async def claim_after_turn(storage: Database, run: StoredRun, owner: str) -> NextMove:
+    """`next_move` of a process that does not hold `run`, right after it settled a call in the run's turn:
+    its settle held the run's row lock when it committed (`RunStore.transition(..., in_turn=True)`). On
+    PostgreSQL the claim is then one statement in autocommit, with no lock of its own.
+
+    Why that is enough, though a statement's snapshot is taken before it waits for a lock: the settles of one
+    run commit one after another (each holds the run's row lock at its commit), and each settler claims after
+    its own settle committed, so the last settler's claim sees every settle. The worker's park takes the same
+    lock before the snapshot of its conditional UPDATE (`take_turn`, in a transaction): a settle that committed
+    before the park took the lock is seen by the park (the worker goes on, and the settler's claim finds the run
+    `running`); a settle that waited for the park's lock commits after the park, so its claim finds the run
+    `suspended`. Only one claim of a parked run wins (`CLAIM_SETTLED_RUN` moves it out of `suspended`).
+    """
+    async with storage.statement() as connection:
+        return await next_move(storage, connection, run, owner=owner, holds_run=False)
 
 
 async def moved_with(

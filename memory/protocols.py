@@ -60,8 +60,11 @@ class RunStorage(Protocol):
         this caller won."""
         ...
 
-    async def after_work(self, run: StoredRun, owner: str, *, holds_run: bool) -> NextMove:
-        """What follows a worker's calls of the current step (go on, park, or leave it to another)."""
+    async def after_work(
+        self, run: StoredRun, owner: str, *, holds_run: bool, settled_in_turn: bool = False
+    ) -> NextMove:
+        """What follows a worker's calls of the current step (go on, park, or leave it to another);
+        `settled_in_turn`: this process, not holding the run, just settled a call with `in_turn`."""
         ...
 
     async def held_calls(self, owner: str, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], StoredToolCall]:
@@ -159,13 +162,16 @@ class RunStorage(Protocol):
         approvals_seen: int | None = None,
         grant: dict[str, Any] | None = None,
         since: datetime | None = None,
+        in_turn: bool = False,
         **fields: Unpack[CallColumns],
     ) -> bool:
         """Move `call` to `to` if it is still in a state that may go there; True if this caller won. With
         `approvals_seen` (four eyes, the last approval): only while exactly that many approvals are counted
         and the arguments are still those of `call.fingerprint`. With `grant`: a standing grant's row,
         stored in the same transaction only if this caller won. With `since`: only while the call was not
-        moved since then (its `updated_at`, as this caller's own start of it left it)."""
+        moved since then (its `updated_at`, as this caller's own start of it left it). With `in_turn`: the move
+        holds the run's row lock when it commits, so a claim that follows (`after_work(..., settled_in_turn=True)`)
+        sees it."""
         ...
 
     async def count_approval(
@@ -192,8 +198,9 @@ class RunStorage(Protocol):
         since: datetime | None = None,
         **fields: Unpack[CallColumns],
     ) -> tuple[bool, NextMove | None]:
-        """Store a call's result and, in the same transaction, decide what follows (as `after_work`); `since`
-        as in `transition`."""
+        """Store a call's result and decide what follows (as `after_work`): (True, the move), (False, None) when
+        it was settled elsewhere, (True, None) when stored but the move is left to `after_work`; `since` as in
+        `transition`."""
         ...
 
 

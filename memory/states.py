@@ -40,8 +40,8 @@ After a step's work (its calls run, parked or decided) the process that did it m
     SUSPENDED   a call of the step still waits (or works elsewhere): the run is parked `suspended`
     HANDED_OFF  another process claimed the run and goes on: this one stops
 
-Whoever settles the last call of a step continues the run; the move is decided in the transaction
-that stored the step or the last result, else by `RunStore.after_work`.
+Whoever settles the last call of a step continues the run; the move is decided with the step or the last
+result (`RunStore.record_step`, `RunStore.store_result_and_next_move`), else by `RunStore.after_work`.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class RunStatus(StrEnum):
 
 class NextMove(StrEnum):
     """What follows a step's work, for the process that did it: whoever settles the last call of a step
-    goes on with the run (`RunStore.after_work`, or the transaction that stored a result or the step)."""
+    goes on with the run (`RunStore.after_work`, or with the result or the step that decided it)."""
 
     CONTINUE = "continue"
     """This process holds the run (`running`) and asks the model next: every call of the step is settled."""

@@ -234,9 +234,9 @@ class CallRunner:
         *,
         decides_next: bool = False,
     ) -> list[Chunk]:
-        """Store a call's result and the tool message the model reads, in one transaction; with
-        `decides_next` (the call was this driver's only work) the same transaction makes the run's next
-        move (`RunStore.after_work`), kept for `_after_work`."""
+        """Store a call's result and the tool message the model reads, in one statement; with
+        `decides_next` (the call was this driver's only work) the run's next move is made with it
+        (`RunStore.store_result_and_next_move`), kept for `_after_work`."""
         message = result_message_of(row.tool_call_id, result)
         error = result.get("error") if is_error and isinstance(result, dict) else None
         if audit is None:

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from memory import Audit, Storage, StoredRun, StoredToolCall, ToolCallState, ToolPolicy, new_grant_values
-from memory.states import DecisionKind, can_decide, next_state_after, waiting_states_for
+from memory.states import SETTLED_STATES, DecisionKind, can_decide, next_state_after, waiting_states_for
 from memory.tables import utcnow
 from tools import (
     InvalidSchemaError,
@@ -119,7 +119,7 @@ class Decisions:
         key = (run.id, call.tool_call_id)
         held_here = self._live.let_go(key)  # this caller goes on with it, not the keeper
         try:
-            await self._store_decision(
+            in_turn = await self._store_decision(
                 run, call, won, edit, policy_version=policy.version, user_messages=user_messages,
                 lease=None if held_elsewhere else self._agent.owner, quorum=quorum, grant=grant,
             )  # fmt: skip
@@ -140,6 +140,7 @@ class Decisions:
         if held_elsewhere:
             await self._agent.storage.notify(LIVE_QUESTIONS_CHANNEL, f"{run.id}:{call.tool_call_id}")
             return Landed(stream=AgentStream(run.id, _handed_over(run.id)), call=call, grant=grant)
+        won = replace(won, settled_in_turn=in_turn)
         driver = self._agent._driver_for(run)
         # `transition` updated `call` to what was stored
         return Landed(stream=AgentStream(run.id, driver.after_decision(call, won, policy)), call=call, grant=grant)
@@ -177,12 +178,13 @@ class Decisions:
         lease: str | None,
         quorum: tuple[int, int] | None = None,
         grant: dict[str, Any] | None = None,
-    ) -> None:
+    ) -> bool:
         """Win the decision in storage: one conditional UPDATE of the call out of its waiting state, with
         its audit lines, the tool message of a refusal (a crash right after loses nothing) and the run's
         lease (`lease`: the deciding process works on the run now, so recovery leaves it alone; None for a
         live question another process holds, whose lease stays with it). Raises
-        `ToolCallNotSuspendedError` when another caller won.
+        `ToolCallNotSuspendedError` when another caller won. Whether the decision settled the call in the
+        run's turn (`WonDecision.settled_in_turn`): a refusal that this process goes on from.
 
         `quorum` (the last approval a four-eyes call needs: how many were counted before it, how many are
         needed): the UPDATE also requires exactly that many counted and the same arguments. `grant` (a
@@ -223,6 +225,7 @@ class Decisions:
             messages = [expired_message(call, won.reason)]
         elif target == ToolCallState.CANCELLED:
             messages = [cancelled_message(call, won.decided_by, won.reason)]
+        in_turn = target in SETTLED_STATES and lease is not None
         won_it = await self._agent.storage.runs.transition(
             call,
             target,
@@ -233,11 +236,13 @@ class Decisions:
             lease=lease,
             approvals_seen=approvals_seen,
             grant=grant,
+            in_turn=in_turn,
             **fields,
         )
         if not won_it:
             latest = await self._agent.storage.runs.get_tool_call(run.id, call.tool_call_id)
             raise ToolCallNotSuspendedError(run.id, call.tool_call_id, latest.state if latest else None)
+        return in_turn
 
     def _new_grant(
         self,

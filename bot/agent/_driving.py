@@ -51,6 +51,9 @@ class WonDecision:
     """Whom `decided_by` stood in for (a delegation in force); None: their own decision."""
     via: str = "runtime"
     """Through what it was decided, for the audit trail: button, home, api, thread, expiry, recovery, runtime."""
+    settled_in_turn: bool = False
+    """The decision settled the call (a decline, an expiry, a cancel) in the run's turn (`RunStore.transition`'s
+    `in_turn`): the run's next move is then one claim (`RunStore.after_work`'s `settled_in_turn`)."""
 
     @property
     def kind(self) -> DecisionKind:

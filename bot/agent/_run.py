@@ -236,7 +236,7 @@ class RunDriver:
             metrics.waited(call.displayed_tool_name, kind.outcome, since=call.suspended_at, until=call.decided_at)
         for chunk in await self.calls.carry_out_decision(call, decision, policy):
             yield chunk
-        async for chunk in self._surface_waits_or_go_on([call]):
+        async for chunk in self._surface_waits_or_go_on([call], settled_in_turn=decision.settled_in_turn):
             yield chunk
 
     async def _recovered(self, interrupted: list[StoredToolCall]) -> AsyncIterator[Chunk]:
@@ -251,9 +251,12 @@ class RunDriver:
         async for chunk in self._surface_waits_or_go_on([*interrupted, *work]):
             yield chunk
 
-    async def _surface_waits_or_go_on(self, touched: list[StoredToolCall]) -> AsyncIterator[Chunk]:
-        """After calls were carried out outside the loop: surface what waits, or go on with the run."""
-        waiting, move = await self._after_work(touched)
+    async def _surface_waits_or_go_on(
+        self, touched: list[StoredToolCall], *, settled_in_turn: bool = False
+    ) -> AsyncIterator[Chunk]:
+        """After calls were carried out outside the loop: surface what waits, or go on with the run
+        (`settled_in_turn`: a decision settled the call in the run's turn, see `WonDecision`)."""
+        waiting, move = await self._after_work(touched, settled_in_turn=settled_in_turn)
         for chunk in waiting:
             yield chunk
         if move != NextMove.CONTINUE:
@@ -262,7 +265,9 @@ class RunDriver:
         async for chunk in self._steps():
             yield chunk
 
-    async def _after_work(self, touched: list[StoredToolCall]) -> tuple[list[Chunk], NextMove]:
+    async def _after_work(
+        self, touched: list[StoredToolCall], *, settled_in_turn: bool = False
+    ) -> tuple[list[Chunk], NextMove]:
         """Make the run's `NextMove` after a step's work: `CONTINUE` (this driver asks the model next),
         `SUSPENDED` (a call waits), or `HANDED_OFF` (another process goes on); with the chunks of calls
         that now wait.
@@ -273,7 +278,9 @@ class RunDriver:
         """
         move, self.standing.next_move = self.standing.next_move, None
         if move is None:
-            move = await self.runs.after_work(self.run, self.deps.owner, holds_run=self.standing.holds_run)
+            move = await self.runs.after_work(
+                self.run, self.deps.owner, holds_run=self.standing.holds_run, settled_in_turn=settled_in_turn
+            )
         self.standing.holds_run = move == NextMove.CONTINUE
         waiting = [self._waiting_chunk(row) for row in touched if row.state in WAITING_STATES]
         return waiting, move

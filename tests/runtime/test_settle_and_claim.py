@@ -1,14 +1,20 @@
 """After a call is settled, the run goes on exactly once: a decision made while the run's worker still runs a
-sibling call."""
+sibling call; what a settle and its claim cost on PostgreSQL (`memory._run_sql.claim_after_turn`); a process
+that stops between the two."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
+from sqlalchemy import event
 
-from tests.runtime.helpers import RECORD_INPUT, collect, decide, make_agent, of_type, run_status, text_of
+from memory import ToolCallState
+from tests.runtime.helpers import RECORD_INPUT, collect, decide, make_agent, of_type, record_tool, run_status, text_of
 from tests.support.scripted_model import call, reply, tool_calls
+from tests.support.statements import statements_of
 from tools import create_tool
 
 
@@ -52,3 +58,84 @@ async def test_a_decision_while_the_worker_runs_a_sibling_call_leaves_the_run_go
     assert text_of(answered) == "Looked up 1, handled 2."
     assert len(model.chat.requests) == 2
     assert await run_status(storage, stream.run_id) == "completed"
+
+
+@contextmanager
+def transactions_of(storage) -> Iterator[list[str]]:
+    """The transactions `storage` begins meanwhile on PostgreSQL (a BEGIN ... COMMIT each; not autocommit)."""
+    begun: list[str] = []
+
+    def record(connection) -> None:
+        if connection.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
+            begun.append("BEGIN")
+
+    engine = storage.engine.sync_engine
+    event.listen(engine, "begin", record)
+    try:
+        yield begun
+    finally:
+        event.remove(engine, "begin", record)
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+@pytest.mark.parametrize("decision", ["approve", "decline"])
+async def test_a_settle_and_its_claim_are_two_statements_on_postgres(model, storage, decision):
+    """What settles the call (a decline; the tool's result after an approval) holds the run's row lock when it
+    commits, and the claim of the run follows in a statement of its own: no transaction, no lock of its own."""
+    agent = make_agent([record_tool("delete-record", require_approval=True)], storage=storage)
+    model.chat.push(tool_calls(call("delete-record", {"id": "2"}, id="c_del")), reply("Handled 2."))
+    output = await agent.generate("Delete 2")
+    assert output.finish_reason == "suspended"
+
+    decided = agent.approve_tool_call if decision == "approve" else agent.decline_tool_call
+    with statements_of(storage) as seen, transactions_of(storage) as begun:
+        chunks = await decide(decided(run_id=output.run_id, tool_call_id="c_del"))
+
+    assert text_of(chunks) == "Handled 2."
+    assert begun == []
+    assert not [s for s in seen if "FOR NO KEY UPDATE" in s and not s.startswith("WITH turn AS")]
+    claim = next(n for n, s in enumerate(seen) if s.startswith("UPDATE runs SET status=") and "'suspended'" in s)
+    settle = seen[claim - 1]
+    assert settle.startswith("WITH moved AS (UPDATE tool_calls" if decision == "decline" else "WITH turn AS (")
+    settled = await storage.runs.get_tool_call(output.run_id, "c_del")
+    assert settled is not None and settled.state == ("declined" if decision == "decline" else "done")
+
+
+@pytest.mark.parametrize("settled_by", ["decline", "result"])
+async def test_a_crash_between_a_settle_and_its_claim_leaves_the_run_to_the_recovery(model, storage, clock, settled_by):
+    """The last call of a step is settled (declined; its tool's result stored) and its process stops before it
+    claims the run: the run is left `suspended` with no call waiting, under the stopped process's lease. The
+    recovery takes it over once that lease is stale and goes on with it (`RunQueries.stale_runs`)."""
+    agent = make_agent([record_tool("delete-record", require_approval=True)], storage=storage)
+    model.chat.push(tool_calls(call("delete-record", {"id": "2"}, id="c_del")), reply("Handled 2."))
+    output = await agent.generate("Delete 2")
+    run = await storage.runs.get_run(output.run_id)
+    waiting = await storage.runs.get_tool_call(output.run_id, "c_del")
+    assert run is not None and waiting is not None and output.finish_reason == "suspended"
+
+    # what the stopped process stored, as its decision and its result store them; and no claim
+    runs = storage.runs
+    message = {"role": "tool", "tool_call_id": "c_del", "content": "not approved" if settled_by == "decline" else "ok"}
+    if settled_by == "decline":
+        assert await runs.transition(
+            waiting, ToolCallState.DECLINED, allowed_from=[ToolCallState.AWAITING_APPROVAL], messages=[message],
+            run=run, lease="stopped", in_turn=True, decision="declined", decided_by="U1",
+        )  # fmt: skip
+    else:
+        assert await runs.transition(waiting, ToolCallState.APPROVED, lease="stopped", decision="approved")
+        assert await runs.start(waiting) == (True, None)
+        assert await runs.transition(
+            waiting, ToolCallState.DONE, messages=[message], run=run, in_turn=True, result={"ok": True}
+        )
+    assert (await agent.list_suspended_runs()).total == 0  # nobody is asked: it waits for no one
+    assert await run_status(storage, output.run_id) == "suspended"
+
+    fresh = make_agent([record_tool("delete-record", require_approval=True)], storage=storage)  # a restart
+    streams = []
+    fresh.hooks["on_background_stream"] = streams.append
+    assert await fresh.recover_stale_runs(stale_after=5) == []  # the stopped process's lease is still fresh
+    clock.advance(6)
+    assert await fresh.recover_stale_runs(stale_after=5) == [output.run_id]
+    [recovered] = [await stream.result() for stream in streams]
+    assert recovered.text == "Handled 2."
+    assert await run_status(storage, output.run_id) == "completed"
