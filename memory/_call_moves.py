@@ -35,6 +35,7 @@ from ._run_sql import (
     moved_with,
     next_move,
     same_time,
+    settled_and_claimed,
     source_checked,
     start_call,
     turn_of,
@@ -208,15 +209,17 @@ class CallMoves(StorePart):
 
         On SQLite, and for the run's worker (`holds_run`: it parks the run, or goes on), one transaction that
         takes the run's turn first. On PostgreSQL another process's result is stored in the run's turn in one
-        statement that commits by itself, and the run is claimed in the next one (`claim_after_turn`): two
-        round trips, where BEGIN, the result, the claim and COMMIT are four."""
+        statement that commits by itself and claims the run when that is due (`_settled_in_turn`): one round
+        trip, where BEGIN, the result, the claim and COMMIT are four; a claim it could not tell is made in the
+        next statement (`claim_after_turn`)."""
         dialect = self._storage.dialect
         if not holds_run and not dialect.is_sqlite:
-            stored = await self.transition(
-                call, to, messages=messages, run=run, audit=audit, since=since, in_turn=True, **fields
-            )
+            stored, claimed = await self._settled_in_turn(call, to, run=run, messages=messages, audit=audit,
+                                                          owner=owner, since=since, fields=fields)  # fmt: skip
             if not stored:
                 return False, None
+            if claimed:
+                return True, NextMove.CONTINUE
             try:
                 return True, await claim_after_turn(self._storage, run, owner)
             except CommitOutcomeUnknownError:
@@ -237,6 +240,50 @@ class CallMoves(StorePart):
                 return False, None
             move.won()
             return True, await next_move(self._storage, connection, run, owner=owner, holds_run=holds_run)
+
+    async def _settled_in_turn(
+        self,
+        call: StoredToolCall,
+        to: ToolCallState,
+        *,
+        run: StoredRun,
+        messages: Iterable[dict[str, Any]],
+        audit: Audit,
+        owner: str,
+        since: datetime | None,
+        fields: CallColumns,
+    ) -> tuple[bool, bool]:
+        """On PostgreSQL, another process's result stored in the run's turn, with the claim of the run when it is
+        due before the statement began (`memory._run_sql.settled_and_claimed`): whether it was stored, and
+        whether the run was claimed. One statement that commits by itself; a connection lost meanwhile is
+        told as `transition` tells it, and a result found stored then leaves its claim unknown."""
+        dialect = self._storage.dialect
+        for _attempt in range(3):
+            move = self._move(call, to, fields=fields, since=since)
+            rows, updates = self._with_move(move, messages=messages, run=run, audit=audit)
+            try:
+                async with self._storage.statement() as connection:
+                    with source_checked(move.message_rows):
+                        won, claimed = await settled_and_claimed(
+                            dialect, connection, call, move.bound(dialect), run=run, owner=owner, now=move.now,
+                            rows=rows, updates=updates,
+                        )  # fmt: skip
+            except CommitOutcomeUnknownError:
+                async with self._storage.read() as connection:
+                    stored = (await connection.execute(CALL_BY_ID, {"b_id": call.id})).first()
+                if (
+                    stored is not None
+                    and stored.state == move.values["state"]
+                    and same_time(stored.updated_at, move.now)
+                ):
+                    move.won()
+                    raise  # stored, and the run claimed or not: the run is left to recovery
+                if stored is None or stored.state not in move.sources:
+                    return False, False
+                log.info("call %s: the database went away while it moved; moving it again", call.tool_call_id)
+                continue
+            return (move.won(), claimed) if won else (False, False)
+        raise CommitOutcomeUnknownError(f"call {call.tool_call_id} of run {call.run_id}: its move was not confirmed")
 
     def _move(
         self,

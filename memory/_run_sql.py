@@ -170,6 +170,18 @@ a worker that stalled while another took the run over parks nothing)."""
 CLAIM_SETTLED_RUN = UPDATE_RUN.where(one_of(RUNS.c.status, run_sources_of(RunStatus.RUNNING)), AT_STEP, ~UNSETTLED)
 """A settler claims a parked run once every call of its current step (`b_step`, the one it settled a call of) is
 settled."""
+CLAIM_WITH_SETTLE = UPDATE_RUN.where(
+    one_of(RUNS.c.status, run_sources_of(RunStatus.RUNNING)),
+    AT_STEP,
+    ~exists().where(
+        CALLS.c.run_id == RUNS.c.id,
+        CALLS.c.step == RUNS.c.step,
+        CALLS.c.id != bindparam("b_settled"),
+        ~one_of(CALLS.c.state, SETTLED_STATES),
+    ),
+)
+"""`CLAIM_SETTLED_RUN` in the statement that settles the call `b_settled`: the statement sees that call as it was
+before it, so every other call of the step must be settled (`settled_and_claimed`)."""
 
 
 @functools.cache
@@ -490,13 +502,7 @@ async def moved_with(
             result = await connection.execute(INSERT_CALLS_NUMBERED, numbered)
             keys = {row["tool_call_id"]: key for row, key in zip(numbered, result.scalars().all(), strict=True)}
         return True, keys
-    moved = move.returning(literal_column("1").label("won")).cte("moved")
-    won = exists(select(literal_column("1")).select_from(moved))
-    parts = [
-        _inserted_if(dialect, moved, table, batch).returning(literal_column("1")).cte(f"with_{n}")
-        for n, (table, batch) in enumerate(rows)
-    ]
-    parts += [update.where(won).returning(literal_column("1")).cte(f"with_u{n}") for n, update in enumerate(updates)]
+    moved, parts = _moved_and_parts(dialect, move, rows, updates)
     if numbered:
         calls = (
             _inserted_if(dialect, moved, CALLS, numbered).returning(CALLS.c.id, CALLS.c.tool_call_id).cte("numbered")
@@ -506,6 +512,63 @@ async def moved_with(
         return bool(keys), keys
     statement = select(func.count()).select_from(moved).add_cte(*parts)
     return (await connection.execute(statement)).scalar_one() == 1, {}
+
+
+def _moved_and_parts(
+    dialect: Dialect, move: Any, rows: list[tuple[Any, list[dict[str, Any]]]], updates: list[Any]
+) -> tuple[Any, list[Any]]:
+    """On PostgreSQL, `move` as the CTE `moved` and the CTEs of what goes with it (see `moved_with`)."""
+    moved = move.returning(literal_column("1").label("won")).cte("moved")
+    won = exists(select(literal_column("1")).select_from(moved))
+    parts = [
+        _inserted_if(dialect, moved, table, batch).returning(literal_column("1")).cte(f"with_{n}")
+        for n, (table, batch) in enumerate(rows)
+    ]
+    parts += [update.where(won).returning(literal_column("1")).cte(f"with_u{n}") for n, update in enumerate(updates)]
+    return moved, parts
+
+
+async def settled_and_claimed(
+    dialect: Dialect,
+    connection: AsyncConnection,
+    call: StoredToolCall,
+    move: Any,
+    *,
+    run: StoredRun,
+    owner: str,
+    now: datetime,
+    rows: Iterable[tuple[Any, list[dict[str, Any]]]] = (),
+    updates: Iterable[Any] = (),
+) -> tuple[bool, bool]:
+    """On PostgreSQL, `move` (a conditional UPDATE that settles `call`, its values bound) in the run's turn
+    (its row lock, taken first) with what goes with it (see `moved_with`), and in the same statement the claim
+    of `run` for `owner` when the run is parked and every other call of its step was settled before the
+    statement began: whether the move won, and whether the run was claimed (`run` then says so).
+
+    A claim made here is sound: settled calls stay settled, and only one claim moves the run out of
+    `suspended`. One not made here may still be due, since the statement's snapshot was taken before it
+    waited for the lock (a sibling's result or the worker's park committed meanwhile is not in it): the
+    caller then claims in a statement of its own (`claim_after_turn`). A run whose step has one call, parked,
+    is settled and claimed in one round trip and one commit."""
+    assert not dialect.is_sqlite, "SQLite settles and claims in one transaction"
+    move = move.where(exists(select(literal_column("1")).select_from(turn_of(run.id).cte("turn"))))
+    moved, parts = _moved_and_parts(dialect, move, [(t, b) for t, b in rows if b], list(updates))
+    claim = {"status": str(RunStatus.RUNNING), "owner": owner, "heartbeat_at": now}
+    claiming = updated(
+        dialect, CLAIM_WITH_SETTLE, {"updated_at": now, **claim},
+        b_run=run.id, b_step=run.step, b_settled=call.id,
+    )  # fmt: skip
+    won = exists(select(literal_column("1")).select_from(moved))
+    claimed = claiming.where(won).returning(literal_column("1")).cte("claimed")
+    statement = select(
+        select(func.count()).select_from(moved).scalar_subquery(),
+        select(func.count()).select_from(claimed).scalar_subquery(),
+    ).add_cte(*parts, claimed)
+    moves, claims = (await connection.execute(statement)).one()
+    if moves == 1 and claims == 1:
+        for key, value in claim.items():
+            setattr(run, key, value)
+    return moves == 1, moves == 1 and claims == 1
 
 
 def _inserted_if(dialect: Dialect, moved: Any, table: Any, rows: list[dict[str, Any]]) -> Any:

@@ -79,9 +79,10 @@ def transactions_of(storage) -> Iterator[list[str]]:
 
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 @pytest.mark.parametrize("decision", ["approve", "decline"])
-async def test_a_settle_and_its_claim_are_two_statements_on_postgres(model, storage, decision):
+async def test_a_settle_and_its_claim_need_no_transaction_on_postgres(model, storage, decision):
     """What settles the call (a decline; the tool's result after an approval) holds the run's row lock when it
-    commits, and the claim of the run follows in a statement of its own: no transaction, no lock of its own."""
+    commits, and the claim of the run needs no transaction and no lock of its own. The tool's result claims the
+    parked run in its own statement (its step has no other call); a decline's claim is the next statement."""
     agent = make_agent([record_tool("delete-record", require_approval=True)], storage=storage)
     model.chat.push(tool_calls(call("delete-record", {"id": "2"}, id="c_del")), reply("Handled 2."))
     output = await agent.generate("Delete 2")
@@ -94,9 +95,14 @@ async def test_a_settle_and_its_claim_are_two_statements_on_postgres(model, stor
     assert text_of(chunks) == "Handled 2."
     assert begun == []
     assert not [s for s in seen if "FOR NO KEY UPDATE" in s and not s.startswith("WITH turn AS")]
-    claim = next(n for n, s in enumerate(seen) if s.startswith("UPDATE runs SET status=") and "'suspended'" in s)
-    settle = seen[claim - 1]
-    assert settle.startswith("WITH moved AS (UPDATE tool_calls" if decision == "decline" else "WITH turn AS (")
+    claims = [n for n, s in enumerate(seen) if "UPDATE runs SET status=" in s and "'suspended'" in s]
+    assert len(claims) == 1, seen
+    if decision == "decline":
+        assert seen[claims[0]].startswith("UPDATE runs SET status=")
+        assert seen[claims[0] - 1].startswith("WITH moved AS (UPDATE tool_calls")
+    else:  # the result and the claim: one statement
+        assert seen[claims[0]].startswith("WITH turn AS (")
+        assert "UPDATE tool_calls SET state=" in seen[claims[0]]
     settled = await storage.runs.get_tool_call(output.run_id, "c_del")
     assert settled is not None and settled.state == ("declined" if decision == "decline" else "done")
 
@@ -138,4 +144,28 @@ async def test_a_crash_between_a_settle_and_its_claim_leaves_the_run_to_the_reco
     assert await fresh.recover_stale_runs(stale_after=5) == [output.run_id]
     [recovered] = [await stream.result() for stream in streams]
     assert recovered.text == "Handled 2."
+    assert await run_status(storage, output.run_id) == "completed"
+
+
+async def test_a_result_claims_the_run_only_once_every_call_of_its_step_is_settled(model, storage):
+    """Two calls of one step wait for approval. The first approved runs, and its result finds the other still
+    waiting: the run stays parked and the model is not asked. The second's result then claims the run."""
+    agent = make_agent([record_tool("delete-record", require_approval=True)], storage=storage)
+    model.chat.push(
+        tool_calls(call("delete-record", {"id": "2"}, id="c_two"), call("delete-record", {"id": "3"}, id="c_three")),
+        reply("Handled 2 and 3."),
+    )
+    output = await agent.generate("Delete 2 and 3")
+    assert output.finish_reason == "suspended"
+    asked = len(model.chat.requests)
+
+    first = await decide(agent.approve_tool_call(run_id=output.run_id, tool_call_id="c_two"))
+    assert text_of(first) == ""
+    assert len(model.chat.requests) == asked
+    assert await run_status(storage, output.run_id) == "suspended"
+    done = await storage.runs.get_tool_call(output.run_id, "c_two")
+    assert done is not None and done.state == ToolCallState.DONE
+
+    second = await decide(agent.approve_tool_call(run_id=output.run_id, tool_call_id="c_three"))
+    assert text_of(second) == "Handled 2 and 3."
     assert await run_status(storage, output.run_id) == "completed"
