@@ -7,6 +7,7 @@ in use, Slack out of reach) is one error the command line turns into one line.""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 
 import aiohttp
@@ -134,12 +135,22 @@ async def serve_http(web_app: web.Application, *, host: str = "0.0.0.0", port: i
             await web.UnixSite(runner, apart.socket_path).start()
             await apart.start()
             bound = apart.port or port
+        _freeze_what_started()
         _logger.getChild("server").info("listening on http://%s:%s%s", host, bound, f" ({what})" if what else "")
         await asyncio.Event().wait()
     finally:
         if apart is not None:
             await apart.stop()
         await runner.cleanup()
+
+
+def _freeze_what_started() -> None:
+    """Leave the objects made at the start (modules, classes, schemas, compiled statements, which live as long
+    as the process) out of the garbage collector's full collections (`gc.freeze`). A full collection holds
+    every thread, the intake's too, while it walks the objects: walking these took a burst's acks longer
+    than answering them."""
+    gc.collect()  # what is garbage already is not kept for ever
+    gc.freeze()
 
 
 def _intake_thread(web_app: web.Application, *, host: str, port: int) -> IntakeThread | None:
