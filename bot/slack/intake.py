@@ -5,11 +5,11 @@ Bolt's dispatch (its middleware chain and listener matching) costs about a milli
 so a burst of hundreds would keep the last ack waiting behind all the others. Here a signed
 `event_callback` is checked (signature, duplicate) and recorded with its message (`EventLog.claim`,
 batched) and answered at once; Bolt dispatches it afterwards, one request at a time in the background,
-without recording it again, and not while other deliveries are being recorded (for at most
-`ACKS_FIRST_FOR` at a time): a burst is acknowledged before its first turn takes the loop. A signed
-click (`block_actions`) is recorded the same way (`ClickLog`, see `clicks.py`) and dispatched after its
-ack. Everything else (forms, commands, a bad signature, an event whose bot user is unknown) goes through
-Bolt as usual.
+without recording it again, and not while other deliveries are being acknowledged (from their check to
+their answer, for at most `ACKS_FIRST_FOR` at a time): a burst is acknowledged before its first turn takes
+the loop. A signed click (`block_actions`) is recorded the same way (`ClickLog`, see `clicks.py`) and
+dispatched after its ack. Everything else (forms, commands, a bad signature, an event whose bot user is
+unknown) goes through Bolt as usual.
 
 The record is waited for `RECORD_WITHIN` seconds at most, so Slack hears within its 3 seconds while the
 database is away (a restart): an event not recorded by then is answered 503, which Slack retries (the
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -40,7 +41,7 @@ from .event_reading import kept, team_of, thread_to_answer
 from .stores import ClickLog, EventLog
 
 ACKS_FIRST_FOR = 0.25
-"""Seconds Bolt's dispatch waits at most, in one busy stretch, for the deliveries being recorded: under a
+"""Seconds Bolt's dispatch waits at most, in one busy stretch, for the deliveries being acknowledged: under a
 steady stream of events that never lets up, the dispatch then goes on between acks as before."""
 
 RECORD_WITHIN = 2.0
@@ -73,15 +74,29 @@ def bot_user_of(body: dict[str, Any]) -> str | None:
 
 async def record_event(events: EventLog, body: dict[str, Any], bot_user_id: str | None, team_id: str | None) -> bool:
     """Record the delivery's `event_id`, with its message when the bot answers it; False for a repeat."""
+    return await claim_event(events, body, bot_user_id, team_id)
+
+
+def claim_event(
+    events: EventLog,
+    body: dict[str, Any],
+    bot_user_id: str | None,
+    team_id: str | None,
+    *,
+    late: Callable[[bool], None] | None = None,
+) -> asyncio.Future[bool]:
+    """`record_event`, queued now (`EventLog.claim_soon`): its future, and `late` told whether it won if the
+    future is cancelled before."""
     event = body.get("event") or {}
     team = team_of(body, event, team_id)
     thread = thread_to_answer(event, team, bot_user_id)
-    return await events.claim(
+    return events.claim_soon(
         body["event_id"],
         team or None,
         thread_id=thread.thread_id if thread else None,
         event=kept(event) if thread else None,
         bot_user_id=bot_user_id,
+        late=late,
     )
 
 
@@ -123,11 +138,15 @@ class EventIntake:
         self._waiting: asyncio.Queue[AsyncBoltRequest] | None = None
         self._dispatcher: asyncio.Task[None] | None = None
         self._recording = 0
-        """Deliveries being recorded now (their acks wait for the claim's commit)."""
+        """Deliveries being acknowledged now: from their check to their answer (which waits for the claim's
+        commit)."""
         self._quiet = asyncio.Event()
         """Set while none is (an object of the bot's loop)."""
         self._quiet.set()
         self._counting = threading.Lock()
+        """Guards `_recording` and `_handed` (the intake may run on a thread of its own)."""
+        self._handed: list[AsyncBoltRequest] = []
+        """Recorded deliveries handed to the bot's loop for their dispatch, not yet queued there."""
         self._telling: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         """The bot's loop, where Bolt dispatches (`start`); None: the loop `acknowledge` runs on."""
@@ -158,19 +177,21 @@ class EventIntake:
 
     async def _acknowledge_event(self, request: AsyncBoltRequest, events: EventLog, bot_user_id: str) -> BoltResponse:
         body = request.body
-        self._count(+1)  # from now on, not from when the record's task first runs: the dispatch waits for it
-        recording = asyncio.ensure_future(record_event(events, body, bot_user_id, None))
-        recording.add_done_callback(lambda _: self._count(-1))
+        self._count(+1)  # until it is answered: the dispatch waits for the acks of a burst
         try:
-            async with asyncio.timeout(RECORD_WITHIN):
-                won = await asyncio.shield(recording)
-        except Exception as exc:  # noqa: BLE001 - the database away or slow: Slack sends the event again
-            self.logger.warning(
-                "event %s not recorded within %.0f s (%s); answered 503 for Slack to send it again",
-                body["event_id"], RECORD_WITHIN, type(exc).__name__ if str(exc) == "" else exc,
-            )  # fmt: skip
-            recording.add_done_callback(lambda done: self._recorded_late(done, request))
-            return BoltResponse(status=503, body="not recorded yet: please send it again")
+            late = functools.partial(self._recorded_late, request=request)
+            try:
+                async with asyncio.timeout(RECORD_WITHIN):
+                    # cancelled on time out: its outcome then comes to `_recorded_late`
+                    won = await claim_event(events, body, bot_user_id, None, late=late)
+            except Exception as exc:  # noqa: BLE001 - the database away or slow: Slack sends the event again
+                self.logger.warning(
+                    "event %s not recorded within %.0f s (%s); answered 503 for Slack to send it again",
+                    body["event_id"], RECORD_WITHIN, type(exc).__name__ if str(exc) == "" else exc,
+                )  # fmt: skip
+                return BoltResponse(status=503, body="not recorded yet: please send it again")
+        finally:
+            self._count(-1)
         if not won:
             self.logger.info("event %s already handled; skipped", body["event_id"])
             return BoltResponse(status=200, body="")
@@ -178,9 +199,9 @@ class EventIntake:
         self._dispatch_later(request)
         return BoltResponse(status=200, body="")
 
-    def _recorded_late(self, recording: asyncio.Future[bool], request: AsyncBoltRequest) -> None:
+    def _recorded_late(self, won: bool, *, request: AsyncBoltRequest) -> None:
         """An event answered 503 whose record landed after all: dispatched now (Slack's retry is a repeat)."""
-        if recording.cancelled() or recording.exception() is not None or not recording.result():
+        if not won:
             return
         self.logger.info("event %s recorded late; dispatched", request.body["event_id"])
         request.context[RECORDED] = True
@@ -229,12 +250,19 @@ class EventIntake:
             loop.call_soon_threadsafe(work, *args)
 
     def _dispatch_later(self, request: AsyncBoltRequest) -> None:
-        self._on_bot_loop(self._queue_dispatch, request)
+        with self._counting:
+            self._handed.append(request)
+            first = len(self._handed) == 1
+        if first:  # the bot's loop takes the others with it: woken once, not once per delivery
+            self._on_bot_loop(self._queue_dispatch)
 
-    def _queue_dispatch(self, request: AsyncBoltRequest) -> None:
+    def _queue_dispatch(self) -> None:
+        with self._counting:
+            handed, self._handed = self._handed, []
         if self._waiting is None:
             self._waiting = asyncio.Queue()
-        self._waiting.put_nowait(request)
+        for request in handed:
+            self._waiting.put_nowait(request)
         if self._dispatcher is None or self._dispatcher.done():
             self._dispatcher = asyncio.create_task(self._dispatch_waiting())
 

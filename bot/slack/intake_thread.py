@@ -3,10 +3,14 @@
 On one event loop an ack waits for whatever the turns do between their awaits (a model's reply read, a
 Block Kit message built, a statement's rows turned into records): under a burst, the acks of the last
 deliveries waited behind the turns of the first. So the public port is served here, by a thread with its
-own event loop and its own database connections (a `Storage` of the same URL, opened on this loop):
+own event loop and its own database connections (a `Storage` of the same URL):
 
 - a signed Events API delivery is checked, recorded and answered here (`EventIntake.acknowledge` with this
   thread's `EventLog`); Bolt's dispatch of it is handed to the bot's loop;
+- the records (events, clicks) are written by a second thread, which holds the database connections
+  (`_WritingThread`): the answer of a batch of claims is read as soon as it comes and the next batch goes at
+  once, where on this thread's loop both waited until the loop had read the requests that came meanwhile
+  (on SQLite, aiosqlite's own thread did that already);
 - any other Slack request (a click, a form, a command) is read here and dispatched by Bolt on the bot's
   loop, its response sent from here;
 - every other route (`/health`, `/metrics`, the HTTP API) is the bot's own web application, served on
@@ -14,7 +18,7 @@ own event loop and its own database connections (a `Storage` of the same URL, op
 
 The thread shares the interpreter with the bot's loop, so their Python code still takes turns (the GIL
 changes hands at every system call and at least every few milliseconds), but an ack no longer waits for a
-turn's step to end, and the bot's loop dispatches nothing while deliveries are being recorded
+turn's step to end, and the bot's loop dispatches nothing while deliveries are being acknowledged
 (`EventIntake`).
 """
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import tempfile
 import threading
@@ -126,7 +131,9 @@ class IntakeThread:
             reconnect_for=self.storage.reconnect_for,
         )
         self.storage.notices.count_as_own(storage.engine)  # the events it records are this replica's to answer
-        events, clicks = EventLog(storage), ClickLog(storage)
+        writing = _WritingThread(storage)
+        write_loop = await writing.start()
+        events, clicks = EventLog(storage, write_loop=write_loop), ClickLog(storage, write_loop=write_loop)
         forward = aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=self.socket_path), auto_decompress=False)
 
         async def slack_events(request: web.Request) -> web.StreamResponse:
@@ -154,11 +161,45 @@ class IntakeThread:
         finally:
             await runner.cleanup()
             await forward.close()
-            await storage.close()
+            await writing.stop()
 
     async def _on_bot_loop(self, work: Any) -> Any:
         assert self._bot_loop is not None
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self._bot_loop))
+
+
+class _WritingThread:
+    """A thread whose event loop writes the intake's records (`ClaimWriter`), with `storage`'s connections."""
+
+    def __init__(self, storage: Storage):
+        self.storage = storage
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+
+    async def start(self) -> asyncio.AbstractEventLoop:
+        """Start the thread; its loop."""
+        started: concurrent.futures.Future[asyncio.AbstractEventLoop] = concurrent.futures.Future()
+        self._thread = threading.Thread(target=asyncio.run, args=(self._hold(started),), name="slack-intake-writes")
+        self._thread.daemon = True
+        self._thread.start()
+        return await asyncio.wrap_future(started)
+
+    async def stop(self) -> None:
+        """Close the storage (on the thread's loop) and end the thread."""
+        if self._loop is not None and self._stopping is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                self._loop.call_soon_threadsafe(self._stopping.set)
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join)
+
+    async def _hold(self, started: concurrent.futures.Future[asyncio.AbstractEventLoop]) -> None:
+        self._loop, self._stopping = asyncio.get_running_loop(), asyncio.Event()
+        started.set_result(self._loop)
+        try:
+            await self._stopping.wait()
+        finally:
+            await self.storage.close()
 
 
 async def _forward(session: aiohttp.ClientSession, request: web.Request) -> web.StreamResponse:

@@ -8,6 +8,7 @@ Clicks that arrive together are written in one transaction (`ClaimWriter`, as th
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections import OrderedDict
 from datetime import timedelta
@@ -28,12 +29,20 @@ from .events import ClaimWriter
 class ClickLog(TableStore):
     """The clicks recorded before their ack, until their listener returned."""
 
-    def __init__(self, storage: Storage, *, keep_done: timedelta = timedelta(days=1), prune_every: int = 500):
+    def __init__(
+        self,
+        storage: Storage,
+        *,
+        keep_done: timedelta = timedelta(days=1),
+        prune_every: int = 500,
+        write_loop: asyncio.AbstractEventLoop | None = None,
+    ):
+        """`write_loop`: the loop (of a thread of its own) where the clicks are recorded and marked done, and
+        where `storage`'s connections live (`ClaimWriter`); None: the caller's."""
         super().__init__(storage)
         self.keep_done = keep_done
-        self.prune_every = prune_every
-        self._recorded = 0
-        self._writer = ClaimWriter(self._insert_clicks)
+        self._write_loop = write_loop
+        self._writer = ClaimWriter(self._insert_clicks, loop=write_loop, prune=self.prune, prune_every=prune_every)
         self._marked: OrderedDict[str, None] = OrderedDict()
         """Clicks marked done with other work (`done_with`) that their listener's end need not mark again."""
 
@@ -55,9 +64,6 @@ class ClickLog(TableStore):
                 "tries": 1,
             }
         )
-        self._recorded += 1
-        if self._recorded % self.prune_every == 0:
-            await self.prune()
         return click_id
 
     async def _insert_clicks(self, rows: list[dict[str, Any]]) -> set[str]:
@@ -87,8 +93,10 @@ class ClickLog(TableStore):
         """The click's listener returned: nothing of it is left to carry out."""
         if self._marked.pop(click_id, False) is None:
             return  # marked with the work that settled it
-        async with self._one_statement(idempotent=True) as connection:
-            await connection.execute(_DONE, {"b_id": click_id, "b_now": utcnow()})
+        if self._write_loop is None or self._write_loop is asyncio.get_running_loop():
+            await _mark_done(self, click_id)
+        else:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_mark_done(self, click_id), self._write_loop))
 
     async def take_left(self, *, holder: str, stale_after: float) -> list[tuple[str, dict[str, Any], int]]:
         """Take the clicks not done whose holder has not finished them within `stale_after` seconds (it
@@ -115,6 +123,12 @@ class ClickLog(TableStore):
                 delete(SlackClickRow).where(SlackClickRow.done_at < utcnow() - self.keep_done)
             )
         return rows_changed(result)
+
+
+async def _mark_done(clicks: ClickLog, click_id: str) -> None:
+    # not a method: `retried_while_away` tries `done` again as a whole, not this part of it apart
+    async with clicks._one_statement(idempotent=True) as connection:
+        await connection.execute(_DONE, {"b_id": click_id, "b_now": utcnow()})
 
 
 _DONE = (

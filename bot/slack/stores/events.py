@@ -9,6 +9,9 @@ PostgreSQL), because the ack waits for them (`ClaimWriter`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,6 +26,8 @@ from memory.tables import utcnow
 from ..tables import SlackConversationRow, SlackEventRow, SlackThreadTurnRow
 from ..threads import thread_of_message
 from ._table_store import TableStore
+
+_logger = logging.getLogger("bot.slack")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,54 +60,148 @@ class QueuedMessage:
 
 
 class ClaimWriter:
-    """Writes the claims that wait at one moment in one transaction; claims that come meanwhile go in the next.
+    """Writes the claims that wait at one moment in one statement; claims that come meanwhile go in the next.
 
-    `write(batch)` inserts a batch (first claim of each event id) and returns the event ids it inserted.
+    `write(batch)` inserts a batch (first claim of each event id) and returns the event ids it inserted. It
+    runs on `loop`, where its storage's connections live, whichever loop claims: given the loop of a thread of
+    its own (the intake's, `intake_thread.py`), a batch's answer is read as soon as it comes and the next batch
+    starts at once, where on the claimants' loop both wait until that loop has handled the requests that came
+    meanwhile. None: on the claimant's loop.
+
+    A claimant that stops waiting (its ack gave up) cancels its future; `late`, given with the claim, then
+    hears whether it won when its batch is written.
+
+    `prune()`, the store's forgetting of its old rows, runs there every `prune_every` claims, after a batch is
+    answered and before the next is written (a claim never waits for it); its failure is only logged.
     """
 
-    def __init__(self, write: Callable[[list[dict[str, Any]]], Awaitable[set[str]]]):
+    def __init__(
+        self,
+        write: Callable[[list[dict[str, Any]]], Awaitable[set[str]]],
+        *,
+        loop: asyncio.AbstractEventLoop | None = None,
+        prune: Callable[[], Awaitable[Any]] | None = None,
+        prune_every: int = 500,
+    ):
         self._write = write
-        self._waiting: list[tuple[dict[str, Any], asyncio.Future[bool]]] = []
+        self._loop = loop
+        self._prune, self._prune_every = prune, prune_every
+        self._unpruned = 0
+        """Claims written since the last prune."""
+        self._waiting: list[_Claim] = []
+        self._guard = threading.Lock()
+        """Guards `_waiting` and `_writing`: claimants and the writer may be on different threads."""
+        self._writing = False
+        """Whether a writer task takes the waiting claims (it stops once none waits)."""
         self._writer: asyncio.Task[None] | None = None
 
-    async def claim(self, values: dict[str, Any]) -> bool:
-        """Whether this claim of `values["event_id"]` won (the first of its batch, and new to the table)."""
-        claimed = asyncio.get_running_loop().create_future()
-        self._waiting.append((values, claimed))
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.create_task(self._write_waiting())
-        return await claimed
+    def claim(self, values: dict[str, Any], *, late: Callable[[bool], None] | None = None) -> asyncio.Future[bool]:
+        """Queue a claim of `values["event_id"]` now; its future says whether it won (the first of its batch,
+        and new to the table). A plain function, not a coroutine: the ack path starts no task per claim, and
+        awaits the future itself (no `asyncio.shield`, whose callback would cost the answer one more turn of
+        a busy loop): cancelling it, the claimant hears through `late`."""
+        here = asyncio.get_running_loop()
+        claimed = here.create_future()
+        with self._guard:
+            self._waiting.append(_Claim(values, claimed, late))
+            start, self._writing = not self._writing, True
+        if start:
+            if self._loop is None or self._loop is here:
+                self._start_writing()
+            else:
+                self._loop.call_soon_threadsafe(self._start_writing)
+        return claimed
+
+    def _start_writing(self) -> None:
+        self._writer = asyncio.get_running_loop().create_task(self._write_waiting())
 
     async def _write_waiting(self) -> None:
-        while self._waiting:
-            batch, self._waiting = self._waiting, []
-            first: dict[str, dict[str, Any]] = {}
-            for values, _ in batch:
-                first.setdefault(values["event_id"], values)
-            try:
-                inserted = await self._write(list(first.values()))
-            except Exception as exc:
-                for _, claimed in batch:
-                    if not claimed.done():
-                        claimed.set_exception(exc)
-                continue
-            for values, claimed in batch:
-                won = values["event_id"] in inserted and first.get(values["event_id"]) is values
-                if not claimed.done():
-                    claimed.set_result(won)
+        batch: list[_Claim] = []
+        try:
+            while True:
+                with self._guard:
+                    batch, self._waiting = self._waiting, []
+                    if not batch:
+                        self._writing = False
+                        return
+                first: dict[str, dict[str, Any]] = {}
+                for claim in batch:
+                    first.setdefault(claim.values["event_id"], claim.values)
+                try:
+                    inserted = await self._write(list(first.values()))
+                except Exception as exc:
+                    _answer_claimants([(claim, exc) for claim in batch])
+                    continue
+                _answer_claimants([(claim, claim.won(inserted, first)) for claim in batch])
+                self._unpruned, batch = self._unpruned + len(batch), []
+                if self._prune is not None and self._unpruned >= self._prune_every:
+                    self._unpruned = 0
+                    try:
+                        await self._prune()
+                    except Exception:  # noqa: BLE001 - tried again after the next `prune_every` claims
+                        _logger.warning("forgetting old rows failed", exc_info=True)
+        except BaseException:  # cancelled (its loop stops): no claim is left waiting for ever
+            with self._guard:
+                batch, self._waiting, self._writing = batch + self._waiting, [], False
+            _answer_claimants([(claim, RuntimeError("the claims' writer stopped")) for claim in batch])
+            raise
+
+
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    values: dict[str, Any]
+    claimed: asyncio.Future[bool]
+    late: Callable[[bool], None] | None
+
+    def won(self, inserted: set[str], first: dict[str, dict[str, Any]]) -> bool:
+        """Whether this claim won: inserted, and the first of its event id in the batch."""
+        event_id = self.values["event_id"]
+        return event_id in inserted and first[event_id] is self.values
+
+
+def _answer_claimants(answers: list[tuple[_Claim, bool | Exception]]) -> None:
+    """Answer each claim (whether it won, or the write's error) on its claimant's loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Claim, bool | Exception]]] = {}
+    for claim, answer in answers:
+        by_loop.setdefault(claim.claimed.get_loop(), []).append((claim, answer))
+    here = asyncio.get_running_loop()
+    for loop, theirs in by_loop.items():
+        if loop is here:
+            _answer(theirs)
+        else:
+            with contextlib.suppress(RuntimeError):  # that loop closed: nobody waits any more
+                loop.call_soon_threadsafe(_answer, theirs)
+
+
+def _answer(answers: list[tuple[_Claim, bool | Exception]]) -> None:
+    for claim, answer in answers:
+        if not claim.claimed.done():
+            if isinstance(answer, Exception):
+                claim.claimed.set_exception(answer)
+            else:
+                claim.claimed.set_result(answer)
+        elif claim.claimed.cancelled() and claim.late is not None and not isinstance(answer, Exception):
+            claim.late(answer)
 
 
 @retried_while_away
 class EventLog(TableStore):
     """The events the bot handled, and the messages among them that wait for (or take) their turn."""
 
-    def __init__(self, storage: Storage, *, keep_events: timedelta = timedelta(days=1), prune_every: int = 500):
+    def __init__(
+        self,
+        storage: Storage,
+        *,
+        keep_events: timedelta = timedelta(days=1),
+        prune_every: int = 500,
+        write_loop: asyncio.AbstractEventLoop | None = None,
+    ):
+        """`write_loop`: the loop (of a thread of its own) where the claims are written, and where `storage`'s
+        connections live (`ClaimWriter`); None: the claimant's."""
         super().__init__(storage)
         self.keep_events = keep_events
         """How long a handled event id is kept: Slack retries within minutes, so a day is plenty."""
-        self.prune_every = prune_every
-        self._claims = 0
-        self._writer = ClaimWriter(self._insert_claims)
+        self._writer = ClaimWriter(self._insert_claims, loop=write_loop, prune=self.prune, prune_every=prune_every)
         self._taking_and_starting: Select[Any] | None = None
         insert = self._insert(SlackEventRow)
         # a second try of a claim whose first landed (its answer lost with the connection) meets its own row,
@@ -126,7 +225,22 @@ class EventLog(TableStore):
 
         With `thread_id`, the message `event` is queued for its turn in that thread (see `next_queued`).
         """
-        won = await self._writer.claim(
+        return await self.claim_soon(event_id, team_id, thread_id=thread_id, event=event, bot_user_id=bot_user_id)
+
+    def claim_soon(
+        self,
+        event_id: str,
+        team_id: str | None,
+        *,
+        thread_id: str | None = None,
+        event: dict[str, Any] | None = None,
+        bot_user_id: str | None = None,
+        late: Callable[[bool], None] | None = None,
+    ) -> asyncio.Future[bool]:
+        """`claim`, queued now: its future (for the ack path, which waits for it a bounded time and starts
+        no task per delivery; cancelling it, it hears through `late`, see `ClaimWriter.claim`). The write is
+        tried again while the database is away (`_insert_claims`)."""
+        return self._writer.claim(
             {
                 "event_id": event_id,
                 "team_id": team_id,
@@ -135,12 +249,9 @@ class EventLog(TableStore):
                 "message_ts": (event or {}).get("ts") if thread_id else None,
                 "event": event if thread_id else None,
                 "bot_user_id": bot_user_id if thread_id else None,
-            }
+            },
+            late=late,
         )
-        self._claims += 1
-        if self._claims % self.prune_every == 0:
-            await self.prune()
-        return won
 
     async def _insert_claims(self, rows: list[dict[str, Any]]) -> set[str]:
         # one statement, committed by itself (one round trip on PostgreSQL), and tried again as it was
