@@ -237,6 +237,7 @@ class Agent(DecisionForms):
             hold=self._live.hold,
             at_work=self._at_work,
             redact=self._redact,
+            view_of=lambda run, call, policy: view_of(self, run, call, policy),
         )
 
     def _find_tool(self, name: str) -> Tool | None:

@@ -13,11 +13,22 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bot.redaction import NO_KNOWN_SECRETS
-from memory import Grant, GrantReader, Memory, PolicyReader, RunStorage, StoredRun, StoredToolCall, ToolCallState
+from memory import (
+    Grant,
+    GrantReader,
+    Memory,
+    PolicyReader,
+    RunStorage,
+    StoredRun,
+    StoredToolCall,
+    ToolCallState,
+    ToolPolicy,
+)
 from memory.states import DecisionKind, NextMove
 from tools import AgentToolContext, ApprovalRule, Tool
 
 from ._stream import AgentStream
+from ._view import WaitingCallView
 from .types import Decision, GrantPayload
 
 if TYPE_CHECKING:
@@ -112,6 +123,9 @@ class RunDeps:
     redact: Callable[[str], str] = NO_KNOWN_SECRETS
     """Masks secrets in what tool code said when it failed (a preview's error, a tool's), before the
     thread, the audit trail or the model see it (`bot.redaction`)."""
+    view_of: Callable[[StoredRun, StoredToolCall, ToolPolicy], WaitingCallView] | None = None
+    """The one view of a waiting call (`_view.view_of`, with the agent's records): the driver builds it from
+    what it holds when it parks a call, and its chunk carries it (`Chunk.view`); None: no view is carried."""
 
 
 @dataclass(kw_only=True)

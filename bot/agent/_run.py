@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from bot import metrics, telemetry
@@ -221,7 +221,7 @@ class RunDriver:
             pending_rows = [row for row in rows if row.state == ToolCallState.PENDING]
             for chunk in await self.calls.work_on(pending_rows, self.proposals.policies):
                 yield chunk
-            waiting, move = await self._after_work(rows)
+            waiting, move = await self._after_work(rows, self.proposals.policies)
             for chunk in waiting:
                 yield chunk
             yield Chunk.step_finish(self.run.id)
@@ -236,7 +236,9 @@ class RunDriver:
             metrics.waited(call.displayed_tool_name, kind.outcome, since=call.suspended_at, until=call.decided_at)
         for chunk in await self.calls.carry_out_decision(call, decision, policy):
             yield chunk
-        async for chunk in self._surface_waits_or_go_on([call], settled_in_turn=decision.settled_in_turn):
+        async for chunk in self._surface_waits_or_go_on(
+            [call], {call.tool_call_id: policy}, settled_in_turn=decision.settled_in_turn
+        ):
             yield chunk
 
     async def _recovered(self, interrupted: list[StoredToolCall]) -> AsyncIterator[Chunk]:
@@ -252,11 +254,16 @@ class RunDriver:
             yield chunk
 
     async def _surface_waits_or_go_on(
-        self, touched: list[StoredToolCall], *, settled_in_turn: bool = False
+        self,
+        touched: list[StoredToolCall],
+        policies: Mapping[str, ToolPolicy] | None = None,
+        *,
+        settled_in_turn: bool = False,
     ) -> AsyncIterator[Chunk]:
         """After calls were carried out outside the loop: surface what waits, or go on with the run
-        (`settled_in_turn`: a decision settled the call in the run's turn, see `WonDecision`)."""
-        waiting, move = await self._after_work(touched, settled_in_turn=settled_in_turn)
+        (`settled_in_turn`: a decision settled the call in the run's turn, see `WonDecision`). `policies`:
+        tool call id -> its tool's policy, as this action read it (see `_after_work`)."""
+        waiting, move = await self._after_work(touched, policies, settled_in_turn=settled_in_turn)
         for chunk in waiting:
             yield chunk
         if move != NextMove.CONTINUE:
@@ -266,11 +273,16 @@ class RunDriver:
             yield chunk
 
     async def _after_work(
-        self, touched: list[StoredToolCall], *, settled_in_turn: bool = False
+        self,
+        touched: list[StoredToolCall],
+        policies: Mapping[str, ToolPolicy] | None = None,
+        *,
+        settled_in_turn: bool = False,
     ) -> tuple[list[Chunk], NextMove]:
         """Make the run's `NextMove` after a step's work: `CONTINUE` (this driver asks the model next),
         `SUSPENDED` (a call waits), or `HANDED_OFF` (another process goes on); with the chunks of calls
-        that now wait.
+        that now wait, each with its view when `policies` (tool call id -> its tool's policy, as this action
+        read it) has its tool's (`_waiting_chunk`).
 
         Whoever settles the last call of a step continues the run (`RunStore.after_work`). When the
         transaction that recorded the step, or the result of the one call at work, already decided it,
@@ -282,7 +294,10 @@ class RunDriver:
                 self.run, self.deps.owner, holds_run=self.standing.holds_run, settled_in_turn=settled_in_turn
             )
         self.standing.holds_run = move == NextMove.CONTINUE
-        waiting = [self._waiting_chunk(row) for row in touched if row.state in WAITING_STATES]
+        policies = policies or {}
+        waiting = [
+            self._waiting_chunk(row, policies.get(row.tool_call_id)) for row in touched if row.state in WAITING_STATES
+        ]
         return waiting, move
 
     async def _make_call_ids_unique(self, tool_calls: list[dict[str, Any]]) -> None:
@@ -396,7 +411,17 @@ class RunDriver:
             history = [m for group in pair_tool_results(await self.runs.run_messages(self.run.id)) for m in group]
         return messages + history
 
-    def _waiting_chunk(self, row: StoredToolCall) -> Chunk:
+    def _waiting_chunk(self, row: StoredToolCall, policy: ToolPolicy | None) -> Chunk:
+        """The chunk of a call that waits now (its wait stored), with the call as people see it (`Chunk.view`)
+        when this driver holds all it is built of: the run, the call as its last move stored it (the store
+        updates the row it moves), and the policy of the tool a person decides about, as this action read it
+        (when the call was proposed, or decided). A supervisor's call shows its inner call, whose policy is
+        another tool's: its front end reads the view."""
+        view = None
+        make_view = self.deps.view_of
+        if make_view is not None and policy is not None and row.child_run_id is None:
+            if policy.tool_name == row.displayed_tool_name:
+                view = make_view(self.run, row, policy)
         payload = WaitingCallPayload(
             tool_call_id=row.tool_call_id,
             tool_name=row.displayed_tool_name,
@@ -407,5 +432,5 @@ class RunDriver:
             preview=row.preview,
         )
         return Chunk.waiting(
-            self.run.id, requires_approval=row.state == ToolCallState.AWAITING_APPROVAL, payload=payload
+            self.run.id, requires_approval=row.state == ToolCallState.AWAITING_APPROVAL, payload=payload, view=view
         )

@@ -1,18 +1,17 @@
-"""One view of a waiting call, built once in the runtime, that every surface renders (the thread's message,
-its copies, the App Home's card, the HTTP API's JSON), and the actions the one rule allows a viewer."""
+"""One view of a waiting call (`types.WaitingCallView`), built once in the runtime, that every surface renders
+(the thread's message, its copies, the App Home's card, the HTTP API's JSON), and the actions the one rule
+allows a viewer."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Protocol
 
 from memory import DelegationReader, StoredRun, StoredToolCall, ToolPolicy
 
 from ._authorize import (
     Action,
-    Asked,
     Directory,
     Refusal,
     answerers,
@@ -22,7 +21,7 @@ from ._authorize import (
     policy_for,
     requester_of,
 )
-from .types import ToolCallRecord
+from .types import ToolCallRecord, WaitingCallView
 
 
 class RecordMaker(Protocol):
@@ -33,50 +32,6 @@ class RecordMaker(Protocol):
 
 APPROVAL_ACTIONS = (Action.APPROVE, Action.DECLINE, Action.EDIT, Action.GRANT, Action.CANCEL)
 QUESTION_ACTIONS = (Action.ANSWER, Action.CANCEL)
-
-
-@dataclass(frozen=True, kw_only=True)
-class WaitingCallView:
-    """A waiting call as people see it: the call (`record`: its tool, arguments, preview), who asked, the
-    approvals so far, who may decide and until when, and the grants on offer."""
-
-    record: ToolCallRecord
-    requester: str | None
-    """Whose request led to the call."""
-    approvals: tuple[str, ...]
-    """Four eyes: who approved it so far, in order."""
-    approvals_required: int
-    deciders: tuple[str, ...]
-    """Who may decide it (people and user groups); empty: anyone in the conversation."""
-    answerers: tuple[str, ...]
-    """Who may answer it, when it is a question: the requester and the tool's approvers."""
-    self_approval: bool
-    """Whether the requester may approve their own call."""
-    disabled: bool
-    """An admin disabled the tool: it can only be declined."""
-    expires_at: datetime | None
-    """When a waiting approval is declined as expired (None: never)."""
-    grant_seconds: int | None
-    """The longest standing grant an approval may give (None: no grant on offer)."""
-    policy: ToolPolicy = field(repr=False)
-    """The tool's policy the view was built with (the rule weighs the viewer against it)."""
-    thread_id: str | None = None
-    approvals_for_other_args: bool = False
-
-    @property
-    def policy_version(self) -> int:
-        return self.policy.version
-
-    @property
-    def is_question(self) -> bool:
-        return not self.record.requires_approval
-
-    def asked(self, viewer: str | None, action: Action) -> Asked:
-        return Asked(
-            actor=viewer, action=action, tool_name=self.record.tool_name, requester=self.requester,
-            thread_id=self.thread_id, approvals=(*self.approvals, *(d for _, d in self.record.stood_in_for)),
-            approvals_for_other_args=self.approvals_for_other_args, waits_for_approval=not self.is_question,
-        )  # fmt: skip
 
 
 def view_of(agent: RecordMaker, run: StoredRun, call: StoredToolCall, policy: ToolPolicy) -> WaitingCallView:

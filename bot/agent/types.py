@@ -13,7 +13,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, ClassVar, Literal, NotRequired, Required, TypedDict
 
+from memory import ToolPolicy
 from memory.states import DecisionKind, RunStatus, ToolCallState, can_decide, outcome_of
+
+from ._authorize import Action, Asked
 
 ChunkType = Literal[
     "text-delta",
@@ -126,6 +129,11 @@ class Chunk:
     type: ChunkType
     run_id: str
     payload: ChunkPayload = field(default_factory=dict)
+    view: WaitingCallView | None = field(default=None, compare=False, repr=False)
+    """A waiting call's chunk only, in this process only (never part of the chunk's shape: not compared, not
+    shown): the call as people see it (`Agent.waiting_call_view`), built by the runtime from the run, the call
+    and the policy it held when it parked the call, so a front end posting it at once reads nothing. None when
+    the runtime did not hold them all (a supervisor's call, a recovered run): the front end reads the view."""
 
     @classmethod
     def text_delta(cls, run_id: str, text: str) -> Chunk:
@@ -146,9 +154,16 @@ class Chunk:
         return cls(type="tool-result", run_id=run_id, payload=payload)
 
     @classmethod
-    def waiting(cls, run_id: str, *, requires_approval: bool, payload: WaitingCallPayload) -> Chunk:
+    def waiting(
+        cls,
+        run_id: str,
+        *,
+        requires_approval: bool,
+        payload: WaitingCallPayload,
+        view: WaitingCallView | None = None,
+    ) -> Chunk:
         kind: ChunkType = "tool-call-approval" if requires_approval else "tool-call-suspended"
-        return cls(type=kind, run_id=run_id, payload=payload)
+        return cls(type=kind, run_id=run_id, payload=payload, view=view)
 
     @classmethod
     def denied(cls, run_id: str, *, tool_call_id: str, tool_name: str, reason: str | None) -> Chunk:
@@ -525,3 +540,47 @@ class EscalationOutcome:
     result: EscalationResult
     detail: str
     """For the audit line: the target it reached, or why not."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaitingCallView:
+    """A waiting call as people see it: the call (`record`: its tool, arguments, preview), who asked, the
+    approvals so far, who may decide and until when, and the grants on offer."""
+
+    record: ToolCallRecord
+    requester: str | None
+    """Whose request led to the call."""
+    approvals: tuple[str, ...]
+    """Four eyes: who approved it so far, in order."""
+    approvals_required: int
+    deciders: tuple[str, ...]
+    """Who may decide it (people and user groups); empty: anyone in the conversation."""
+    answerers: tuple[str, ...]
+    """Who may answer it, when it is a question: the requester and the tool's approvers."""
+    self_approval: bool
+    """Whether the requester may approve their own call."""
+    disabled: bool
+    """An admin disabled the tool: it can only be declined."""
+    expires_at: datetime | None
+    """When a waiting approval is declined as expired (None: never)."""
+    grant_seconds: int | None
+    """The longest standing grant an approval may give (None: no grant on offer)."""
+    policy: ToolPolicy = field(repr=False)
+    """The tool's policy the view was built with (the rule weighs the viewer against it)."""
+    thread_id: str | None = None
+    approvals_for_other_args: bool = False
+
+    @property
+    def policy_version(self) -> int:
+        return self.policy.version
+
+    @property
+    def is_question(self) -> bool:
+        return not self.record.requires_approval
+
+    def asked(self, viewer: str | None, action: Action) -> Asked:
+        return Asked(
+            actor=viewer, action=action, tool_name=self.record.tool_name, requester=self.requester,
+            thread_id=self.thread_id, approvals=(*self.approvals, *(d for _, d in self.record.stood_in_for)),
+            approvals_for_other_args=self.approvals_for_other_args, waits_for_approval=not self.is_question,
+        )  # fmt: skip

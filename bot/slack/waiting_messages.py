@@ -73,8 +73,12 @@ async def post_waiting_call(
     """Post the message of the call a chunk shows waiting: an approval for `tool-call-approval` (an
     interrupted call's says so), what the tool asks, with an Answer button, for `tool-call-suspended`."""
     payload = cast(WaitingCallPayload, chunk.payload)  # a tool-call-approval or tool-call-suspended chunk's
-    # the call read once, as its message shows it (None: it no longer waits, and its record alone is read)
-    shown = await services.agent.waiting_call_view(run_id, payload["tool_call_id"])
+    # The call as its message shows it: as the runtime parked it a moment ago (the chunk's view), else read
+    # once (None: it no longer waits, and its record alone is read). A decision that lands before the post
+    # is met by the read after it (`post_recorded`), which brings the message up to date.
+    shown = chunk.view
+    if shown is None or (shown.record.run_id, shown.record.tool_call_id) != (run_id, payload["tool_call_id"]):
+        shown = await services.agent.waiting_call_view(run_id, payload["tool_call_id"])
     record = shown.record if shown is not None else await services.agent.get_tool_call(run_id, payload["tool_call_id"])
     if chunk.type == "tool-call-approval":
         kind, args, answerable_by_form = "approval", payload.get("args"), None
@@ -113,12 +117,15 @@ async def post_recorded(
 ) -> str | None:
     """Post the message of a recorded row whose posting the caller has claimed; its ts, or None when it
     could not be posted now (the thread is told, if Slack lets us, and the recovery pass posts it later).
-    `shown`: the runtime's view of the call as the caller just read it (read here when not given)."""
+    `shown`: the runtime's view of the call as the caller just read it, or as the runtime parked it (read
+    here when not given)."""
     if row.kind == "approval":
         tr = await services.languages.of_thread(row.thread_id, row.requester)
         view = await waiting_approval_view(services, row, record, tr, shown=shown)
         text, blocks = approval_text(view, tr), build_approval_blocks(view, tr)
+        approvals_shown = view.approvals
     else:
+        approvals_shown = ()
         if answerable_by_form is None:
             answerable_by_form = record is not None and record.resume_schema is not None
         question = await waiting_question_view(
@@ -131,11 +138,15 @@ async def post_recorded(
         home_changed(services)
     if ts is None and not search_first and await services.stores.messages.holds_post(row):
         await _say_not_posted_yet(services, client, row)
-    if ts is not None and not still_waits(row, await record_of(services, row)):
+    if ts is None:
+        return ts
+    after = await record_of(services, row)
+    if not still_waits(row, after) or (after is not None and after.approvals != approvals_shown):
         # decided while the post was on its way (this process stalled between its checks and Slack's
-        # answer): the copy that landed shows the decision at once, never live buttons
+        # answer): the copy that landed shows the decision at once, never live buttons; or, four eyes,
+        # approved once more since the call was read: every copy shows who approved so far
         try:
-            await refresh_message(services, client, row)
+            await refresh_message(services, client, row, record=after)
         except (SlackApiError, *UNCLEAR) as exc:  # left open: the recovery pass updates it
             services.logger.warning("could not update the late message of %s/%s: %r", row.run_id, row.tool_call_id, exc)
     return ts

@@ -10,8 +10,18 @@ import dataclasses
 
 import pytest
 
-from bot.agent import Agent, DecisionKind, RunRecord, RunStatus, ToolCallRecord, ToolCallState
-from tests.runtime.helpers import RECORD_INPUT, WEATHER_RESUME, collect, decide, make_agent, record_tool, weather_tool
+from bot.agent import Agent, Chunk, DecisionKind, RunRecord, RunStatus, ToolCallRecord, ToolCallState
+from memory import Memory, PolicyChange
+from tests.runtime.helpers import (
+    RECORD_INPUT,
+    WEATHER_RESUME,
+    collect,
+    decide,
+    make_agent,
+    one,
+    record_tool,
+    weather_tool,
+)
 from tests.support.scripted_model import call, reply, tool_calls
 
 
@@ -79,6 +89,48 @@ async def test_a_sub_agents_call_shows_the_inner_tool_and_cannot_be_edited(model
     # the inner run is the sub-agent's: the supervisor does not hand it out
     assert await top.get_tool_call(record.child_run_id, "inner_1") is None
     assert await top.get_run(record.child_run_id) is None
+
+
+async def test_a_waiting_calls_chunk_carries_its_view_as_a_fresh_read_gives_it(model, storage):
+    # what a front end posts at once (`Chunk.view`): the view `waiting_call_view` would read, built from what the
+    # runtime held when it parked the call, and no part of the chunk's public shape
+    change = PolicyChange(approvers=["U7"], self_approval=False, expires_after=3600, grant_seconds=600)
+    await storage.policies.set("delete-record", change)
+    await storage.policies.set("get-weather", PolicyChange(approvers=["U8"], expires_after=600))
+    weather = weather_tool([], require_approval=True)
+    agent = make_agent([record_tool(), weather], memory=Memory(storage))
+    model.chat.push(tool_calls(call("delete-record", {"id": "42"}, id="call_del")))
+    stream = await agent.stream("Delete record 42", thread_id="t1", resource_id="U1")
+    approval = one(await collect(stream), "tool-call-approval")
+
+    assert approval.view is not None
+    assert approval.view == await agent.waiting_call_view(stream.run_id, "call_del")
+    assert (approval.view.deciders, approval.view.grant_seconds, approval.view.policy_version) == (("U7",), 600, 1)
+    assert approval == Chunk(type=approval.type, run_id=approval.run_id, payload=approval.payload)  # not compared
+    assert "view=" not in repr(approval)
+
+    # a question asked by a call that was approved first: parked by the decision's continuation
+    model.chat.push(tool_calls(call("get-weather", {}, id="call_w")))
+    first = await agent.stream("Weather?", thread_id="t2", resource_id="U1")
+    one(await collect(first), "tool-call-approval")
+    chunks = await decide(agent.approve_tool_call(run_id=first.run_id, tool_call_id="call_w", approver="U8"))
+    question = one(chunks, "tool-call-suspended")
+    assert question.view is not None and question.view.is_question
+    assert question.view == await agent.waiting_call_view(first.run_id, "call_w")
+
+
+async def test_a_supervisors_waiting_call_leaves_its_view_to_be_read(model, storage):
+    # the call shows its inner tool, whose policy the supervisor's run did not read: a front end reads the view
+    leaf = Agent(id="leaf", model="openai/test-model", tools=[record_tool()], description="Owns the records")
+    top = make_agent([], storage=storage, agents=[leaf])
+    model.chat.push(
+        tool_calls(call("agent-leaf", {"prompt": "delete 3"}, id="top_1")),
+        tool_calls(call("delete-record", {"id": "3"}, id="inner_1")),
+    )
+    stream = await top.stream("delete record 3")
+    approval = one(await collect(stream), "tool-call-approval")
+    assert approval.view is None
+    assert await top.waiting_call_view(stream.run_id, "top_1") is not None
 
 
 async def test_a_run_is_a_record_of_this_agents_runs_only(model, storage):

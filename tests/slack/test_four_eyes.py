@@ -11,6 +11,8 @@ import pytest
 
 from memory import PolicyChange
 from tests.support.scripted_model import call, reply, tool_calls
+from tests.support.statements import statements_of
+from tests.support.waiting import until
 
 from .harness import API_TOKEN as TOKEN
 from .harness import (
@@ -168,6 +170,27 @@ async def test_the_http_api_counts_approvals_and_refuses_the_requester(api_bot: 
     assert await record_ids(bot) == [1, 2, 4, 5]
     status, body = await request(bot, "POST", path, body={"approver": "U7"}, headers=AUTH)
     assert status == 409
+
+
+async def test_an_approval_counted_while_the_message_was_on_its_way_shows_on_it(api_bot: RunningBot, model):
+    # The first approval lands (the HTTP API) while Slack is slow to take the approval's message: no message had
+    # a ts to update then, so the post brings the one that landed up to date, its buttons kept.
+    bot = api_bot
+    slow = bot.slack.hold("chat.postMessage")
+    ask_to_delete(model)
+    await bot.mention("delete record 3")
+    await slow.arrived.wait()
+    run_id, call_id = await waiting_call(bot)
+    with statements_of(bot.storage) as seen:
+        status, body = await request(bot, "POST", decide_path(run_id, call_id, "approve"), body={"approver": "U2"})
+        assert (status, body["status"]) == (200, "waiting")
+        # the decision's look for messages to update found none posted yet
+        await until(lambda: any("AS own_ts" in statement for statement in seen), what="the look for messages")
+    slow.release()
+    message = await bot.approval_message()
+    await updated(bot, message, "1 of 2 approvals")
+    assert message.action_ids()[0] == "tool_approve"
+    assert await record_ids(bot) == [1, 2, 3, 4, 5]
 
 
 @pytest.mark.both_databases
