@@ -124,6 +124,7 @@ def create_slack_app(
         streaming=streaming,
         logger=logger,
         quick_approval_seconds=quick_approval_seconds,
+        repost_after=stale_after,  # what BOT_STALE_AFTER gives the recovery on every replica too
     )
     services.languages = ReaderLanguages(directory, services.stores.conversations, default=language)
     services.home = HomePublisher(services, app.client)

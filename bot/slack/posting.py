@@ -11,6 +11,7 @@ again. What still fails is left to the recovery pass (`recovery.py`), which post
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from typing import Any
 
 import aiohttp
@@ -28,6 +29,9 @@ BACKOFF = 0.5
 """Seconds before the second try, doubled before each further one."""
 UNCLEAR = (aiohttp.ClientError, TimeoutError)
 """Failures after which Slack may or may not have created the message."""
+FRESH_CLAIM = 0.1
+"""The part of `repost_after` within which a claim the caller made itself a moment ago is not checked again
+before its first post (see `deliver`)."""
 
 
 def careful_client(client: AsyncWebClient) -> AsyncWebClient:
@@ -54,10 +58,12 @@ async def deliver(
     text: str,
     blocks: list[Any],
     search_first: bool = False,
+    claimed_at: datetime | None = None,
 ) -> str | None:
     """Post `row`'s message (the caller has claimed it) and record its ts; None if it is not in Slack
     now (the recovery pass tries again later), or if the claim was taken over meanwhile (`holds_post`). A copy already in the thread is adopted, not posted again;
-    `search_first` looks for one before the first try (an earlier try may have posted it and died)."""
+    `search_first` looks for one before the first try (an earlier try may have posted it and died).
+    `claimed_at`: the caller inserted `row` with its claim at about this time (`storage.clock`), no earlier."""
     poster = careful_client(client)
     delay = BACKOFF
     if search_first and not row.maybe_copies:
@@ -72,7 +78,8 @@ async def deliver(
                 return found[0]
             # Not found, or the thread could not be read: post. A copy we missed is still a message of
             # the call (its click decides the call) and `maybe_copies` has it searched for again later.
-        if not await services.stores.messages.holds_post(row):
+        fresh = attempt == 0 and just_claimed(services, claimed_at)  # nobody can have moved it yet
+        if not fresh and not await services.stores.messages.holds_post(row):
             # this process stalled (a 503's backoff, SIGSTOP) and another took the post over, posted it, or
             # closed it: a post now would be a second message, with live buttons after the decision
             services.logger.info("the message of %s/%s is another's to post now", row.run_id, row.tool_call_id)
@@ -100,6 +107,23 @@ async def deliver(
         await asyncio.sleep(delay)
         delay *= 2
     return None
+
+
+def just_claimed(services: SlackServices, claimed_at: datetime | None) -> bool:
+    """Whether a claim the caller made by inserting its message's row (`claimed_at`) is so young that asking
+    whether it still holds (`holds_post`) could only say yes, so the post goes out without asking.
+
+    Until someone posts the message, only a claimant changes what `holds_post` reads: the post (its ts),
+    a close, or a takeover of the claim. A takeover comes from a recovery pass (any replica's) and only once
+    the claim is `repost_after` old (`recovery._post_unposted`); the recovery records a missing message
+    without a claim, and a wait surfaces in one stream, so no second record of it takes the claim. Within a
+    small part of `repost_after` of the claim, as this process's clock measures it, nobody can have moved it.
+    Past that (this process stalled, its loop was blocked), or for any other post (a retry, the recovery's, a
+    claim met on another's row), the claim is asked about before the post: no post after a takeover."""
+    if claimed_at is None:
+        return False
+    age = (services.agent.storage.clock.now() - claimed_at).total_seconds()
+    return 0 <= age < services.repost_after * FRESH_CLAIM
 
 
 async def find_copies(services: SlackServices, client: AsyncWebClient, row: ToolCallMessageRow) -> list[str] | None:

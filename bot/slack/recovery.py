@@ -66,6 +66,8 @@ async def recover_messages(
 ) -> RecoveryReport:
     """One recovery pass (see the module docstring). `repost_after`: seconds a post someone took on may
     take before another replica takes it over (it grows for a message that keeps failing)."""
+    # this process's own posts assume no takeover sooner than this (`posting.deliver`)
+    services.repost_after = min(services.repost_after, repost_after)
     report = RecoveryReport()
     waiting = await _waiting_calls(services)
     await _record_missing(services, waiting, grace=repost_after, report=report)

@@ -49,6 +49,9 @@ class SlackServices:
     """Takes the turns of queued messages, one at a time per thread (set by `create_slack_app`)."""
     stalls: StallWatch | None = None
     """Tells whether this process stalled past a lease (set by `create_slack_app`)."""
+    repost_after: float = 30.0
+    """Seconds after which a recovery pass (any replica's, `recovery.py`) may take over a post someone claimed:
+    the app's `stale_after`, or a shorter `repost_after` this process's own recovery runs with."""
     intake: EventIntake | None = None
     """Over HTTP, acknowledges event deliveries before Bolt dispatches them (set by `create_slack_app`)."""
     languages: ReaderLanguages = field(init=False)

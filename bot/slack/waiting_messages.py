@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from datetime import datetime
 from typing import Any, cast
 
 from slack_sdk.errors import SlackApiError
@@ -88,7 +89,8 @@ async def post_waiting_call(
         answerable_by_form = payload.get("resume_schema") is not None
     if interrupted:  # the message of the call's earlier wait shows how that one was decided
         await refresh_tool_call_messages(services, client, run_id, payload["tool_call_id"])
-    row, mine = await services.stores.messages.record(
+    claimed_at = services.agent.storage.clock.now()  # the claim the record takes is no older than this
+    row, mine, inserted = await services.stores.messages.record(
         kind=kind,
         run_id=run_id,
         tool_call_id=payload["tool_call_id"],
@@ -101,7 +103,10 @@ async def post_waiting_call(
         interrupted=interrupted,
     )
     if mine:
-        await post_recorded(services, client, row, record, answerable_by_form=answerable_by_form, shown=shown)
+        await post_recorded(
+            services, client, row, record, answerable_by_form=answerable_by_form, shown=shown,
+            claimed_at=claimed_at if inserted else None,
+        )  # fmt: skip
     return row
 
 
@@ -114,11 +119,13 @@ async def post_recorded(
     answerable_by_form: bool | None = None,
     search_first: bool = False,
     shown: WaitingCallView | None | Unread = UNREAD,
+    claimed_at: datetime | None = None,
 ) -> str | None:
     """Post the message of a recorded row whose posting the caller has claimed; its ts, or None when it
     could not be posted now (the thread is told, if Slack lets us, and the recovery pass posts it later).
     `shown`: the runtime's view of the call as the caller just read it, or as the runtime parked it (read
-    here when not given)."""
+    here when not given); `claimed_at`: the caller's own INSERT of `row` took the claim a moment ago
+    (`posting.deliver`)."""
     if row.kind == "approval":
         tr = await services.languages.of_thread(row.thread_id, row.requester)
         view = await waiting_approval_view(services, row, record, tr, shown=shown)
@@ -133,7 +140,9 @@ async def post_recorded(
         )
         tr = await services.languages.of_thread(row.thread_id, row.requester)
         text, blocks = question_text(question, tr), build_question_blocks(question, tr)
-    ts = await deliver(services, client, row, text=text, blocks=blocks, search_first=search_first)
+    ts = await deliver(
+        services, client, row, text=text, blocks=blocks, search_first=search_first, claimed_at=claimed_at
+    )
     if row.kind == "approval":
         home_changed(services)
     if ts is None and not search_first and await services.stores.messages.holds_post(row):

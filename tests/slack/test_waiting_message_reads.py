@@ -36,19 +36,19 @@ async def test_a_messages_row_is_what_was_written_not_read_back(slack_storage):
     messages = WaitingCallMessages(slack_storage)
     since = utcnow() - timedelta(seconds=5)
     with statements_of(slack_storage, begins=False) as seen:
-        row, mine = await _record(messages, waiting_since=since)
-    assert mine
+        row, mine, inserted = await _record(messages, waiting_since=since)
+    assert mine and inserted
     assert [statement.split(" ")[0] for statement in seen] == ["INSERT"], seen
     stored = await messages.get(row.id)
     columns = [column.key for column in stored.__table__.columns]
     assert {key: getattr(row, key) for key in columns} == {key: getattr(stored, key) for key in columns}
-    again, mine = await _record(messages, waiting_since=since, claim=False)  # the same wait, by the recovery
-    assert (again.id, mine) == (row.id, False)  # the first's row, read
+    again, mine, inserted = await _record(messages, waiting_since=since, claim=False)  # the same wait, by the recovery
+    assert (again.id, mine, inserted) == (row.id, False, False)  # the first's row, read
 
 
 async def test_a_messages_ts_and_copies_are_read_in_one_statement(slack_storage):
     messages = WaitingCallMessages(slack_storage)
-    row, _ = await _record(messages)
+    row, *_ = await _record(messages)
     await messages.set_ts(row.id, "2.0")
     await messages.set_ts(row.id, "3.0")  # a retried post's copy
     await messages.add_copy(row.id, "4.0", channel="D9", escalated_to="U9")  # an escalation's, in a DM
@@ -62,8 +62,8 @@ async def test_a_messages_ts_and_copies_are_read_in_one_statement(slack_storage)
 
 async def test_a_threads_open_messages_come_with_a_closed_calls_in_one_statement(slack_storage):
     messages = WaitingCallMessages(slack_storage)
-    decided, _ = await _record(messages, tool_call_id="call-1")
-    waiting, _ = await _record(messages, tool_call_id="call-2")
+    decided, *_ = await _record(messages, tool_call_id="call-1")
+    waiting, *_ = await _record(messages, tool_call_id="call-2")
     for row, ts in ((decided, "2.0"), (waiting, "3.0")):
         await messages.set_ts(row.id, ts)
     await messages.set_ts(decided.id, "4.0")  # a copy
@@ -92,12 +92,12 @@ async def test_a_homes_refresh_reads_what_every_home_shows_in_one_statement(slac
     await stores.home_views.opened("U1")
     await stores.home_views.opened("U2")
     await stores.home_views.published("U2", "digest-2")
-    first, _ = await _record(stores.messages, tool_call_id="call-1")
-    again, _ = await _record(stores.messages, tool_call_id="call-1")  # the same call's later message
-    other, _ = await _record(stores.messages, tool_call_id="call-2")
-    decided, _ = await _record(stores.messages, tool_call_id="call-3")
+    first, *_ = await _record(stores.messages, tool_call_id="call-1")
+    again, *_ = await _record(stores.messages, tool_call_id="call-1")  # the same call's later message
+    other, *_ = await _record(stores.messages, tool_call_id="call-2")
+    decided, *_ = await _record(stores.messages, tool_call_id="call-3")
     await stores.messages.close(decided.id)
-    question, _ = await stores.messages.record(
+    question, *_ = await stores.messages.record(
         kind="question", run_id="run-1", tool_call_id="call-4", tool_name="get-weather", args={},
         thread=THREAD, requester="U1", request_text=None,
     )  # fmt: skip

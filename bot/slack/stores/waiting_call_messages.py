@@ -23,6 +23,16 @@ from ..threads import SlackThread
 from ._table_store import TableStore, rows_changed
 
 
+class Recorded(NamedTuple):
+    """A waiting call's message as `WaitingCallMessages.record` left it."""
+
+    row: ToolCallMessageRow
+    mine: bool
+    """Whether the caller holds the claim on posting it (it asked to, and nobody else had)."""
+    inserted: bool
+    """Whether the caller's own INSERT wrote the row, with its claim when `mine` (not another's row, met)."""
+
+
 class ShownMessage(NamedTuple):
     """A Slack message that shows a waiting call: the thread's own, or a copy."""
 
@@ -50,9 +60,10 @@ class WaitingCallMessages(TableStore):
         waiting_since: datetime | None = None,
         interrupted: bool = False,
         claim: bool = True,
-    ) -> tuple[ToolCallMessageRow, bool]:
+    ) -> Recorded:
         """The row of the message that shows this wait of the call, with a fresh opaque reference,
-        recorded before the message is posted (its ts comes later); and whether this caller may post it.
+        recorded before the message is posted (its ts comes later); whether this caller may post it, and
+        whether this call inserted it.
 
         One wait of a call (`waiting_since`) has one row: when the turn that met the call and the
         recovery both record it, the second gets the first's row. With `claim` the caller takes on
@@ -86,10 +97,10 @@ class WaitingCallMessages(TableStore):
         async with self._one_statement(idempotent=waiting_since is not None) as connection:
             inserted = rows_changed(await connection.execute(statement)) == 1
         if inserted:  # the row is what was written: not read back
-            return ToolCallMessageRow(**values, ts=None, closed_at=None), claim
+            return Recorded(ToolCallMessageRow(**values, ts=None, closed_at=None), claim, inserted=True)
         found = await self.of_wait(run_id, tool_call_id, waiting_since)
         assert found is not None, "another insert of the same wait won"
-        return found, claim and await self.claim_post(found)
+        return Recorded(found, claim and await self.claim_post(found), inserted=False)
 
     async def of_wait(
         self, run_id: str, tool_call_id: str, waiting_since: datetime | None
