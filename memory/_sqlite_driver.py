@@ -7,9 +7,11 @@ cursor, execute, fetch the rows, close the cursor) and one for each COMMIT and R
 transaction is open (the pool rolls back every connection it takes back). Here a statement is one
 function run in the driver's thread (open, execute, fetch, close), and a COMMIT or ROLLBACK with no
 transaction open is not sent: a write transaction of three statements goes from about 16 hand-offs to 5.
-The write transaction's `BEGIN IMMEDIATE` (`dialects.py`) waits for the transaction's first statement and
-goes with it, in its hand-off (4); a transaction with no statement sends neither BEGIN nor COMMIT. SQLite
-takes the write lock at that statement then, which is when the transaction first touches the database.
+The write transaction's `BEGIN IMMEDIATE` waits for the transaction's first statement and goes with it, in
+its hand-off (4); a transaction with no statement sends neither BEGIN nor COMMIT. SQLite takes the write lock
+at that statement then, which is when the transaction first touches the database. `dialects.py` asks for it
+with `hold_begin`, not as a statement: SQLAlchemy would run its whole execution of a statement (a cursor, an
+execution context, a result) for what is only a mark on the connection.
 A new connection's setup (SQLAlchemy's `regexp` and `floor` functions, `PRAGMA foreign_keys=ON` of
 `dialects.py`) likewise waits for its first statement and runs before it, in its hand-off: three hand-offs
 fewer per connection, which the runtime opens again after each restart (and `Storage` after each close).
@@ -35,7 +37,7 @@ from sqlalchemy.dialects.sqlite.aiosqlite import (
 from sqlalchemy.util import EMPTY_DICT
 
 BEGIN_WRITE = "BEGIN IMMEDIATE"
-"""What `dialects.py` sends to begin a write transaction: held back and sent with the first statement."""
+"""What begins a write transaction (`hold_begin`): held back and sent with the first statement."""
 FOREIGN_KEYS_ON = "PRAGMA foreign_keys=ON"
 """What `dialects.py` sends on every new connection: held back and run before its first statement (outside
 any transaction, where SQLite takes it)."""
@@ -148,6 +150,10 @@ class _Connection(AsyncAdapt_aiosqlite_connection):
         super().__init__(dbapi, connection)
         self._begin_held = False
         self._setup_held: list[_Setup] = []
+
+    def hold_begin(self) -> None:
+        """Begin a write transaction: `BEGIN IMMEDIATE` is sent with the next statement, in its hand-off."""
+        self._begin_held = True
 
     def create_function(self, *args: Any, **kw: Any) -> None:
         """Registered in the driver's thread before the connection's next statement (none can use it sooner)."""

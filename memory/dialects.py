@@ -23,8 +23,6 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql.dml import UpdateBase
 
-from ._sqlite_driver import BEGIN_WRITE
-
 READ_ONLY = "memory_read_only"
 """An execution option on SQLite: this connection only reads (its transactions take no write lock)."""
 PREPARED_STATEMENTS = 1000
@@ -174,7 +172,9 @@ class Dialect:
         @event.listens_for(engine.sync_engine, "begin")
         def _on_begin(connection: Connection) -> None:
             if not connection.get_execution_options().get(READ_ONLY):
-                connection.exec_driver_sql(BEGIN_WRITE)
+                # a mark on the driver's connection (`memory._sqlite_driver`): BEGIN IMMEDIATE goes with the
+                # transaction's first statement
+                connection.connection.dbapi_connection.hold_begin()  # type: ignore[union-attr]
 
     async def before_migration(self, read_connection: AsyncConnection) -> None:
         """Outside any transaction: SQLite's journal mode is the database's, set once it stays (WAL)."""

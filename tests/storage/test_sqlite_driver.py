@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from memory import Storage
 from memory.tables import MessageRow, ThreadRow
+from tests.support.statements import statements_of
 
 
 @pytest.fixture
@@ -38,13 +39,15 @@ def another_writer_gets_in(path) -> bool:
 
 async def test_the_write_lock_is_taken_with_the_first_statement_and_kept_to_the_end(sqlite_storage):
     storage, path = sqlite_storage
-    async with storage.transaction() as connection:
-        assert another_writer_gets_in(path)  # begun, nothing sent yet
-        await connection.execute(insert(ThreadRow).values(id="スレッド-1", resource_id="utilisateur-é"))
-        assert not another_writer_gets_in(path)
-        await connection.execute(insert(ThreadRow).values(id="스레드-2", resource_id="utilisateur-é"))
-        assert not another_writer_gets_in(path)
+    with statements_of(storage) as seen:
+        async with storage.transaction() as connection:
+            assert another_writer_gets_in(path)  # begun, nothing sent yet
+            await connection.execute(insert(ThreadRow).values(id="スレッド-1", resource_id="utilisateur-é"))
+            assert not another_writer_gets_in(path)
+            await connection.execute(insert(ThreadRow).values(id="스레드-2", resource_id="utilisateur-é"))
+            assert not another_writer_gets_in(path)
     assert another_writer_gets_in(path)
+    assert [statement.split(" ")[0] for statement in seen] == ["INSERT", "INSERT"]  # BEGIN is a mark, no statement
     async with storage.read() as connection:
         assert await connection.scalar(select(func.count()).select_from(ThreadRow)) == 2
 
