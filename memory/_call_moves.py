@@ -17,27 +17,24 @@ from sqlalchemy import update
 from ._grants import check_grant_policy
 from ._reconnect import retried_while_away
 from ._run_sql import (
-    APPROVALS_AS_SEEN,
     AUDIT,
     CALL_BY_ID,
     COUNT_APPROVAL,
     GRANTS,
     MESSAGES,
     NOT_ESCALATED,
-    UNMOVED_SINCE,
     UPDATE_RUN,
     WHY_NOT_STARTED,
     Audit,
     StorePart,
+    call_move,
     claim_after_turn,
     message_rows,
-    move_call,
     moved_with,
     next_move,
     same_time,
     settled_and_claimed,
     source_checked,
-    start_call,
     turn_of,
     updated,
 )
@@ -304,17 +301,19 @@ class CallMoves(StorePart):
             values["suspended_at"] = now
         if "suspend_payload" in fields and "interrupted" not in fields:
             values["interrupted"] = False  # a new wait is an interruption only when the move says so
-        where: dict[str, Any]
+        where: dict[str, Any] = {"b_id": call.id}
         if unless_disabled:
-            statement, where = start_call(frozenset(sources)), {"b_id": call.id, "b_tool": call.tool_name}
-        else:
-            statement, where = move_call(frozenset(sources)), {"b_id": call.id}
+            where["b_tool"] = call.tool_name
         if approvals_seen is not None:
-            statement = statement.where(APPROVALS_AS_SEEN)
             where.update(b_seen=approvals_seen, b_fp=call.fingerprint)
         if since is not None:
-            statement = statement.where(UNMOVED_SINCE)
             where["b_since"] = since
+        statement = call_move(
+            frozenset(sources),
+            unless_disabled=unless_disabled,
+            as_seen=approvals_seen is not None,
+            unmoved=since is not None,
+        )
         return _Move(call=call, statement=statement, where=where, values=values, now=now, sources=frozenset(sources))
 
     def _with_move(

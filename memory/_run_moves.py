@@ -13,7 +13,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ._policies import ToolPolicy
 from ._reconnect import retried_while_away
 from ._run_sql import (
-    AT_STEP,
     AUDIT,
     MESSAGES,
     RUNS,
@@ -118,9 +117,9 @@ class RunMoves(StorePart):
         values: dict[str, Any] = {"status": str(to), "updated_at": now, **fields}
         if to == RunStatus.RUNNING:
             values.setdefault("heartbeat_at", now)
-        statement, fence = move_run(frozenset(sources)), dict[str, Any](b_run=run.id)
+        statement, fence = move_run(frozenset(sources), at_step=from_step is not None), dict[str, Any](b_run=run.id)
         if from_step is not None:
-            statement, fence["b_step"] = statement.where(AT_STEP), from_step
+            fence["b_step"] = from_step
         rows = message_rows(run, messages)
         dialect = self._storage.dialect
         try:
@@ -171,7 +170,7 @@ class RunMoves(StorePart):
         started = {"step": run.step, "calls": sorted(set(fingerprints))}
         async with self._storage.statement() as connection:
             marked = await connection.execute(
-                move_run(frozenset({str(RunStatus.RUNNING)})).where(AT_STEP),
+                move_run(frozenset({str(RunStatus.RUNNING)}), at_step=True),
                 {"b_run": run.id, "b_step": run.step - 1, "previews_started": started},
             )
             if marked.rowcount != 1:
@@ -265,13 +264,13 @@ class RunMoves(StorePart):
             raise ValueError(f"calls are stored in one of {sorted(CALL_STARTS_IN)}: not {unstartable}")
         now = self._storage.clock.now()
         values: dict[str, Any] = {"step": run.step, "heartbeat_at": now, "updated_at": now}
-        statement = move_run(frozenset({str(RunStatus.RUNNING)}))
+        statement = move_run(frozenset({str(RunStatus.RUNNING)}), at_step=True)
         if suspend:
             values.update(status=str(RunStatus.SUSPENDED), suspended_at=now, owner=None)
-            statement = move_run(frozenset(run_sources_of(RunStatus.SUSPENDED)))
+            statement = move_run(frozenset(run_sources_of(RunStatus.SUSPENDED)), at_step=True)
         dialect = self._storage.dialect
         rows = message_rows(run, [reply, *results])  # the reply first: the model reads them in this order
-        fenced = updated(dialect, statement.where(AT_STEP), values, b_run=run.id, b_step=run.step - 1)
+        fenced = updated(dialect, statement, values, b_run=run.id, b_step=run.step - 1)
         audit_rows = [audit.values(call, {}, now) for call, audit in audits]
         for call in calls:
             if call.state in WAITING_STATES:  # its wait starts now, on the storage's clock

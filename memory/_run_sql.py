@@ -212,8 +212,25 @@ def start_call(sources: frozenset[str]) -> Any:
 
 
 @functools.cache
-def move_run(sources: frozenset[str]) -> Any:
-    return UPDATE_RUN.where(one_of(RUNS.c.status, sources))
+def move_run(sources: frozenset[str], *, at_step: bool = False) -> Any:
+    """The conditional UPDATE of a run from `sources`; `at_step`: fenced by its step (`AT_STEP`, `b_step`). Built
+    once each, as every statement of the runtime's path (a statement built per call is compiled, or its cache key
+    computed, per call)."""
+    statement = UPDATE_RUN.where(one_of(RUNS.c.status, sources))
+    return statement.where(AT_STEP) if at_step else statement
+
+
+@functools.cache
+def call_move(
+    sources: frozenset[str], *, unless_disabled: bool = False, as_seen: bool = False, unmoved: bool = False
+) -> Any:
+    """The conditional UPDATE of a call from `sources` (`CallMoves._move`), built once each: to `running` only
+    while no policy disables it (`unless_disabled`, `start_call`), only with the approvals and arguments seen
+    (`as_seen`, `APPROVALS_AS_SEEN`), only if nothing moved it since (`unmoved`, `UNMOVED_SINCE`)."""
+    statement = start_call(sources) if unless_disabled else move_call(sources)
+    if as_seen:
+        statement = statement.where(APPROVALS_AS_SEEN)
+    return statement.where(UNMOVED_SINCE) if unmoved else statement
 
 
 @dataclass(frozen=True, kw_only=True)
