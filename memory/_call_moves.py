@@ -38,6 +38,7 @@ from ._run_sql import (
     turn_of,
     updated,
 )
+from .dialects import Prepared
 from .exceptions import CommitOutcomeUnknownError, DatabaseAwayError
 from .records import CallColumns, StartColumns, StoredRun, StoredToolCall
 from .states import WAITING_STATES, NextMove, ToolCallState, sources_of
@@ -180,7 +181,7 @@ class CallMoves(StorePart):
         """
         move = self._move(call, ToolCallState.RUNNING, fields=fields, unless_disabled=True)
         async with self._storage.statement() as connection:  # commits before `execute` runs
-            if (await connection.execute(move.statement, move.params)).rowcount == 1:
+            if (await self._storage.dialect.run(connection, Prepared(move.statement, move.params))).rowcount == 1:
                 return move.won(), None
             row = (await connection.execute(WHY_NOT_STARTED, {"b_id": call.id, "b_tool": call.tool_name})).first()
         if row is None or row.state not in sources_of(ToolCallState.RUNNING, None):

@@ -122,13 +122,7 @@ class _Cursor(AsyncAdapt_aiosqlite_cursor):
                 adapt._setup_held.append(("sql", (operation,), {}))  # run before the next statement
             self._description, self._rowcount, self._lastrowid, self._rows = None, -1, None, deque()
             return
-        begin, adapt._begin_held = adapt._begin_held, False
-        setup, adapt._setup_held = adapt._setup_held, []
-        async with adapt._execute_mutex:
-            outcome = await self._connection._execute(
-                _run_statement, self._connection._conn, operation, parameters, many, begin, setup
-            )
-        self._description, rows, self._rowcount, self._lastrowid = outcome
+        self._description, rows, self._rowcount, self._lastrowid = await adapt.run(operation, parameters, many=many)
         self._rows = deque(rows)
 
     async def _async_soft_close(self) -> None:
@@ -150,6 +144,17 @@ class _Connection(AsyncAdapt_aiosqlite_connection):
         super().__init__(dbapi, connection)
         self._begin_held = False
         self._setup_held: list[_Setup] = []
+
+    async def run(self, operation: str, parameters: Any, *, many: bool) -> tuple[Any, Sequence[Any], int, Any]:
+        """Run one statement in the driver's thread, in one hand-off (with a held-back BEGIN and setup); its
+        description, rows, row count and last row id."""
+        begin, self._begin_held = self._begin_held, False
+        setup, self._setup_held = self._setup_held, []
+        async with self._execute_mutex:
+            outcome: tuple[Any, Sequence[Any], int, Any] = await self._connection._execute(
+                _run_statement, self._connection._conn, operation, parameters, many, begin, setup
+            )
+        return outcome
 
     def hold_begin(self) -> None:
         """Begin a write transaction: `BEGIN IMMEDIATE` is sent with the next statement, in its hand-off."""

@@ -23,6 +23,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql.dml import UpdateBase
 
+from ._sqlite_prepared import run_prepared
+
 READ_ONLY = "memory_read_only"
 """An execution option on SQLite: this connection only reads (its transactions take no write lock)."""
 PREPARED_STATEMENTS = 1000
@@ -105,10 +107,14 @@ class Dialect:
         counted = select(*(select(func.count()).select_from(part).scalar_subquery() for part in parts))
         return [int(count) for count in (await connection.execute(counted)).one()]
 
-    @staticmethod
-    async def run(connection: AsyncConnection, statement: UpdateBase | Prepared) -> Any:
-        """Execute one write, `Prepared` or bound; its result."""
+    async def run(self, connection: AsyncConnection, statement: UpdateBase | Prepared) -> Any:
+        """Execute one write, `Prepared` or bound; its result. On SQLite a `Prepared` write runs from its
+        compiled form where it can (`memory._sqlite_prepared`)."""
         if isinstance(statement, Prepared):
+            if self.is_sqlite:
+                ran = await run_prepared(connection, statement.statement, statement.parameters)
+                if ran is not None:
+                    return ran
             return await connection.execute(statement.statement, statement.parameters)
         return await connection.execute(statement)
 

@@ -1,0 +1,129 @@
+"""Prebuilt writes on SQLite run from their compiled form (`memory/_sqlite_prepared.py`): they store what
+SQLAlchemy's own execution stores (Python-side defaults, JSON, time stamps), fail as it fails, and give way to it
+where someone listens to the statements."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import event, insert, select
+from sqlalchemy.exc import IntegrityError
+
+from memory import MessageTakenError, Storage
+from memory._run_sql import UPDATE_RUN, source_checked
+from memory.dialects import Prepared
+from memory.tables import MessageRow, RunRow
+from tests.support.statements import statements_of
+
+RUNS, MESSAGES = RunRow.__table__, MessageRow.__table__
+INSERT_RUN, INSERT_MESSAGE = insert(RUNS), insert(MESSAGES)
+
+
+@pytest.fixture
+async def sqlite_storage(tmp_path):
+    storage = Storage(f"sqlite+aiosqlite:///{tmp_path}/prepared.db")
+    await storage.migrate()
+    yield storage
+    await storage.close()
+
+
+def a_run(run_id: str) -> dict[str, object]:
+    return {"id": run_id, "agent_id": "agent", "thread_id": "スレッド", "status": "running", "max_steps": 5}
+
+
+def a_message(run_id: str, text: str, source_id: str | None = None) -> dict[str, object]:
+    calls = [{"id": "c1", "type": "function", "function": {"name": "delete", "arguments": '{"id": "é"}'}}]
+    return {"run_id": run_id, "thread_id": "スレッド", "role": "assistant", "content": text, "tool_calls": calls,
+            "source_id": source_id}  # fmt: skip
+
+
+def sqlalchemy_executions(storage: Storage) -> list[str]:
+    """The statements SQLAlchemy executes itself from now on (a write run from its compiled form is not one)."""
+    seen: list[str] = []
+    event.listen(storage.engine.sync_engine, "before_execute", lambda _c, clause, *_a: seen.append(str(clause)))
+    return seen
+
+
+async def written(storage: Storage, *writes: Prepared) -> list[int]:
+    async with storage.statement() as connection:
+        return await storage.dialect.together(connection, *writes)
+
+
+async def rows(storage: Storage, table, column) -> list[dict[str, object]]:
+    async with storage.read() as connection:
+        found = await connection.execute(select(table).order_by(column))
+        return [dict(row._mapping) for row in found]
+
+
+async def test_a_write_run_from_its_compiled_form_stores_what_sqlalchemy_stores(sqlite_storage):
+    storage = sqlite_storage
+    # the first run of a statement is SQLAlchemy's; from the second on, the compiled form's
+    assert await written(storage, Prepared(INSERT_RUN, a_run("run-1")), Prepared(INSERT_MESSAGE, a_message("run-1", "一"))) == [1, 1]  # fmt: skip
+    executed = sqlalchemy_executions(storage)
+    assert await written(storage, Prepared(INSERT_RUN, a_run("run-2")), Prepared(INSERT_MESSAGE, a_message("run-2", "二"))) == [1, 1]  # fmt: skip
+    assert executed == []
+    runs, messages = await rows(storage, RUNS, RUNS.c.id), await rows(storage, MESSAGES, MESSAGES.c.id)
+    first, second = runs
+    assert second["request_context"] == first["request_context"] == {}  # a default given by a function
+    assert second["uses_memory"] is first["uses_memory"] is False  # a scalar default
+    assert second["created_at"].tzinfo is not None and second["created_at"] >= first["created_at"]
+    assert [m["content"] for m in messages] == ["一", "二"]
+    assert messages[1]["tool_calls"] == messages[0]["tool_calls"] == a_message("x", "")["tool_calls"]  # JSON
+
+
+async def test_an_update_run_from_its_compiled_form_counts_its_rows(sqlite_storage):
+    storage = sqlite_storage
+    await written(storage, Prepared(INSERT_RUN, a_run("run-1")))
+    leased = Prepared(UPDATE_RUN, {"b_run": "run-1", "owner": "worker-ø"})
+    assert await written(storage, leased) == [1]
+    executed = sqlalchemy_executions(storage)
+    assert await written(storage, leased, Prepared(UPDATE_RUN, {"b_run": "no-such-run", "owner": "x"})) == [1, 0]
+    assert executed == []
+    assert [run["owner"] for run in await rows(storage, RUNS, RUNS.c.id)] == ["worker-ø"]
+
+
+async def test_a_write_run_from_its_compiled_form_fails_as_sqlalchemy_s_and_stores_nothing(sqlite_storage):
+    storage = sqlite_storage
+    await written(
+        storage, Prepared(INSERT_RUN, a_run("run-1")), Prepared(INSERT_MESSAGE, a_message("run-1", "a", "m1"))
+    )
+    executed = sqlalchemy_executions(storage)
+    taken = [{**a_message("run-1", "b", "m1"), "created_at": None}]  # the source m1 is taken in the thread
+    with pytest.raises(MessageTakenError):
+        async with storage.statement() as connection:
+            with source_checked(taken):
+                await storage.dialect.together(
+                    connection,
+                    Prepared(INSERT_RUN, a_run("run-2")),
+                    Prepared(INSERT_MESSAGE, a_message("run-1", "b", "m1")),
+                )
+    with pytest.raises(IntegrityError, match="UNIQUE") as raised:
+        await written(storage, Prepared(INSERT_RUN, a_run("run-1")))
+    assert "UNIQUE" in str(raised.value.orig)  # the driver's error, as SQLAlchemy gives it
+    assert executed == []
+    assert [run["id"] for run in await rows(storage, RUNS, RUNS.c.id)] == ["run-1"]  # run-2 was rolled back
+
+
+async def test_writes_are_sqlalchemy_s_while_someone_listens_to_the_statements(sqlite_storage):
+    storage = sqlite_storage
+    await written(storage, Prepared(INSERT_RUN, a_run("run-1")))
+    await written(storage, Prepared(INSERT_RUN, a_run("run-2")))
+    with statements_of(storage) as seen:
+        await written(
+            storage, Prepared(INSERT_RUN, a_run("run-3")), Prepared(UPDATE_RUN, {"b_run": "run-3", "step": 2})
+        )
+    assert [statement.split(" ")[0] for statement in seen] == ["INSERT", "UPDATE"]
+
+
+async def test_the_runtime_s_moves_are_built_once_and_run_from_their_compiled_form(sqlite_storage):
+    storage = sqlite_storage
+    await written(storage, Prepared(INSERT_RUN, a_run("run-1")), Prepared(INSERT_RUN, a_run("run-2")))
+    first, second = [await storage.runs.get_run(run_id) for run_id in ("run-1", "run-2")]
+    assert first is not None and second is not None
+    assert await storage.runs.move_run(
+        first, "completed", from_step=0, messages=[{"role": "assistant", "content": "1"}]
+    )
+    executed = sqlalchemy_executions(storage)
+    assert await storage.runs.move_run(
+        second, "completed", from_step=0, messages=[{"role": "assistant", "content": "2"}]
+    )
+    assert executed == []  # the fenced move and its message: no statement built for this call
