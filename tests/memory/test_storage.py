@@ -51,13 +51,15 @@ async def test_storages_of_one_url_share_connections_until_the_last_is_closed(da
     assert await second.runs.run_messages(run.id) == [{"role": "user", "content": "hello"}]
     assert await open_connections(database_url) > 0
 
+    pool = second.engine.sync_engine.pool
     await second.close()
     assert await open_connections(database_url) == 0
 
-    # a Storage made afterwards opens the database again
+    # a Storage made afterwards opens the database again, in the same pool (every connection was back in it)
     third = Storage(database_url)
     try:
         assert (await third.runs.get_run(run.id)).id == run.id
+        assert third.engine.sync_engine.pool is pool
     finally:
         await third.close()
     assert await open_connections(database_url) == 0
