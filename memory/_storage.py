@@ -79,10 +79,11 @@ class Storage:
             self._shared.engine if self._shared else _new_engine(url, echo=echo, dialect=self.dialect, pool=pool)
         )
         self._closed = False
-        self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
+        handles = self._shared.handles if self._shared else _Handles.of(self.engine, self.dialect)
+        self.sessionmaker = handles.sessionmaker
         # Reads outside a write transaction (`Dialect.read_options`): no write lock, no BEGIN ... COMMIT.
-        self._read_engine = self.engine.execution_options(**self.dialect.read_options)
-        self._reader = async_sessionmaker(self._read_engine, expire_on_commit=False)
+        self._read_engine = handles.read_engine
+        self._reader = handles.reader
         self._migrated = False
         self._migrate_lock = asyncio.Lock()
         from ._audit import AuditLog
@@ -350,9 +351,28 @@ def _raise_if_away(exc: Exception) -> None:
         raise away_error(exc, committing=False) from exc
 
 
+@dataclass(frozen=True)
+class _Handles:
+    """What a `Storage` opens its sessions and connections with, made once per engine."""
+
+    sessionmaker: async_sessionmaker[AsyncSession]
+    read_engine: AsyncEngine
+    reader: async_sessionmaker[AsyncSession]
+
+    @classmethod
+    def of(cls, engine: AsyncEngine, dialect: Dialect) -> _Handles:
+        read_engine = engine.execution_options(**dialect.read_options)
+        return cls(
+            sessionmaker=async_sessionmaker(engine, expire_on_commit=False),
+            read_engine=read_engine,
+            reader=async_sessionmaker(read_engine, expire_on_commit=False),
+        )
+
+
 @dataclass
 class _SharedEngine:
     engine: AsyncEngine
+    handles: _Handles
     users: int = 0
     """Open `Storage` objects on it; the last to close disposes its connections."""
 
@@ -388,7 +408,8 @@ def _shared_engine(url: str, *, echo: bool, dialect: Dialect, pool: dict[str, in
     key = (url, echo, tuple(sorted(pool.items())))
     shared = _ENGINES.setdefault(loop, {}).get(key)
     if shared is None:
-        shared = _ENGINES[loop][key] = _SharedEngine(_new_engine(url, echo=echo, dialect=dialect, pool=pool))
+        engine = _new_engine(url, echo=echo, dialect=dialect, pool=pool)
+        shared = _ENGINES[loop][key] = _SharedEngine(engine, _Handles.of(engine, dialect))
     shared.users += 1
     return shared
 
