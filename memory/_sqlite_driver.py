@@ -79,6 +79,38 @@ def _run_statement(
         cursor.close()
 
 
+def _run_writes(
+    connection: sqlite3.Connection,
+    writes: Sequence[tuple[str, Any, bool]],
+    begin: bool = False,
+    setup: Sequence[_Setup] = (),
+) -> tuple[list[int], int | None, sqlite3.Error | None]:
+    """In the driver's thread: like `_run_statement`, for the writes (statement, parameters, executemany) one
+    after the other, up to the first that fails; the row count of each that ran, and the index and error of
+    the one that failed (None, None when none did)."""
+    for kind, args, kw in setup:
+        if kind == "function":
+            connection.create_function(*args, **kw)
+        else:
+            connection.execute(*args)
+    if begin:
+        connection.execute(BEGIN_WRITE)
+    counts: list[int] = []
+    for index, (operation, parameters, many) in enumerate(writes):
+        cursor = connection.cursor()
+        try:
+            if many:
+                cursor.executemany(operation, parameters)
+            else:
+                cursor.execute(operation, parameters)
+            counts.append(cursor.rowcount)
+        except sqlite3.Error as exc:
+            return counts, index, exc
+        finally:
+            cursor.close()
+    return counts, None, None
+
+
 class _Cursor(AsyncAdapt_aiosqlite_cursor):
     """A cursor that holds a statement's outcome, read in the same hand-off as the statement ran."""
 
@@ -153,6 +185,19 @@ class _Connection(AsyncAdapt_aiosqlite_connection):
         async with self._execute_mutex:
             outcome: tuple[Any, Sequence[Any], int, Any] = await self._connection._execute(
                 _run_statement, self._connection._conn, operation, parameters, many, begin, setup
+            )
+        return outcome
+
+    async def run_writes(
+        self, writes: Sequence[tuple[str, Any, bool]]
+    ) -> tuple[list[int], int | None, sqlite3.Error | None]:
+        """Run the writes (statement, parameters, executemany) one after the other in one hand-off, up to the
+        first that fails (see `_run_writes`)."""
+        begin, self._begin_held = self._begin_held, False
+        setup, self._setup_held = self._setup_held, []
+        async with self._execute_mutex:
+            outcome: tuple[list[int], int | None, sqlite3.Error | None] = await self._connection._execute(
+                _run_writes, self._connection._conn, writes, begin, setup
             )
         return outcome
 

@@ -6,8 +6,9 @@ about 0.1 ms of CPU in SQLAlchemy beyond the driver's hand-off: a greenlet, the 
 execution context, a cursor, a result. Here the statement is compiled once per set of parameter names, as
 SQLAlchemy compiles it for an execution, and each run only turns the parameters into the driver's (the
 compiled form's own bind values, the columns' Python-side defaults and its bind processors: what SQLAlchemy
-does for it) before the one hand-off of `memory._sqlite_driver`. A driver's error is raised as SQLAlchemy
-raises it (`sqlalchemy.exc.IntegrityError` and the like, the driver's error as `orig`).
+does for it) before the one hand-off of `memory._sqlite_driver`; the writes of `Dialect.together` go in one
+hand-off for all of them. A driver's error is raised as SQLAlchemy raises it (`sqlalchemy.exc.IntegrityError`
+and the like, the driver's error as `orig`, the statement that failed as `statement`).
 
 Only where it changes nothing else: a write without RETURNING, inside a transaction (`Storage.transaction`,
 `Storage.statement`), on a connection of `memory._sqlite_driver`, with no one listening to its statements
@@ -117,9 +118,12 @@ def _compiled(statement: Any, dialect: Any, names: frozenset[str], many: bool) -
     return _Compiled(compiled, defaults)
 
 
-async def run_prepared(connection: AsyncConnection, statement: Any, parameters: Any) -> Ran | None:
-    """Run the write `statement` with `parameters` (a dict; a list of them: executemany) here, or return None
-    for SQLAlchemy to run it (see the module's docstring)."""
+def _ready(
+    connection: AsyncConnection, statement: Any, parameters: Any, *, running: bool = True
+) -> tuple[_Connection, _Compiled] | None:
+    """The driver's connection and the compiled form to run the write `statement` with `parameters` here, or None
+    for SQLAlchemy to run it (see the module's docstring). `running=False`: only asking, so a statement not seen
+    before is not counted as run once."""
     sync = connection.sync_connection
     if sync is None or not sync.in_transaction() or sync._echo:
         return None
@@ -137,7 +141,8 @@ async def run_prepared(connection: AsyncConnection, statement: Any, parameters: 
     forms = _SEEN.get(statement)
     if forms is None:
         if statement not in _ONCE:  # a statement built for one call: SQLAlchemy's cache finds it or compiles it
-            _ONCE.add(statement)
+            if running:
+                _ONCE.add(statement)
             return None
         forms = _SEEN[statement] = {}
     dialect = sync.dialect
@@ -146,11 +151,48 @@ async def run_prepared(connection: AsyncConnection, statement: Any, parameters: 
         form = forms[key]
     else:
         form = forms[key] = _compiled(statement, dialect, names, many)
-    if form is None:
+    return None if form is None else (adapt, form)
+
+
+def _driver_parameters(form: _Compiled, parameters: Any) -> Any:
+    return [form.parameters(row) for row in parameters] if isinstance(parameters, list) else form.parameters(parameters)
+
+
+async def run_prepared(connection: AsyncConnection, statement: Any, parameters: Any) -> Ran | None:
+    """Run the write `statement` with `parameters` (a dict; a list of them: executemany) here, or return None
+    for SQLAlchemy to run it (see the module's docstring)."""
+    ready = _ready(connection, statement, parameters)
+    if ready is None:
         return None
-    driver_parameters = [form.parameters(row) for row in parameters] if many else form.parameters(parameters)
+    adapt, form = ready
+    driver_parameters = _driver_parameters(form, parameters)
     try:
-        _description, _rows, rowcount, _last = await adapt.run(form.sql, driver_parameters, many=many)
+        _description, _rows, rowcount, _last = await adapt.run(
+            form.sql, driver_parameters, many=isinstance(parameters, list)
+        )
     except sqlite3.Error as exc:
-        raise DBAPIError.instance(form.sql, driver_parameters, exc, sqlite3.Error, dialect=dialect) from exc
+        raise _error(form, driver_parameters, exc) from exc
     return Ran(rowcount)
+
+
+async def run_prepared_together(connection: AsyncConnection, writes: list[tuple[Any, Any]]) -> list[int] | None:
+    """Run the writes (statement, parameters) one after the other here, in one hand-off to the driver: the rows
+    each wrote. None, having run none of them, when one of them is for SQLAlchemy to run."""
+    ready = [_ready(connection, statement, parameters, running=False) for statement, parameters in writes]
+    found = [each for each in ready if each is not None]
+    if not found or len(found) != len(writes):
+        return None
+    adapt, forms = found[0][0], [form for _adapt, form in found]
+    sent = [
+        (form.sql, _driver_parameters(form, parameters), isinstance(parameters, list))
+        for form, (_statement, parameters) in zip(forms, writes, strict=True)
+    ]
+    counts, failed, error = await adapt.run_writes(sent)
+    if failed is not None and error is not None:
+        raise _error(forms[failed], sent[failed][1], error) from error
+    return counts
+
+
+def _error(form: _Compiled, driver_parameters: Any, exc: sqlite3.Error) -> Exception:
+    """The driver's error `exc` as SQLAlchemy raises it (`IntegrityError` and the like, `exc` as `orig`)."""
+    return DBAPIError.instance(form.sql, driver_parameters, exc, sqlite3.Error, dialect=form.compiled.dialect)

@@ -23,7 +23,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql.dml import UpdateBase
 
-from ._sqlite_prepared import run_prepared
+from ._sqlite_prepared import run_prepared, run_prepared_together
 
 READ_ONLY = "memory_read_only"
 """An execution option on SQLite: this connection only reads (its transactions take no write lock)."""
@@ -88,6 +88,12 @@ class Dialect:
         may also be `Prepared` (PostgreSQL needs every value bound into its statement).
         """
         if self.is_sqlite:
+            if len(statements) > 1 and all(isinstance(statement, Prepared) for statement in statements):
+                # one hand-off to the driver for all of them, where each can run from its compiled form
+                prepared = [(s.statement, s.parameters) for s in statements if isinstance(s, Prepared)]
+                written = await run_prepared_together(connection, prepared)
+                if written is not None:
+                    return written
             counts = []
             for statement in statements:
                 result = await self.run(connection, statement)

@@ -4,6 +4,7 @@ where someone listens to the statements."""
 
 from __future__ import annotations
 
+import aiosqlite
 import pytest
 from sqlalchemy import event, insert, select
 from sqlalchemy.exc import IntegrityError
@@ -127,3 +128,27 @@ async def test_the_runtime_s_moves_are_built_once_and_run_from_their_compiled_fo
         second, "completed", from_step=0, messages=[{"role": "assistant", "content": "2"}]
     )
     assert executed == []  # the fenced move and its message: no statement built for this call
+
+
+async def test_writes_together_go_to_the_driver_in_one_hand_off_and_fail_as_one(sqlite_storage, monkeypatch):
+    storage = sqlite_storage
+    lease = {"b_run": "run-1", "owner": "worker-ø"}
+    await written(storage, Prepared(INSERT_RUN, a_run("run-1")), Prepared(INSERT_MESSAGE, a_message("run-1", "一")))
+    await written(storage, Prepared(UPDATE_RUN, lease))
+    handoffs: list[object] = []
+    to_driver = aiosqlite.Connection._execute
+
+    async def counted(self, function, *args, **kwargs):
+        handoffs.append(function)
+        return await to_driver(self, function, *args, **kwargs)
+
+    monkeypatch.setattr(aiosqlite.Connection, "_execute", counted)
+    async with storage.statement() as connection:
+        writes = [Prepared(INSERT_RUN, a_run("run-2")), Prepared(INSERT_MESSAGE, a_message("run-2", "二"))]
+        counts = await storage.dialect.together(connection, *writes, Prepared(UPDATE_RUN, {**lease, "b_run": "none"}))
+        assert len(handoffs) == 1  # BEGIN and the three writes; the COMMIT follows
+    assert counts == [1, 1, 0]
+    with pytest.raises(IntegrityError, match="UNIQUE") as raised:  # run-1 is taken: the second write fails
+        await written(storage, Prepared(INSERT_MESSAGE, a_message("run-2", "三")), Prepared(INSERT_RUN, a_run("run-1")))
+    assert raised.value.statement is not None and raised.value.statement.startswith("INSERT INTO runs")
+    assert [message["content"] for message in await rows(storage, MESSAGES, MESSAGES.c.id)] == ["一", "二"]
