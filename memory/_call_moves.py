@@ -107,18 +107,22 @@ class CallMoves(StorePart):
             try:
                 return await self._written(move, rows, updates, grant=grant, locking=locking)
             except CommitOutcomeUnknownError:
-                async with self._storage.read() as connection:
-                    stored = (await connection.execute(CALL_BY_ID, {"b_id": call.id})).first()
-                if (
-                    stored is not None
-                    and stored.state == move.values["state"]
-                    and same_time(stored.updated_at, move.now)
-                ):
-                    return move.won()
-                if stored is None or stored.state not in move.sources:
-                    return False
-                log.info("call %s: the database went away while it moved; moving it again", call.tool_call_id)
+                if (stored := await self._stored_after_loss(move)) is not None:
+                    return move.won() if stored else False
         raise CommitOutcomeUnknownError(f"call {call.tool_call_id} of run {call.run_id}: its move was not confirmed")
+
+    async def _stored_after_loss(self, move: _Move) -> bool | None:
+        """After a connection lost while `move` ran: True if it was stored (the call bears the move's own time
+        stamp), False if the call left the states it could move from (another caller moved it), None if it is
+        still where it was (moving it again is safe: the move is conditional)."""
+        async with self._storage.read() as connection:
+            stored = (await connection.execute(CALL_BY_ID, {"b_id": move.call.id})).first()
+        if stored is not None and stored.state == move.values["state"] and same_time(stored.updated_at, move.now):
+            return True
+        if stored is None or stored.state not in move.sources:
+            return False
+        log.info("call %s: the database went away while it moved; moving it again", move.call.tool_call_id)
+        return None
 
     async def _written(
         self,
@@ -267,19 +271,12 @@ class CallMoves(StorePart):
                             rows=rows, updates=updates,
                         )  # fmt: skip
             except CommitOutcomeUnknownError:
-                async with self._storage.read() as connection:
-                    stored = (await connection.execute(CALL_BY_ID, {"b_id": call.id})).first()
-                if (
-                    stored is not None
-                    and stored.state == move.values["state"]
-                    and same_time(stored.updated_at, move.now)
-                ):
+                if (stored := await self._stored_after_loss(move)) is None:
+                    continue
+                if stored:
                     move.won()
                     raise  # stored, and the run claimed or not: the run is left to recovery
-                if stored is None or stored.state not in move.sources:
-                    return False, False
-                log.info("call %s: the database went away while it moved; moving it again", call.tool_call_id)
-                continue
+                return False, False
             return (move.won(), claimed) if won else (False, False)
         raise CommitOutcomeUnknownError(f"call {call.tool_call_id} of run {call.run_id}: its move was not confirmed")
 
