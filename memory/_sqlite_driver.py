@@ -57,13 +57,7 @@ def _run_statement(
 ) -> tuple[Any, Sequence[Any], int, Any]:
     """In the driver's thread: the connection's held-back `setup` first, then `BEGIN IMMEDIATE` if `begin`,
     then the statement; its description, rows, row count and last row id."""
-    for kind, args, kw in setup:
-        if kind == "function":
-            connection.create_function(*args, **kw)
-        else:
-            connection.execute(*args)
-    if begin:
-        connection.execute(BEGIN_WRITE)
+    _set_up(connection, setup, begin=begin)
     cursor = connection.cursor()
     try:
         if many:
@@ -79,6 +73,18 @@ def _run_statement(
         cursor.close()
 
 
+def _set_up(connection: sqlite3.Connection, setup: Sequence[_Setup], *, begin: bool) -> None:
+    """In the driver's thread, before a statement: the connection's held-back `setup`, then `BEGIN IMMEDIATE`
+    if `begin`."""
+    for kind, args, kw in setup:
+        if kind == "function":
+            connection.create_function(*args, **kw)
+        else:
+            connection.execute(*args)
+    if begin:
+        connection.execute(BEGIN_WRITE)
+
+
 def _run_writes(
     connection: sqlite3.Connection,
     writes: Sequence[tuple[str, Any, bool]],
@@ -88,13 +94,7 @@ def _run_writes(
     """In the driver's thread: like `_run_statement`, for the writes (statement, parameters, executemany) one
     after the other, up to the first that fails; the row count of each that ran, and the index and error of
     the one that failed (None, None when none did)."""
-    for kind, args, kw in setup:
-        if kind == "function":
-            connection.create_function(*args, **kw)
-        else:
-            connection.execute(*args)
-    if begin:
-        connection.execute(BEGIN_WRITE)
+    _set_up(connection, setup, begin=begin)
     counts: list[int] = []
     for index, (operation, parameters, many) in enumerate(writes):
         cursor = connection.cursor()
