@@ -173,12 +173,7 @@ settled."""
 CLAIM_WITH_SETTLE = UPDATE_RUN.where(
     one_of(RUNS.c.status, run_sources_of(RunStatus.RUNNING)),
     AT_STEP,
-    ~exists().where(
-        CALLS.c.run_id == RUNS.c.id,
-        CALLS.c.step == RUNS.c.step,
-        CALLS.c.id != bindparam("b_settled"),
-        ~one_of(CALLS.c.state, SETTLED_STATES),
-    ),
+    ~UNSETTLED.where(CALLS.c.id != bindparam("b_settled")),
 )
 """`CLAIM_SETTLED_RUN` in the statement that settles the call `b_settled`: the statement sees that call as it was
 before it, so every other call of the step must be settled (`settled_and_claimed`)."""
@@ -454,9 +449,14 @@ async def next_move(
     return NextMove.SUSPENDED if unsettled else NextMove.HANDED_OFF
 
 
+def _claim_of(owner: str, now: datetime) -> dict[str, Any]:
+    """What a claim of a parked run writes: running, for `owner`, its heartbeat `now`."""
+    return {"status": str(RunStatus.RUNNING), "owner": owner, "heartbeat_at": now}
+
+
 async def _claimed(connection: AsyncConnection, run: StoredRun, owner: str, now: datetime) -> bool:
     """Claim the parked `run` for `owner` if every call of its step is settled (`CLAIM_SETTLED_RUN`)."""
-    claim = {"status": str(RunStatus.RUNNING), "owner": owner, "heartbeat_at": now}
+    claim = _claim_of(owner, now)
     params = {"b_run": run.id, "b_step": run.step, "updated_at": now, **claim}
     if (await connection.execute(CLAIM_SETTLED_RUN, params)).rowcount != 1:
         return False
@@ -506,8 +506,6 @@ async def moved_with(
     `take_turn`); on PostgreSQL in the same statement, the move made only once it is held."""
     rows = [(table, batch) for table, batch in rows if batch]
     updates = list(updates)
-    if locking is not None and not dialect.is_sqlite:
-        move = move.where(exists(select(literal_column("1")).select_from(locking.cte("turn"))))
     if dialect.is_sqlite:
         if (await dialect.run(connection, move)).rowcount != 1:
             return False, {}
@@ -519,7 +517,7 @@ async def moved_with(
             result = await connection.execute(INSERT_CALLS_NUMBERED, numbered)
             keys = {row["tool_call_id"]: key for row, key in zip(numbered, result.scalars().all(), strict=True)}
         return True, keys
-    moved, parts = _moved_and_parts(dialect, move, rows, updates)
+    moved, _won, parts = _moved_and_parts(dialect, move, rows, updates, locking=locking)
     if numbered:
         calls = (
             _inserted_if(dialect, moved, CALLS, numbered).returning(CALLS.c.id, CALLS.c.tool_call_id).cte("numbered")
@@ -532,9 +530,17 @@ async def moved_with(
 
 
 def _moved_and_parts(
-    dialect: Dialect, move: Any, rows: list[tuple[Any, list[dict[str, Any]]]], updates: list[Any]
-) -> tuple[Any, list[Any]]:
-    """On PostgreSQL, `move` as the CTE `moved` and the CTEs of what goes with it (see `moved_with`)."""
+    dialect: Dialect,
+    move: Any,
+    rows: list[tuple[Any, list[dict[str, Any]]]],
+    updates: list[Any],
+    *,
+    locking: Any | None = None,
+) -> tuple[Any, Any, list[Any]]:
+    """On PostgreSQL, `move` (made once `locking`'s row lock is held, when given) as the CTE `moved`, the
+    condition that it wrote its row, and the CTEs of what goes with it (see `moved_with`)."""
+    if locking is not None:
+        move = move.where(exists(select(literal_column("1")).select_from(locking.cte("turn"))))
     moved = move.returning(literal_column("1").label("won")).cte("moved")
     won = exists(select(literal_column("1")).select_from(moved))
     parts = [
@@ -542,7 +548,7 @@ def _moved_and_parts(
         for n, (table, batch) in enumerate(rows)
     ]
     parts += [update.where(won).returning(literal_column("1")).cte(f"with_u{n}") for n, update in enumerate(updates)]
-    return moved, parts
+    return moved, won, parts
 
 
 async def settled_and_claimed(
@@ -568,14 +574,13 @@ async def settled_and_claimed(
     caller then claims in a statement of its own (`claim_after_turn`). A run whose step has one call, parked,
     is settled and claimed in one round trip and one commit."""
     assert not dialect.is_sqlite, "SQLite settles and claims in one transaction"
-    move = move.where(exists(select(literal_column("1")).select_from(turn_of(run.id).cte("turn"))))
-    moved, parts = _moved_and_parts(dialect, move, [(t, b) for t, b in rows if b], list(updates))
-    claim = {"status": str(RunStatus.RUNNING), "owner": owner, "heartbeat_at": now}
+    rows = [(table, batch) for table, batch in rows if batch]
+    moved, won, parts = _moved_and_parts(dialect, move, rows, list(updates), locking=turn_of(run.id))
+    claim = _claim_of(owner, now)
     claiming = updated(
         dialect, CLAIM_WITH_SETTLE, {"updated_at": now, **claim},
         b_run=run.id, b_step=run.step, b_settled=call.id,
     )  # fmt: skip
-    won = exists(select(literal_column("1")).select_from(moved))
     claimed = claiming.where(won).returning(literal_column("1")).cte("claimed")
     statement = select(
         select(func.count()).select_from(moved).scalar_subquery(),
