@@ -54,9 +54,9 @@ lost with its connection is covered by the pass that listening again starts, so 
 _CHECK_CONNECTION = 30.0
 """Seconds between two looks (no statement) at whether the listening connection is still open."""
 _RETRY_LISTEN = 5.0
+"""Seconds between two tries to listen again after the listening connection was lost."""
 _CLOSE_WAIT = 5.0
 """Seconds `close` waits for the listening task to end once cancelled."""
-"""Seconds between two tries to listen again after the listening connection was lost."""
 _OWN_STRETCH = 1.0
 """Own notices less than this many seconds apart are kept as one stretch (first, last) of notices."""
 _OWN_KEPT = 600.0

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import aiosqlite
@@ -180,12 +180,9 @@ class _Connection(AsyncAdapt_aiosqlite_connection):
     async def run(self, operation: str, parameters: Any, *, many: bool) -> tuple[Any, Sequence[Any], int, Any]:
         """Run one statement in the driver's thread, in one hand-off (with a held-back BEGIN and setup); its
         description, rows, row count and last row id."""
-        begin, self._begin_held = self._begin_held, False
-        setup, self._setup_held = self._setup_held, []
-        async with self._execute_mutex:
-            outcome: tuple[Any, Sequence[Any], int, Any] = await self._connection._execute(
-                _run_statement, self._connection._conn, operation, parameters, many, begin, setup
-            )
+        outcome: tuple[Any, Sequence[Any], int, Any] = await self._handed_off(
+            _run_statement, operation, parameters, many
+        )
         return outcome
 
     async def run_writes(
@@ -193,13 +190,16 @@ class _Connection(AsyncAdapt_aiosqlite_connection):
     ) -> tuple[list[int], int | None, sqlite3.Error | None]:
         """Run the writes (statement, parameters, executemany) one after the other in one hand-off, up to the
         first that fails (see `_run_writes`)."""
+        outcome: tuple[list[int], int | None, sqlite3.Error | None] = await self._handed_off(_run_writes, writes)
+        return outcome
+
+    async def _handed_off(self, function: Callable[..., Any], *args: Any) -> Any:
+        """`function(connection, *args, begin, setup)` in the driver's thread, in one hand-off: the held-back
+        BEGIN and setup go with it."""
         begin, self._begin_held = self._begin_held, False
         setup, self._setup_held = self._setup_held, []
         async with self._execute_mutex:
-            outcome: tuple[list[int], int | None, sqlite3.Error | None] = await self._connection._execute(
-                _run_writes, self._connection._conn, writes, begin, setup
-            )
-        return outcome
+            return await self._connection._execute(function, self._connection._conn, *args, begin, setup)
 
     def hold_begin(self) -> None:
         """Begin a write transaction: `BEGIN IMMEDIATE` is sent with the next statement, in its hand-off."""
