@@ -5,16 +5,13 @@ that stops between the two."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
-from sqlalchemy import event
 
 from memory import ToolCallState
 from tests.runtime.helpers import RECORD_INPUT, collect, decide, make_agent, of_type, record_tool, run_status, text_of
 from tests.support.scripted_model import call, reply, tool_calls
-from tests.support.statements import statements_of
+from tests.support.statements import statements_of, transactions_of
 from tools import create_tool
 
 
@@ -58,23 +55,6 @@ async def test_a_decision_while_the_worker_runs_a_sibling_call_leaves_the_run_go
     assert text_of(answered) == "Looked up 1, handled 2."
     assert len(model.chat.requests) == 2
     assert await run_status(storage, stream.run_id) == "completed"
-
-
-@contextmanager
-def transactions_of(storage) -> Iterator[list[str]]:
-    """The transactions `storage` begins meanwhile on PostgreSQL (a BEGIN ... COMMIT each; not autocommit)."""
-    begun: list[str] = []
-
-    def record(connection) -> None:
-        if connection.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
-            begun.append("BEGIN")
-
-    engine = storage.engine.sync_engine
-    event.listen(engine, "begin", record)
-    try:
-        yield begun
-    finally:
-        event.remove(engine, "begin", record)
 
 
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)

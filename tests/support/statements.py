@@ -20,9 +20,28 @@ def statements_of(storage: Any, *, begins: bool = True) -> Iterator[list[str]]:
         if begins or not statement.lstrip().upper().startswith("BEGIN"):
             seen.append(" ".join(statement.split()))
 
-    engine = storage.engine.sync_engine
-    event.listen(engine, "before_cursor_execute", record)
-    try:
+    with _listening(storage, "before_cursor_execute", record):
         yield seen
+
+
+@contextmanager
+def transactions_of(storage: Any) -> Iterator[list[str]]:
+    """The transactions `storage` begins meanwhile on PostgreSQL (a BEGIN ... COMMIT each; not autocommit)."""
+    begun: list[str] = []
+
+    def record(connection: Any) -> None:
+        if connection.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
+            begun.append("BEGIN")
+
+    with _listening(storage, "begin", record):
+        yield begun
+
+
+@contextmanager
+def _listening(storage: Any, name: str, record: Any) -> Iterator[None]:
+    engine = storage.engine.sync_engine
+    event.listen(engine, name, record)
+    try:
+        yield
     finally:
-        event.remove(engine, "before_cursor_execute", record)
+        event.remove(engine, name, record)
