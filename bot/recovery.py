@@ -66,7 +66,8 @@ class RecoveryLoop:
         """Stop after the pass under way, if any (cancelled only if it takes longer than `timeout`)."""
         self._stopping.set()
         try:
-            await asyncio.wait_for(asyncio.shield(self._task), timeout)
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(self._task)
         except TimeoutError:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)

@@ -162,7 +162,8 @@ class WorkNotices:
                 return None
             self._event.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._event.wait(), left)
+                async with asyncio.timeout(left):
+                    await self._event.wait()
 
     async def pause(
         self,
@@ -268,7 +269,8 @@ class WorkNotices:
             self._moved()
             while not lost.is_set() and not raw.is_closed():
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(lost.wait(), _CHECK_CONNECTION)
+                    async with asyncio.timeout(_CHECK_CONNECTION):
+                        await lost.wait()
             # the connection is gone: nothing to remove the listener from; the pool drops it
 
     async def close(self) -> None:

@@ -106,7 +106,8 @@ class LiveQuestions:
             beat_at = loop.time()
             while self._held:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(heard.wait(), poll)
+                    async with asyncio.timeout(poll):
+                        await heard.wait()
                 heard.clear()
                 try:
                     await self._look_at_held()

@@ -126,7 +126,8 @@ class Proposals:
             now=utcnow(),
         )
         try:
-            outcome = await asyncio.wait_for(evaluation, EVALUATION_TIMEOUT)
+            async with asyncio.timeout(EVALUATION_TIMEOUT):
+                outcome = await evaluation
         except TimeoutError:  # the thread runs on to its end (bounded by the size limits); the call asks
             log.warning("the rules of %s took longer than %s s in run %s", tool.id, EVALUATION_TIMEOUT, self.run.id)
             outcome = timed_out()

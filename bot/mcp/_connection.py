@@ -54,7 +54,8 @@ class ServerConnection:
         cursor: str | None = None
         while True:
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await asyncio.wait_for(session.client.list_tools(params=params), self.config.start_timeout)
+            async with asyncio.timeout(self.config.start_timeout):
+                page = await session.client.list_tools(params=params)
             found += page.tools
             cursor = page.next_cursor
             if not cursor:

@@ -81,7 +81,8 @@ class McpSession:
         ready: asyncio.Future[ClientSession] = loop.create_future()
         self._holder = loop.create_task(self._hold(ready), name=f"mcp server {self.name}")
         try:
-            self.client = await asyncio.wait_for(asyncio.shield(ready), self.config.start_timeout)
+            async with asyncio.timeout(self.config.start_timeout):
+                self.client = await asyncio.shield(ready)
         except TimeoutError:
             await self.close()
             raise McpServerError(
@@ -158,7 +159,8 @@ class McpSession:
             return
         self._closing.set()
         try:
-            await asyncio.wait_for(asyncio.shield(holder), 10)
+            async with asyncio.timeout(10):
+                await asyncio.shield(holder)
         except (TimeoutError, Exception):  # noqa: BLE001 - a server that will not stop is cancelled
             holder.cancel()
             with contextlib.suppress(BaseException):

@@ -45,7 +45,8 @@ class ReaderLanguages:
         if within is None:
             return translator(await self.language_of_person(user_id))
         try:
-            return translator(await asyncio.wait_for(self.language_of_person(user_id), within))
+            async with asyncio.timeout(within):
+                return translator(await self.language_of_person(user_id))
         except TimeoutError:
             return translator(self.default)
 

@@ -14,6 +14,7 @@ Every call is recorded (`calls`), and a test can script faults (`faults`, see `f
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -220,10 +221,9 @@ class SlackWebApi(ChatMethods, StreamMethods, ViewMethods, DirectoryMethods):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise AssertionError(f"timed out waiting for {what}; calls: {[c.method for c in self.calls]}")
-                try:
-                    await asyncio.wait_for(self._recorded.wait(), remaining)
-                except TimeoutError:
-                    pass
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(remaining):
+                        await self._recorded.wait()
 
     async def settle(self, quiet: float = 0.3, timeout: float = 10.0) -> None:
         """Wait until no call came for `quiet` seconds (the bot's background work is done)."""

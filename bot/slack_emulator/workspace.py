@@ -9,6 +9,7 @@ message or modal changed (so the playground can store it).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import time
@@ -222,10 +223,9 @@ class Workspace:
         playground), or after `timeout` seconds."""
         if self.version != since:
             return
-        try:
-            await asyncio.wait_for(self._changed.wait(), timeout)
-        except TimeoutError:
-            pass
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._changed.wait()
 
     def next_ts(self) -> str:
         """A message timestamp as Slack writes them, unique and increasing (so a memory thread of an earlier

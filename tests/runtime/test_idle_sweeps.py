@@ -115,3 +115,24 @@ async def test_an_idle_sweep_writes_down_a_delegation_s_end_when_it_comes_and_lo
     finally:
         sweep.cancel()
         await asyncio.gather(sweep, return_exceptions=True)
+
+
+async def test_a_sweep_cancelled_as_a_notice_comes_stops(model, storage):
+    """A shutdown cancels the sweeps; one that is woken by a notice in the same moment must still stop (with
+    Python 3.11's `asyncio.wait_for` the cancellation was lost and the sweep slept on for ever)."""
+    if storage.is_sqlite:
+        pytest.skip("SQLite has no notices: its sweeps sleep")
+    agent = make_agent([record_tool("delete-record")], storage=storage)
+    sweep = asyncio.create_task(expire_forever(agent, every=0.2))
+    try:
+        async with asyncio.timeout(5):
+            while not storage.notices.listening:
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)  # the first pass done: it waits for a notice
+        storage.notices._heard("tool_calls")  # another replica's notice, heard as the shutdown comes
+        sweep.cancel()
+        async with asyncio.timeout(5):
+            await asyncio.gather(sweep, return_exceptions=True)
+        assert sweep.cancelled()
+    finally:
+        sweep.cancel()

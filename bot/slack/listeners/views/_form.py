@@ -55,7 +55,8 @@ async def submitted_form(
     user_id = body["user"]["id"]
     lookup = asyncio.ensure_future(find_waiting_call(services, ref=view.get("private_metadata"), kind=kind))
     try:
-        call = await asyncio.wait_for(asyncio.shield(lookup), LOOKUP_WITHIN)
+        async with asyncio.timeout(LOOKUP_WITHIN):
+            call = await asyncio.shield(lookup)
     except ClickRefused as refused:
         await ack()
         await refuse(services, client, refused, user=user_id, channel=None)
