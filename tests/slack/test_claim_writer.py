@@ -39,7 +39,11 @@ async def test_claims_are_written_on_the_writers_loop_and_answered_on_the_claima
     async with loop_in_a_thread() as loop:
         writer = ClaimWriter(write, loop=loop)
         claims = ["Ev0", "Ev1", "Ev2", "Ev1", "Ev3"]
-        assert await asyncio.gather(*(writer.claim({"event_id": event_id}) for event_id in claims)) == [
+        held = threading.Event()  # the writer's loop held until every claim waits: they come together
+        loop.call_soon_threadsafe(held.wait, 5)
+        futures = [writer.claim({"event_id": event_id}) for event_id in claims]
+        held.set()
+        assert await asyncio.gather(*futures) == [
             False, True, True, False, True,
         ]  # fmt: skip
         assert await writer.claim({"event_id": "Ev4"}) is True
