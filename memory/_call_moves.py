@@ -35,7 +35,6 @@ from ._run_sql import (
     same_time,
     settled_and_claimed,
     source_checked,
-    turn_of,
     updated,
 )
 from .dialects import Prepared
@@ -103,9 +102,9 @@ class CallMoves(StorePart):
             rows, updates = self._with_move(move, messages=messages, run=run, audit=audit, lease=lease)
             if grant is not None:
                 rows.append((GRANTS, [grant]))
-            locking = turn_of(call.run_id) if in_turn and lease is None else None
+            in_turn_of = call.run_id if in_turn and lease is None else None
             try:
-                return await self._written(move, rows, updates, grant=grant, locking=locking)
+                return await self._written(move, rows, updates, grant=grant, in_turn_of=in_turn_of)
             except CommitOutcomeUnknownError:
                 if (stored := await self._stored_after_loss(move)) is not None:
                     return move.won() if stored else False
@@ -131,7 +130,7 @@ class CallMoves(StorePart):
         updates: list[Any],
         *,
         grant: Any,
-        locking: Any | None,
+        in_turn_of: str | None,
     ) -> bool:
         dialect = self._storage.dialect
         opened = self._storage.statement() if grant is None else self._storage.transaction()
@@ -140,7 +139,7 @@ class CallMoves(StorePart):
                 await check_grant_policy(connection, dialect, grant)
             with source_checked(move.message_rows):
                 won, _keys = await moved_with(
-                    dialect, connection, move.bound(dialect), rows=rows, updates=updates, locking=locking
+                    dialect, connection, move.bound(dialect), rows=rows, updates=updates, in_turn_of=in_turn_of
                 )
         return move.won() if won else False
 
@@ -236,7 +235,7 @@ class CallMoves(StorePart):
             # sees every result committed while this waited for the lock
             with source_checked(move.message_rows):
                 won, _keys = await moved_with(
-                    dialect, connection, move.bound(dialect), rows=rows, updates=updates, locking=turn_of(run.id)
+                    dialect, connection, move.bound(dialect), rows=rows, updates=updates, in_turn_of=run.id
                 )
             if not won:
                 return False, None

@@ -403,7 +403,7 @@ async def read_run(storage: Database, run_id: str) -> StoredRun | None:
 
 
 def turn_of(run_id: str) -> Any:
-    """The lock `take_turn` takes, for `moved_with(..., locking=...)`."""
+    """The lock `take_turn` takes, in the statement of a move `moved_with(..., in_turn_of=run_id)` makes."""
     return with_binds(LOCK_RUN, b_run=run_id)
 
 
@@ -411,7 +411,7 @@ async def take_turn(storage: Database, connection: AsyncConnection, run: StoredR
     """Wait for the other transactions that settle calls of `run` (see `next_move`). On SQLite the
     write lock of BEGIN IMMEDIATE already does; on PostgreSQL the run's row lock, taken first (a lock
     taken after inserting rows that reference the run would deadlock two settlers). `moved_with(...,
-    locking=turn_of(run.id))` takes it in the statement of the move."""
+    in_turn_of=run.id)` takes it in the statement of the move."""
     await storage.dialect.take_row_lock(connection, LOCK_RUN, {"b_run": run.id})
 
 
@@ -427,10 +427,11 @@ async def next_move(
     its turn in this transaction (`take_turn`), before this statement's snapshot; or it claims in a
     statement of its own right after its settle committed in its turn (`claim_after_turn`).
     """
-    now = storage.clock.now()
+    now, dialect = storage.clock.now(), storage.dialect
     if holds_run:  # park the run while a call of its step is left; else go on
         parked = {"status": str(RunStatus.SUSPENDED), "suspended_at": now, "owner": None}
-        moved = await connection.execute(PARK_RUN, {"b_run": run.id, "updated_at": now, "b_owner": owner, **parked})
+        park = Prepared(PARK_RUN, {"b_run": run.id, "updated_at": now, "b_owner": owner, **parked})
+        moved = await dialect.run(connection, park)
         if moved.rowcount == 1:
             for key, value in parked.items():
                 setattr(run, key, value)
@@ -441,8 +442,8 @@ async def next_move(
         # Taken over while this worker stalled: it must not ask the model for a step the new worker asks for too
         # (the claim's step fence). Or a process that decided a call of the step while this worker ran another
         # took the run's lease and parked it: this worker settled the last call, so it claims the run.
-        return NextMove.CONTINUE if await _claimed(connection, run, owner, now) else NextMove.HANDED_OFF
-    if await _claimed(connection, run, owner, now):
+        return NextMove.CONTINUE if await _claimed(dialect, connection, run, owner, now) else NextMove.HANDED_OFF
+    if await _claimed(dialect, connection, run, owner, now):
         return NextMove.CONTINUE
     # not claimed: a call of the step is left, or another process claimed the run first
     unsettled = await connection.scalar(STEP_UNSETTLED, {"b_run": run.id, "b_step": run.step})
@@ -454,11 +455,11 @@ def _claim_of(owner: str, now: datetime) -> dict[str, Any]:
     return {"status": str(RunStatus.RUNNING), "owner": owner, "heartbeat_at": now}
 
 
-async def _claimed(connection: AsyncConnection, run: StoredRun, owner: str, now: datetime) -> bool:
+async def _claimed(dialect: Dialect, connection: AsyncConnection, run: StoredRun, owner: str, now: datetime) -> bool:
     """Claim the parked `run` for `owner` if every call of its step is settled (`CLAIM_SETTLED_RUN`)."""
     claim = _claim_of(owner, now)
     params = {"b_run": run.id, "b_step": run.step, "updated_at": now, **claim}
-    if (await connection.execute(CLAIM_SETTLED_RUN, params)).rowcount != 1:
+    if (await dialect.run(connection, Prepared(CLAIM_SETTLED_RUN, params))).rowcount != 1:
         return False
     for key, value in claim.items():
         setattr(run, key, value)
@@ -490,7 +491,7 @@ async def moved_with(
     rows: Iterable[tuple[Any, list[dict[str, Any]]]] = (),
     updates: Iterable[Any] = (),
     numbered: list[dict[str, Any]] | None = None,
-    locking: Any | None = None,
+    in_turn_of: str | None = None,
 ) -> tuple[bool, dict[str, int]]:
     """`move` (a conditional UPDATE, its values bound: `updated`) and, only if it wrote its row, what goes with
     it: `rows` inserted (table, rows), `updates` (UPDATEs, values bound) and `numbered` (tool calls, whose keys
@@ -502,8 +503,9 @@ async def moved_with(
     what another writes (they all see the database as it was before the statement). On SQLite the move, then
     the rest if it won, one after the other in the caller's transaction.
 
-    `locking` (a SELECT ... FOR NO KEY UPDATE, its binds given): a row lock taken before the move (see
-    `take_turn`); on PostgreSQL in the same statement, the move made only once it is held."""
+    `in_turn_of` (a run's id): the run's row lock taken before the move (`turn_of`, see `take_turn`); on
+    PostgreSQL in the same statement, the move made only once it is held. SQLite's write lock already is that
+    turn, so the lock's statement is built on PostgreSQL only."""
     rows = [(table, batch) for table, batch in rows if batch]
     updates = list(updates)
     if dialect.is_sqlite:
@@ -514,10 +516,12 @@ async def moved_with(
         )
         keys: dict[str, int] = {}
         if numbered:
-            result = await connection.execute(INSERT_CALLS_NUMBERED, numbered)
-            keys = {row["tool_call_id"]: key for row, key in zip(numbered, result.scalars().all(), strict=True)}
+            # one call (a step's usual number) runs from its compiled form, like the writes above
+            calls = Prepared(INSERT_CALLS_NUMBERED, numbered[0] if len(numbered) == 1 else numbered)
+            written = (await dialect.run(connection, calls)).all()
+            keys = {row["tool_call_id"]: key for row, (key,) in zip(numbered, written, strict=True)}
         return True, keys
-    moved, _won, parts = _moved_and_parts(dialect, move, rows, updates, locking=locking)
+    moved, _won, parts = _moved_and_parts(dialect, move, rows, updates, in_turn_of=in_turn_of)
     if numbered:
         calls = (
             _inserted_if(dialect, moved, CALLS, numbered).returning(CALLS.c.id, CALLS.c.tool_call_id).cte("numbered")
@@ -535,12 +539,12 @@ def _moved_and_parts(
     rows: list[tuple[Any, list[dict[str, Any]]]],
     updates: list[Any],
     *,
-    locking: Any | None = None,
+    in_turn_of: str | None = None,
 ) -> tuple[Any, Any, list[Any]]:
-    """On PostgreSQL, `move` (made once `locking`'s row lock is held, when given) as the CTE `moved`, the
-    condition that it wrote its row, and the CTEs of what goes with it (see `moved_with`)."""
-    if locking is not None:
-        move = move.where(exists(select(literal_column("1")).select_from(locking.cte("turn"))))
+    """On PostgreSQL, `move` (made once the row lock of the run `in_turn_of` is held, when given) as the CTE
+    `moved`, the condition that it wrote its row, and the CTEs of what goes with it (see `moved_with`)."""
+    if in_turn_of is not None:
+        move = move.where(exists(select(literal_column("1")).select_from(turn_of(in_turn_of).cte("turn"))))
     moved = move.returning(literal_column("1").label("won")).cte("moved")
     won = exists(select(literal_column("1")).select_from(moved))
     parts = [
@@ -575,7 +579,7 @@ async def settled_and_claimed(
     is settled and claimed in one round trip and one commit."""
     assert not dialect.is_sqlite, "SQLite settles and claims in one transaction"
     rows = [(table, batch) for table, batch in rows if batch]
-    moved, won, parts = _moved_and_parts(dialect, move, rows, list(updates), locking=turn_of(run.id))
+    moved, won, parts = _moved_and_parts(dialect, move, rows, list(updates), in_turn_of=run.id)
     claim = _claim_of(owner, now)
     claiming = updated(
         dialect, CLAIM_WITH_SETTLE, {"updated_at": now, **claim},

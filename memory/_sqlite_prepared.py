@@ -10,10 +10,11 @@ does for it) before the one hand-off of `memory._sqlite_driver`; the writes of `
 hand-off for all of them. A driver's error is raised as SQLAlchemy raises it (`sqlalchemy.exc.IntegrityError`
 and the like, the driver's error as `orig`, the statement that failed as `statement`).
 
-Only where it changes nothing else: a write without RETURNING, inside a transaction (`Storage.transaction`,
-`Storage.statement`), on a connection of `memory._sqlite_driver`, with no one listening to its statements
-(`before_cursor_execute`, the tests' `statements_of`) and no echo; and from its second run on, so a statement
-built for one call is left to SQLAlchemy's cache. Anything else runs through SQLAlchemy as before.
+Only where it changes nothing else: a write inside a transaction (`Storage.transaction`, `Storage.statement`),
+on a connection of `memory._sqlite_driver`, with no one listening to its statements (`before_cursor_execute`,
+the tests' `statements_of`) and no echo; with RETURNING only for one row and columns the driver gives as they
+are (a new row's integer key), and never among the writes sent together; and from its second run on, so a
+statement built for one call is left to SQLAlchemy's cache. Anything else runs through SQLAlchemy as before.
 """
 
 from __future__ import annotations
@@ -33,28 +34,31 @@ _Default = tuple[str, Any, bool]
 
 
 class Ran:
-    """The outcome of a write run here: as much of SQLAlchemy's result as the runtime reads of a write."""
+    """The outcome of a write run here: as much of SQLAlchemy's result as the runtime reads of a write (the rows
+    a RETURNING gave, as tuples)."""
 
-    __slots__ = ("rowcount",)
+    __slots__ = ("rowcount", "rows", "returns_rows")
 
-    returns_rows = False
-
-    def __init__(self, rowcount: int):
+    def __init__(self, rowcount: int, rows: list[tuple[Any, ...]] | None = None):
         self.rowcount = rowcount
+        self.rows = rows or []
+        self.returns_rows = rows is not None
 
-    def all(self) -> list[Any]:
-        return []
+    def all(self) -> list[tuple[Any, ...]]:
+        return self.rows
 
 
 class _Compiled:
     """A statement compiled for one set of parameter names: its SQL, the order of its parameters with their
     processors, and the defaults of the columns the parameters leave out."""
 
-    __slots__ = ("sql", "compiled", "positions", "defaults")
+    __slots__ = ("sql", "compiled", "positions", "defaults", "returning")
 
     def __init__(self, compiled: Any, defaults: list[_Default]):
         self.sql: str = compiled.string
         self.compiled = compiled
+        self.returning = bool(compiled.effective_returning)
+        """Whether it returns rows (one row's columns, which need no processing: `_compiled`)."""
         processors = compiled._bind_processors
         self.positions: list[tuple[str, Callable[[Any], Any] | None]] = [
             (name, processors.get(name)) for name in compiled.positiontup
@@ -95,7 +99,7 @@ def _compiled(statement: Any, dialect: Any, names: frozenset[str], many: bool) -
     compiled = statement.compile(dialect=dialect, column_keys=sorted(names), for_executemany=many)
     if (
         not compiled.positional
-        or compiled.effective_returning
+        or (compiled.effective_returning and (many or not _returned_as_is(compiled, dialect)))
         or compiled.escaped_bind_names
         or compiled.literal_execute_params
         or compiled.post_compile_params
@@ -116,6 +120,12 @@ def _compiled(statement: Any, dialect: Any, names: frozenset[str], many: bool) -
             return None
         defaults.append((key_of(column), value, bool(is_callable)))
     return _Compiled(compiled, defaults)
+
+
+def _returned_as_is(compiled: Any, dialect: Any) -> bool:
+    """Whether every column the statement returns comes from the driver as SQLAlchemy would give it (no result
+    processor, as for an integer key)."""
+    return all(entry.type._cached_result_processor(dialect, None) is None for entry in compiled._result_columns)
 
 
 def _ready(
@@ -167,19 +177,19 @@ async def run_prepared(connection: AsyncConnection, statement: Any, parameters: 
     adapt, form = ready
     driver_parameters = _driver_parameters(form, parameters)
     try:
-        _description, _rows, rowcount, _last = await adapt.run(
+        _description, rows, rowcount, _last = await adapt.run(
             form.sql, driver_parameters, many=isinstance(parameters, list)
         )
     except sqlite3.Error as exc:
         raise _error(form, driver_parameters, exc) from exc
-    return Ran(rowcount)
+    return Ran(rowcount, list(rows) if form.returning else None)
 
 
 async def run_prepared_together(connection: AsyncConnection, writes: list[tuple[Any, Any]]) -> list[int] | None:
     """Run the writes (statement, parameters) one after the other here, in one hand-off to the driver: the rows
     each wrote. None, having run none of them, when one of them is for SQLAlchemy to run."""
     ready = [_ready(connection, statement, parameters, running=False) for statement, parameters in writes]
-    found = [each for each in ready if each is not None]
+    found = [each for each in ready if each is not None and not each[1].returning]
     if not found or len(found) != len(writes):
         return None
     adapt, forms = found[0][0], [form for _adapt, form in found]

@@ -9,10 +9,13 @@ import pytest
 from sqlalchemy import event, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from memory import MessageTakenError, Storage
+from memory import MessageTakenError, RunStatus, Storage, StoredRun, StoredToolCall, ToolCallState
 from memory._run_sql import UPDATE_RUN, source_checked
 from memory.dialects import Prepared
+from memory.states import NextMove
 from memory.tables import MessageRow, RunRow
+from tests.support.rows import a_call
+from tests.support.rows import a_run as a_run_record
 from tests.support.statements import statements_of
 
 RUNS, MESSAGES = RunRow.__table__, MessageRow.__table__
@@ -152,3 +155,35 @@ async def test_writes_together_go_to_the_driver_in_one_hand_off_and_fail_as_one(
         await written(storage, Prepared(INSERT_MESSAGE, a_message("run-2", "三")), Prepared(INSERT_RUN, a_run("run-1")))
     assert raised.value.statement is not None and raised.value.statement.startswith("INSERT INTO runs")
     assert [message["content"] for message in await rows(storage, MESSAGES, MESSAGES.c.id)] == ["一", "二"]
+
+
+async def a_step_waiting(storage: Storage) -> tuple[StoredRun, StoredToolCall]:
+    """A run whose worker "A" recorded a step of one call that waits for approval (its key from RETURNING), and
+    parked the run (`after_work`)."""
+    run = a_run_record()
+    run.owner = "A"
+    await storage.runs.create_run(run, [{"role": "user", "content": "delete record 3"}])
+    run.step = 1
+    call = a_call(run, ToolCallState.AWAITING_APPROVAL)
+    await storage.runs.record_step(
+        run, {"role": "assistant", "content": None, "tool_calls": [{"id": "call-1"}]}, [call]
+    )
+    assert await storage.runs.after_work(run, "A", holds_run=True) == NextMove.SUSPENDED
+    return run, call
+
+
+async def test_a_step_s_call_its_key_returned_and_the_park_and_claim_run_from_their_compiled_form(sqlite_storage):
+    storage = sqlite_storage
+    first_run, first_call = await a_step_waiting(storage)
+    assert await storage.runs.after_work(first_run, "B", holds_run=False) == NextMove.SUSPENDED
+    executed = sqlalchemy_executions(storage)
+    run, call = await a_step_waiting(storage)
+    # the claim of a run whose call still waits: its conditional UPDATE writes nothing (then a read says why)
+    assert await storage.runs.after_work(run, "B", holds_run=False) == NextMove.SUSPENDED
+    assert [statement.split(" ")[0] for statement in executed] == ["SELECT"]  # the read, no write of SQLAlchemy's
+    assert call.id is not None and first_call.id is not None and call.id > first_call.id
+    stored_run, stored_call = await storage.runs.run_and_call(run.id, None)
+    assert (
+        stored_call is not None and stored_call.id == call.id and stored_call.state == ToolCallState.AWAITING_APPROVAL
+    )
+    assert stored_run is not None and (stored_run.status, stored_run.owner) == (RunStatus.SUSPENDED, None)
