@@ -7,7 +7,6 @@ Slack URL, and two apps in one process do not share anything.
 from __future__ import annotations
 
 import logging
-import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -62,12 +61,14 @@ def services_of(context: Any) -> SlackServices:
     return context[SERVICES_KEY]
 
 
-_OF_APP: weakref.WeakKeyDictionary[Any, SlackServices] = weakref.WeakKeyDictionary()
+_OF_APP = "_approval_bot_services"
+"""The attribute of a Bolt app that holds its services, so they go when the app goes. (A `WeakKeyDictionary`
+of them kept every app for good: its services hold the app, whose intake dispatches through it.)"""
 
 
 def services_of_app(app: Any) -> SlackServices:
     """The services of a Bolt app built by `create_slack_app` (for front ends served beside it: the HTTP API)."""
-    return _OF_APP[app]
+    return getattr(app, _OF_APP)
 
 
 def home_changed(services: SlackServices) -> None:
@@ -77,7 +78,7 @@ def home_changed(services: SlackServices) -> None:
 
 
 def remember_services(app: Any, services: SlackServices) -> None:
-    _OF_APP[app] = services
+    setattr(app, _OF_APP, services)
 
 
 def attach_services(services: SlackServices) -> Callable[..., Awaitable[None]]:
