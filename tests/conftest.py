@@ -7,6 +7,7 @@ Helpers (functions, constants) live in `tests/support/`; a directory's own fixtu
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,15 @@ from tests.support.databases import PostgresPool, SqliteTemplate, postgres_url
 from tests.support.pg_cluster import postgres_cluster  # noqa: F401 - a fixture: a PostgreSQL of the test's own
 from tests.support.scripted_model import ScriptedModel
 from tests.support.slack import slack_workspace
+
+
+def pytest_collection_finish(session):
+    """Leave what the collection imported (the bot, its libraries, the test modules) out of the garbage
+    collector's full collections, as `python -m bot serve` does once started (`bot.slack.server`): a full
+    collection holds every thread while it walks them, and under a loaded CI that took an ack's record past
+    `RECORD_WITHIN`."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)
