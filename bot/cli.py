@@ -11,11 +11,8 @@ import asyncio
 import errno
 import importlib
 import logging
-import os
 import re
-import signal
 import sys
-import threading
 from collections.abc import Coroutine, Sequence
 from typing import Any, NoReturn
 
@@ -24,6 +21,7 @@ from .cli_rules import add_rules_commands, run_file_command, run_rules_command
 from .defaults import DEV_STOP_DEADLINE
 from .logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from .settings import MissingSettingError, Settings, SettingsError, load_settings, without_password
+from .stopping import run_until_stopped
 
 
 class AgentNotFoundError(RuntimeError):
@@ -616,7 +614,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # dev leaves whatever was at work to the recovery of its next start, so it is gone within 2 s
     hard_deadline = DEV_STOP_DEADLINE if options.command == "dev" else settings.bot_shutdown_grace + 15
     try:
-        _run_until_stopped(work, hard_deadline=hard_deadline)
+        run_until_stopped(work, hard_deadline=hard_deadline)
     except StartupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -647,35 +645,3 @@ def _run_admin(options: argparse.Namespace, settings: Settings) -> int:
             print(f"error: {line}", file=sys.stderr)
         return 2
     return 0
-
-
-def _run_until_stopped(work: Coroutine[Any, Any, None], *, hard_deadline: float) -> None:
-    """Run `work` until Ctrl-C or SIGTERM (`docker stop`, process managers). Both cancel it, so its
-    cleanup runs; a KeyboardInterrupt raised from a signal handler could land anywhere, even in a
-    `__del__` that swallows it, and the bot would never stop.
-
-    Both also arm a watchdog: a process still alive `hard_deadline` seconds later (its cleanup stuck,
-    e.g. a database connection that never finishes closing, or a task whose cancellation a library
-    swallowed and that went on sleeping) exits anyway. Nothing is lost by that: what was at work is
-    taken over by the recovery of the next start."""
-
-    def stop(task: asyncio.Task[Any] | None) -> None:
-        watchdog = threading.Timer(hard_deadline, os._exit, args=(0,))
-        watchdog.daemon = True
-        watchdog.start()
-        if task is not None:
-            task.cancel()
-
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop, asyncio.current_task())
-        try:
-            await work
-        except asyncio.CancelledError:
-            pass
-
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        pass

@@ -43,3 +43,23 @@ async def test_sigterm_lets_a_running_tool_finish_before_the_bot_exits(model, da
     await stop_bot(bot)  # SIGTERM while the tool runs; exit code 0
 
     assert len(lines(effects, "finished list-records")) == 1
+
+
+async def test_a_stop_that_takes_long_says_what_it_waits_for(model, database_url, slack, effects, tmp_path):
+    model.chat.push(tool_calls(call("list-records", {"id": "all"}, id="call_list")), reply("Listed."))
+    port = free_port()
+    env = bot_env(database_url, slack, LIST_SECONDS="7", BOT_SHUTDOWN_GRACE="20")
+    log = tmp_path / "bot.log"
+    bot = await start_serve(port, env, log)
+    sender = SignedSender(f"http://127.0.0.1:{port}/slack/events", SECRET)
+    assert (await sender.event(sender.mention("list the records")))[0] == 200
+    await until(lambda: lines(effects, "started list-records"), 30, what="the tool's start")
+
+    await stop_bot(bot)  # the tool runs 7 s: the stop is still under way after 5 s
+
+    assert len(lines(effects, "finished list-records")) == 1
+    text = log.read_text()
+    assert "still stopping after 5s; at work:" in text, text
+    report = text.split("still stopping after 5s; at work:", 1)[1].split("\n20", 1)[0]  # up to the next log line
+    assert "-> stop -> wait_for_running_runs" in report, report  # the shutdown, waiting for the run at work
+    assert "_call_tool -> execute -> sleep" in report, report  # the tool, at work

@@ -20,6 +20,7 @@ import socket
 import sys
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,7 @@ def bot_env(database_url: str, slack: SlackEmulator, **extra: str) -> dict[str, 
         "SLACK_API_URL": slack.api_url,
         "DATABASE_URL": database_url,
         "BOT_MODEL": "openai/test-model",
+        "PYTHONFAULTHANDLER": "1",  # a bot stuck in its stop prints every thread's stack on SIGABRT (`stop_bot`)
         **extra,
     }
 
@@ -97,6 +99,7 @@ async def start_bot(port: int, env: dict[str, str], log: Path, *args: str) -> as
 
 async def wait_until_healthy(process: asyncio.subprocess.Process, port: int, log: Path) -> asyncio.subprocess.Process:
     """`process` once its `/health` on `port` answers 200; its log in the error if it exits first."""
+    _LOGS[process] = log
     deadline = time.monotonic() + 90  # a start takes a second or two; a loaded CI machine can take far longer
     async with aiohttp.ClientSession() as session:
         while time.monotonic() < deadline:
@@ -116,14 +119,31 @@ async def start_serve(port: int, env: dict[str, str], log: Path) -> asyncio.subp
     return await start_bot(port, env, log, "--agent", "tests.runtime.crash_agent:bot_agent")
 
 
+_LOGS: weakref.WeakKeyDictionary[asyncio.subprocess.Process, Path] = weakref.WeakKeyDictionary()
+"""The log of each bot `wait_until_healthy` saw start."""
+
+STOP_WAIT = 15.0
+"""Seconds `stop_bot` gives a bot to stop on SIGTERM (its own watchdog waits BOT_SHUTDOWN_GRACE + 15)."""
+
+
 async def stop_bot(process: asyncio.subprocess.Process) -> None:
+    """SIGTERM, and the bot must exit 0 within `STOP_WAIT` seconds. One that does not is sent SIGABRT, which
+    makes it print every thread's stack into its log (PYTHONFAULTHANDLER, set by `bot_env`), and the
+    failure shows the end of that log."""
     process.send_signal(signal.SIGTERM)
     try:
-        await asyncio.wait_for(process.wait(), 15)
+        await asyncio.wait_for(process.wait(), STOP_WAIT)
     except TimeoutError:
-        process.kill()
-        await process.wait()
-    assert process.returncode == 0, f"the bot did not stop cleanly (exit {process.returncode})"
+        process.send_signal(signal.SIGABRT)
+        try:
+            await asyncio.wait_for(process.wait(), 5)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+    if process.returncode != 0:
+        log = _LOGS.get(process)
+        shown = log.read_text(errors="replace")[-20000:] if log is not None and log.exists() else "(no log)"
+        raise AssertionError(f"the bot did not stop cleanly (exit {process.returncode}); the end of its log:\n{shown}")
 
 
 async def bot_command(*args: str, database_url: str) -> tuple[int, str, str]:
