@@ -21,7 +21,7 @@ from .cli_rules import add_rules_commands, run_file_command, run_rules_command
 from .defaults import DEV_STOP_DEADLINE
 from .logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from .settings import MissingSettingError, Settings, SettingsError, load_settings, without_password
-from .stopping import run_until_stopped
+from .stopping import cut_off_the_rest, run_until_stopped
 
 
 class AgentNotFoundError(RuntimeError):
@@ -320,6 +320,7 @@ async def _run(command: str, options: argparse.Namespace, settings: Settings, na
             await stop_turns_left(app)
         if mcp is not None:
             await mcp.aclose()
+        await cut_off_the_rest()
         await storage.close()
         telemetry.shutdown(tracing)  # sends the spans still buffered
 

@@ -103,3 +103,14 @@ def _shown_path(path: str) -> str:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     return os.path.relpath(path, root) if path.startswith(root + os.sep) and "site-packages" not in path else path
 
+
+async def cut_off_the_rest() -> None:
+    """Cancel every other task of the running loop and wait until each has ended: the last step of a stop
+    before the storage closes, for whatever the stops before it left (`asyncio.run` would cancel them only
+    after the storage had closed, and a task cut off in its last transaction then kept the process from
+    ever exiting)."""
+    current = asyncio.current_task()
+    left = [task for task in asyncio.all_tasks() if task is not current]
+    for task in left:
+        task.cancel()
+    await asyncio.gather(*left, return_exceptions=True)

@@ -115,17 +115,15 @@ def add_api_routes(web_app: web.Application, front: ApiFront) -> None:
     web_app.router.add_get("/api/policies", api.policies)
     web_app.router.add_patch("/api/policies/{tool}", api.change_policy)
     ApiDelegations(front, answer=api._answer, error=ApiError, body=_json_object).add_routes(web_app)
-    web_app.on_cleanup.append(api.finish)
 
 
 class _Api:
     def __init__(self, front: ApiFront):
         self.front = front
         self.tasks: set[asyncio.Task] = set()
-
-    async def finish(self, _app: web.Application) -> None:
-        for task in list(self.tasks):
-            task.cancel()
+        """What the front shows after each decision (`_show`), held until done. The web server's stop does not
+        cut it off: it relays a run that goes on, which gets the shutdown's grace as a click's does; what is
+        left after the grace is cut off before the storage closes (`bot.cli._run`)."""
 
     async def openapi(self, _request: web.Request) -> web.Response:
         return web.json_response(openapi_document())
