@@ -41,6 +41,7 @@ from slack_bolt.async_app import AsyncApp
 
 from memory import Storage
 
+from ..stopping import cut_off_the_rest
 from .intake import EventIntake
 from .request_reading import Refusal, read_slack_request
 from .stores import ClickLog, EventLog
@@ -199,6 +200,7 @@ class _WritingThread:
         try:
             await self._stopping.wait()
         finally:
+            await cut_off_the_rest()  # a batch of claims still under way ends while its connection is open
             await self.storage.close()
 
 
