@@ -22,7 +22,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 EVIL = "^(a+)+$"
-"""Backtracks exponentially on Python's `re`: 26 "a" and a "!" take seconds."""
+"""Backtracks exponentially on Python's `re`: 26 "a" and a "!" take seconds, 30 about 40 s."""
 
 WORD = {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}
 

@@ -30,10 +30,13 @@ from tools import SchemaValidationError
 from .servers import configs, connected, context, stdio_entry, write_config
 
 SCHEMA_SERVER = Path(__file__).with_name("schema_server.py")
-EVIL = "a" * 24 + "!"
-"""Takes Python's `re` seconds against `^(a+)+$` (each more "a" doubles it); RE2 microseconds."""
-PROMPT = 0.5
-"""The longest wait between two answers of /health while the bot checks a value (a stalled loop: seconds)."""
+EVIL = "a" * 30 + "!"
+"""Takes Python's `re` about 40 s against `^(a+)+$` here (24 "a": 0.6 s; each more doubles it); RE2
+microseconds."""
+PROMPT = 5.0
+"""The longest wait between two answers of /health while the bot checks a value: a loop stalled by `re` waits
+about 40 s, a loaded machine's pauses (a full garbage collection, two cores shared by four test workers)
+have reached 0.8 s."""
 
 
 def schema_server(*tools: str, **extra) -> dict:
@@ -147,7 +150,7 @@ def last_tool_result(model) -> str:
     return [m for m in model.chat.requests[-1]["messages"] if m.get("role") == "tool"][-1]["content"]
 
 
-async def test_the_evil_value_is_checked_in_well_under_a_tenth_of_a_second_and_refused(tmp_path):
+async def test_the_evil_value_is_checked_without_backtracking_and_refused(tmp_path):
     async with connected(configs(tmp_path, {"schemas": schema_server("echo", "shout")})) as servers:
         echo, shout = servers.tools
         assert await shout.execute({"word": "aaa"}, context()) == {"said": "aaa"}  # a result that fits
@@ -155,7 +158,7 @@ async def test_the_evil_value_is_checked_in_well_under_a_tenth_of_a_second_and_r
     started = time.perf_counter()
     with pytest.raises(SchemaValidationError, match="does not match"):
         echo.parse_args({"word": word})
-    assert time.perf_counter() - started < 0.1
+    assert time.perf_counter() - started < PROMPT  # `re`: about 40 s
     assert echo.parse_args({"word": "a" * 30}) == {"word": "a" * 30}
 
 

@@ -11,6 +11,9 @@ from tools import InvalidSchemaError, Schema, SchemaValidationError, check_schem
 
 EVIL = "^(a+)+$"
 WORD = "a" * 30 + "!"
+"""About 40 s for Python's `re` against EVIL, microseconds for RE2."""
+QUICK = 5.0
+"""Seconds a check of WORD may take: far under `re`'s, far over what a loaded machine adds to RE2's."""
 
 
 def refused(schema: Schema, value) -> str:
@@ -34,7 +37,7 @@ def test_every_keyword_that_matches_a_pattern_is_fast_and_right(schema):
     value = WORD if schema["type"] == "string" else {WORD: 1}
     started = time.perf_counter()
     refused(checked, value)
-    assert time.perf_counter() - started < 0.1
+    assert time.perf_counter() - started < QUICK
     good = "a" * 30 if schema["type"] == "string" else {"a" * 30: 1}
     assert checked.validate(good) == good
 
