@@ -3,6 +3,8 @@ running tools finish before it exits. Real `python -m bot serve` processes, on S
 
 from __future__ import annotations
 
+import asyncio
+
 from tests.support.processes import SECRET, bot_env, crash, free_port, lines, run, start_serve, stop_bot
 from tests.support.scripted_model import call, reply, tool_calls
 from tests.support.slack import SignedSender
@@ -47,19 +49,21 @@ async def test_sigterm_lets_a_running_tool_finish_before_the_bot_exits(model, da
 
 async def test_a_stop_that_takes_long_says_what_it_waits_for(model, database_url, slack, effects, tmp_path):
     model.chat.push(tool_calls(call("list-records", {"id": "all"}, id="call_list")), reply("Listed."))
-    port = free_port()
-    env = bot_env(database_url, slack, LIST_SECONDS="7", BOT_SHUTDOWN_GRACE="20")
-    log = tmp_path / "bot.log"
+    port, gate, log = free_port(), tmp_path / "gate", tmp_path / "bot.log"
+    env = bot_env(database_url, slack, PAUSE_BEFORE_TOOL=str(gate), BOT_SHUTDOWN_GRACE="20")
     bot = await start_serve(port, env, log)
     sender = SignedSender(f"http://127.0.0.1:{port}/slack/events", SECRET)
     assert (await sender.event(sender.mention("list the records")))[0] == 200
-    await until(lambda: lines(effects, "started list-records"), 30, what="the tool's start")
+    await until(lambda: gate.with_suffix(".reached").exists(), 30, what="the run to wait before its tool")
 
-    await stop_bot(bot)  # the tool runs 7 s: the stop is still under way after 5 s
+    stopping = asyncio.ensure_future(stop_bot(bot))  # the run waits at the gate: the stop goes on past 5 s
+    try:
+        await until(lambda: "still stopping after 5s" in log.read_text(), 30, what="the report of a slow stop")
+    finally:
+        gate.touch()
+        await stopping
 
-    assert len(lines(effects, "finished list-records")) == 1
-    text = log.read_text()
-    assert "still stopping after 5s; at work:" in text, text
-    report = text.split("still stopping after 5s; at work:", 1)[1].split("\n20", 1)[0]  # up to the next log line
+    assert len(lines(effects, "finished list-records")) == 1  # the run went on, within the grace
+    report = log.read_text().split("still stopping after 5s; at work:", 1)[1].split("\n20", 1)[0]  # to the next line
     assert "-> stop -> wait_for_running_runs" in report, report  # the shutdown, waiting for the run at work
-    assert "_call_tool -> execute -> sleep" in report, report  # the tool, at work
+    assert "before_tool_call -> sleep" in report, report  # the run, in the hook that waits for the gate
