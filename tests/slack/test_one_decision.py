@@ -9,6 +9,7 @@ import copy
 from memory import PolicyChange
 from tests.support.scripted_model import call, reply, structured, tool_calls
 from tests.support.statements import statements_of
+from tests.support.waiting import until
 
 from .harness import RunningBot, ask_to_delete, home_click, published, record_ids, text_of
 
@@ -113,6 +114,9 @@ async def test_a_click_on_a_decided_call_reads_the_call_once(bot: RunningBot, mo
     stale = copy.deepcopy(message)  # as a second user's screen still shows it
     await bot.sender.click(message, "tool_approve", user="U2")
     await bot.slack.wait_for("chat.stopStream")
+    # U2's click is done once its Undo is offered (its last read): on a loaded machine that can come after
+    # a settle's quiet 0.3 s, and its read fell among the late click's
+    await until(lambda: message.action_ids() == ["tool_undo"], 30, what="the Undo offered to U2")
     await bot.slack.settle()
     with statements_of(bot.storage) as seen:
         await bot.sender.click(stale, "tool_approve", user="U3")
