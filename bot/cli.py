@@ -21,7 +21,7 @@ from .cli_rules import add_rules_commands, run_file_command, run_rules_command
 from .defaults import DEV_STOP_DEADLINE
 from .logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from .settings import MissingSettingError, Settings, SettingsError, load_settings, without_password
-from .stopping import cut_off_the_rest, run_until_stopped
+from .stopping import cut_off, cut_off_the_rest, run_until_stopped
 
 
 class AgentNotFoundError(RuntimeError):
@@ -363,8 +363,7 @@ class RuntimeWork:
         if self.recovery is not None:
             await self.recovery.stop()
         if self.expiry is not None:
-            self.expiry.cancel()  # and wait for it, so it does not hold a connection while the storage closes
-            await asyncio.gather(self.expiry, return_exceptions=True)
+            await cut_off([self.expiry])  # waited for, so it does not hold a connection while the storage closes
         left = await wait_for_running_runs(grace)
         if left:
             logging.getLogger("bot").warning(
@@ -630,9 +629,7 @@ async def _together(*work: Coroutine[Any, Any, None]) -> None:
         for task in done:
             task.result()
     finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cut_off(tasks)
 
 
 def _run_admin(options: argparse.Namespace, settings: Settings) -> int:

@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterable
 from typing import Any
 
 log = logging.getLogger("bot.stopping")
@@ -75,12 +75,17 @@ def _exit_anyway(after: float, telling: bool) -> None:
 def still_at_work() -> list[str]:
     """One line per asyncio task of the running loop (but the caller's) with the calls it waits in, and
     one naming the other threads still alive."""
-    current = asyncio.current_task()
-    lines = sorted(f"task {task.get_name()}: {awaiting(task)}" for task in asyncio.all_tasks() if task is not current)
+    lines = sorted(f"task {task.get_name()}: {awaiting(task)}" for task in _other_tasks())
     others = [thread.name for thread in threading.enumerate() if thread is not threading.current_thread()]
     if others:
         lines.append(f"threads: {', '.join(sorted(others))}")
     return lines
+
+
+def _other_tasks() -> list[asyncio.Task[Any]]:
+    """The tasks of the running loop but the caller's."""
+    current = asyncio.current_task()
+    return [task for task in asyncio.all_tasks() if task is not current]
 
 
 def awaiting(task: asyncio.Task[Any]) -> str:
@@ -107,13 +112,17 @@ def _shown_path(path: str) -> str:
     return os.path.relpath(path, root) if path.startswith(root + os.sep) and "site-packages" not in path else path
 
 
+async def cut_off(tasks: Iterable[asyncio.Future[Any]]) -> None:
+    """Cancel `tasks` and wait until each has ended (however it ended)."""
+    tasks = list(tasks)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 async def cut_off_the_rest() -> None:
     """Cancel every other task of the running loop and wait until each has ended: the last step of a stop
     before the storage closes, for whatever the stops before it left (`asyncio.run` would cancel them only
     after the storage had closed, and a task cut off in its last transaction then kept the process from
     ever exiting)."""
-    current = asyncio.current_task()
-    left = [task for task in asyncio.all_tasks() if task is not current]
-    for task in left:
-        task.cancel()
-    await asyncio.gather(*left, return_exceptions=True)
+    await cut_off(_other_tasks())

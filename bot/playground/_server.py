@@ -26,6 +26,7 @@ from bot.slack.migrations import SCHEMA as SLACK_SCHEMA
 from bot.slack.services import services_of_app
 from bot.slack_emulator import SlackWebApi, Workspace
 from bot.slack_emulator.workspace import UserGroup
+from bot.stopping import cut_off
 from memory import Storage
 from tools import Tool
 
@@ -129,10 +130,7 @@ class Playground:
         the bot was doing is left to the recovery of the next start."""
         # The background passes end before the storage closes: one cancelled mid-query and left to finish
         # on its own would be closing its connection while the engine is disposed, and hang the loop's end.
-        background = [task for task in (self._expiry, self._slack_recovery) if task is not None]
-        for task in background:
-            task.cancel()
-        await asyncio.gather(*background, return_exceptions=True)
+        await cut_off(task for task in (self._expiry, self._slack_recovery) if task is not None)
         self._expiry = self._slack_recovery = None
         if self._recovery is not None:
             await self._recovery.stop(timeout=1.0)

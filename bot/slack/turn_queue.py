@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -28,6 +28,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.agent import DatabaseAwayError
 from bot.concurrency import WorkSlots
 from bot.defaults import DEFAULT_MAX_CONCURRENT_TURNS
+from bot.stopping import cut_off
 
 from .stores import QueuedMessage, SlackStores
 from .threads import SlackThread
@@ -282,22 +283,14 @@ class TurnQueue:
         lease goes stale for another replica's sweep or the next start's. Left to `asyncio.run`'s own
         cancellation after the storage had closed, a turn cut off in its last transaction could keep the
         process from exiting (seen under load: `_cancel_all_tasks` waiting, a turn's commit pending)."""
-        await _cut_off(turn for turn in self._turns if turn is not asyncio.current_task())
+        await cut_off(turn for turn in self._turns if turn is not asyncio.current_task())
 
     async def close(self) -> None:
         """Stop the sweep and the work this replica started; what is left is swept up later."""
-        await _cut_off([*self._tasks, *([self._sweeper] if self._sweeper else [])])
+        await cut_off([*self._tasks, *([self._sweeper] if self._sweeper else [])])
 
     def _spawn(self, work: Awaitable[None]) -> asyncio.Task[None]:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
-
-
-async def _cut_off(tasks: Iterable[asyncio.Task[Any]]) -> None:
-    """Cancel `tasks` and wait until each has ended (however it ended)."""
-    tasks = list(tasks)
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
